@@ -1,0 +1,13 @@
+"""hlc — the high-level library compiler.
+
+A library description (``.hl``) names one interface, several implementations
+and the terms their costs depend on; hlc calibrates a cost model for each on
+this machine and generates a module that calls the fastest on every call.
+"""
+
+from hlc.language.ast import Library
+from hlc.language.errors import Diagnostic, HLError
+from hlc.language.parse import parse, parse_file
+
+__version__ = "0.1.0"
+__all__ = ["Diagnostic", "HLError", "Library", "parse", "parse_file", "__version__"]

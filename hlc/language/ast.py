@@ -1,0 +1,355 @@
+"""Typed syntax tree of a library description.
+
+One dataclass per construct of the language; every node that a check may
+complain about carries the line and column where it starts, so diagnostics can
+point at it.  The tree is plain data: later stages (profiling, fitting,
+dispatch) read it and never mutate it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Node:
+    """Base of every node: where in the description it starts (1-based)."""
+
+    line: int
+    column: int
+
+
+# ---- expressions ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Number(Node):
+    value: int | float
+
+
+@dataclass(frozen=True)
+class Name(Node):
+    id: str
+
+
+@dataclass(frozen=True)
+class Call(Node):
+    """A call of a built-in function, an imported helper or a model.
+
+    ``function`` is dotted for qualified models (``runtime.BlockTransfer``).
+    """
+
+    function: str
+    arguments: tuple[Expression, ...]
+
+
+@dataclass(frozen=True)
+class Unary(Node):
+    operator: str  # "-", "+", "not"
+    operand: Expression
+
+
+@dataclass(frozen=True)
+class Binary(Node):
+    operator: str  # + - * / // % ** << >> < <= > >= == != and or
+    left: Expression
+    right: Expression
+    operator_line: int = 0  # where the operator itself is, for diagnostics
+    operator_column: int = 0
+
+
+Expression = Number | Name | Call | Unary | Binary
+
+
+# ---- declarations -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Let(Node):
+    """A named helper value: library constant, implementation helper or
+    profile value function (``let bins = 2 ** bpd``)."""
+
+    name: str
+    value: Expression
+
+
+@dataclass(frozen=True)
+class Uses(Node):
+    """``uses runtime``: the models of another calibrated library."""
+
+    library: str
+
+
+@dataclass(frozen=True)
+class Import(Node):
+    """``from "sort/support.py" import key_width as kw``.
+
+    ``source`` is a file path (relative to the description's directory) when
+    ``is_file`` is true, else a dotted module name.
+    """
+
+    source: str
+    is_file: bool
+    name: str
+    alias: str
+
+    @property
+    def describe(self) -> str:
+        where = f'"{self.source}"' if self.is_file else self.source
+        return f"{where}:{self.name}"
+
+
+@dataclass(frozen=True)
+class ModelDefinition(Node):
+    """A library-level factored model: an exact expression over other models,
+    never fitted (``model Communication(width) = BlockTransfer(width / 2)``)."""
+
+    name: str
+    parameters: tuple[str, ...]
+    body: Expression
+    doc: str | None
+
+
+# ---- interfaces and implementations -----------------------------------------
+
+
+@dataclass(frozen=True)
+class Type(Node):
+    """``int`` (any integer dtype), ``float64[]``, ``int32[,]`` ...;
+    ``dimensions`` is 0 for a scalar."""
+
+    element: str
+    dimensions: int
+
+    def __str__(self) -> str:
+        if self.dimensions == 0:
+            return self.element
+        return f"{self.element}[{',' * (self.dimensions - 1)}]"
+
+
+@dataclass(frozen=True)
+class Argument(Node):
+    name: str
+    type: Type
+    mutable: bool  # implementations may modify it: profiling copies it per run
+
+
+@dataclass(frozen=True)
+class Variable(Node):
+    """An explanatory variable computed from the arguments (``n = len(keys)``)."""
+
+    name: str
+    value: Expression
+
+
+@dataclass(frozen=True)
+class Range(Node):
+    """An inclusive integer range ``low .. high``."""
+
+    low: Expression
+    high: Expression
+
+
+@dataclass(frozen=True)
+class Parameter(Node):
+    """An integer parameter the dispatcher sets at call time."""
+
+    name: str
+    type: str
+    range: Range | None
+
+
+@dataclass(frozen=True)
+class CostModel(Node):
+    """``time ~ 1 + n + n*log2(n)`` (fitted) or ``time = 2 * Sub(n)`` (factored).
+
+    For a fitted model ``terms`` holds the basis functions, split at the
+    top-level ``+``; ``constant`` says whether the constant term is offered
+    (a ``0`` term withdraws it).  For a factored model ``body`` is the exact
+    expression and ``terms`` is empty.
+    """
+
+    objective: str
+    fitted: bool
+    terms: tuple[Expression, ...]
+    constant: bool
+    body: Expression | None
+
+
+@dataclass(frozen=True)
+class Reparameterization(Node):
+    """``over i in 1 .. width with bpd = ceil(width / i)`` (thesis §5.3.1)."""
+
+    variable: str
+    range: Range
+    target: str
+    value: Expression
+
+
+@dataclass(frozen=True)
+class Optimization(Node):
+    """How the dispatcher sets one parameter at call time (thesis ch. 5).
+
+    ``method`` is ``"minimize"`` (``objective`` is minimized over the
+    parameter's range, or over ``over``'s range) or ``"root"`` (a root of
+    ``objective`` in the parameter's range).
+    """
+
+    parameter: str
+    method: str
+    objective: Expression
+    over: Reparameterization | None
+
+
+@dataclass(frozen=True)
+class Implementation(Node):
+    name: str
+    parameters: tuple[Parameter, ...]
+    callable: str  # imported name or dotted importable path
+    callable_line: int
+    callable_column: int
+    doc: str | None
+    requires: tuple[Expression, ...]
+    lets: tuple[Let, ...]
+    models: tuple[CostModel, ...]
+    optimizations: tuple[Optimization, ...]
+
+    def model(self, objective: str = "time") -> CostModel | None:
+        return next((m for m in self.models if m.objective == objective), None)
+
+    def optimization(self, parameter: str) -> Optimization | None:
+        return next((o for o in self.optimizations if o.parameter == parameter), None)
+
+
+# ---- profiling ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Update(Node):
+    """How a loop advances: ``++``, ``+= k``, ``*= k`` or ``<<= k``."""
+
+    operator: str  # "++", "+=", "*=", "<<="
+    amount: Expression | None
+
+
+@dataclass(frozen=True)
+class Loop(Node):
+    """One loop of the nest: an iteration variable over an inclusive range."""
+
+    variable: str
+    range: Range
+    update: Update
+
+
+@dataclass(frozen=True)
+class Build(Node):
+    """How the profile builds one interface argument (``keys = make(n, seed)``)."""
+
+    argument: str
+    value: Expression
+
+
+@dataclass(frozen=True)
+class Setting(Node):
+    name: str  # verify, repeat, ranks, timeout
+    values: tuple[int | float, ...]
+
+
+DEFAULT_VERIFY = 20
+DEFAULT_REPEAT = 3
+DEFAULT_RANKS = (1,)
+DEFAULT_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class Profile(Node):
+    loops: tuple[Loop, ...]
+    lets: tuple[Let, ...]
+    builds: tuple[Build, ...]
+    setup: tuple[Expression, ...]
+    cleanup: tuple[Expression, ...]
+    settings: tuple[Setting, ...]
+
+    def _setting(self, name: str) -> Setting | None:
+        return next((s for s in self.settings if s.name == name), None)
+
+    @property
+    def verify(self) -> int:
+        """Number of random verification samples per implementation (VCOUNT)."""
+        setting = self._setting("verify")
+        return int(setting.values[0]) if setting else DEFAULT_VERIFY
+
+    @property
+    def repeat(self) -> int:
+        """Timings per sample; the sample's time is their median."""
+        setting = self._setting("repeat")
+        return int(setting.values[0]) if setting else DEFAULT_REPEAT
+
+    @property
+    def ranks(self) -> tuple[int, ...]:
+        """Rank counts to profile with (``mpiexec -n P`` for each P > 1)."""
+        setting = self._setting("ranks")
+        return tuple(int(v) for v in setting.values) if setting else DEFAULT_RANKS
+
+    @property
+    def timeout(self) -> float:
+        """Seconds one sample may take before its implementation is excluded."""
+        setting = self._setting("timeout")
+        return float(setting.values[0]) if setting else DEFAULT_TIMEOUT
+
+
+@dataclass(frozen=True)
+class Interface(Node):
+    name: str
+    arguments: tuple[Argument, ...]
+    returns: Type | None
+    doc: str | None
+    variables: tuple[Variable, ...]
+    reference: Name | None
+    implementations: tuple[Implementation, ...]
+    profile: Profile | None
+
+    def implementation(self, name: str) -> Implementation | None:
+        return next((i for i in self.implementations if i.name == name), None)
+
+    @property
+    def reference_implementation(self) -> Implementation | None:
+        """The implementation whose results the others are checked against."""
+        if self.reference is not None:
+            return self.implementation(self.reference.id)
+        return self.implementations[0] if self.implementations else None
+
+
+# ---- the description ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Library(Node):
+    name: str
+    doc: str | None
+    uses: tuple[Uses, ...]
+    imports: tuple[Import, ...]
+    constants: tuple[Let, ...]
+    models: tuple[ModelDefinition, ...]
+    interfaces: tuple[Interface, ...]
+    filename: str = "<string>"
+    source: str = field(default="", repr=False, compare=False)
+    # Descriptions named by ``uses``, resolved and checked (filled by the checker).
+    used: dict[str, Library] = field(default_factory=dict, repr=False, compare=False)
+    # Warnings the checker found (errors are raised instead).
+    warnings: tuple = field(default=(), repr=False, compare=False)
+
+    @property
+    def directory(self) -> Path:
+        """Where relative source paths are resolved: the description's folder."""
+        if self.filename.startswith("<"):
+            return Path.cwd()
+        return Path(self.filename).resolve().parent
+
+    def interface(self, name: str) -> Interface | None:
+        return next((i for i in self.interfaces if i.name == name), None)
+
+    @property
+    def implementations(self) -> tuple[Implementation, ...]:
+        return tuple(impl for interface in self.interfaces for impl in interface.implementations)

@@ -1,0 +1,76 @@
+"""Diagnostics of the description language.
+
+Every user error in a description becomes an :class:`HLError` that knows the
+file, line and column and can show the offending line with a caret.  A check
+that finds several problems raises one ``HLError`` whose ``errors`` lists all
+of them, first one first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One finding: an error or a warning at a place in a description."""
+
+    filename: str
+    line: int
+    column: int
+    message: str
+    severity: str = "error"  # "error" or "warning"
+    source_line: str = ""
+
+    def format(self, context: bool = True) -> str:
+        """``path:line:col: error: message``, then the line and a caret."""
+        text = f"{self.filename}:{self.line}:{self.column}: {self.severity}: {self.message}"
+        if context and self.source_line:
+            shown = self.source_line.expandtabs(1).rstrip("\n")
+            caret = " " * (max(self.column, 1) - 1) + "^"
+            text += f"\n    {shown}\n    {caret}"
+        return text
+
+    def __str__(self) -> str:
+        return self.format()
+
+
+class HLError(Exception):
+    """A description that cannot be accepted.
+
+    ``filename``, ``line``, ``column`` and ``message`` describe the first
+    error; ``errors`` holds every error found (at least one).
+    """
+
+    def __init__(self, errors: list[Diagnostic] | Diagnostic):
+        if isinstance(errors, Diagnostic):
+            errors = [errors]
+        if not errors:
+            raise ValueError("HLError needs at least one diagnostic")
+        self.errors: list[Diagnostic] = list(errors)
+        first = self.errors[0]
+        self.filename = first.filename
+        self.line = first.line
+        self.column = first.column
+        self.message = first.message
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return "\n".join(error.format() for error in self.errors)
+
+
+def source_line(source: str, line: int) -> str:
+    """The text of 1-based ``line`` of ``source`` ('' when out of range)."""
+    lines = source.splitlines()
+    return lines[line - 1] if 1 <= line <= len(lines) else ""
+
+
+def make_diagnostic(
+    filename: str, source: str, line: int, column: int, message: str, severity: str = "error"
+) -> Diagnostic:
+    return Diagnostic(filename, line, column, message, severity, source_line(source, line))
+
+
+def file_error(filename: str, message: str) -> HLError:
+    """An error about a file as a whole (missing, unreadable, not text)."""
+    return HLError(Diagnostic(filename, 1, 1, message))

@@ -1,0 +1,267 @@
+"""Expressions: walking, printing as Python or C, and evaluating.
+
+Expressions come from the grammar, never from ``eval`` of user text.  The same
+tree prints as Python (profiling program, pure-Python dispatch) and as C (the
+compiled dispatch module); both printers share one precedence table, so the
+output carries only the parentheses it needs.
+
+Semantics in C: every value is a ``double``; ``//`` is ``floor(a / b)``,
+``%`` takes the sign of the divisor as in Python, and ``a << b`` is
+``a · 2**b``.  Python follows its own rules, which agree on the values the
+language is meant for (shifts of non-negative integers, divisions by non-zero).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from hlc.language.ast import Binary, Call, Expression, Name, Number, Unary
+from hlc.language.functions import BUILTINS, c_call, python_call
+
+# Binding strength, loosest first (Python's order).
+PRECEDENCE = {
+    "or": 1, "and": 2, "not": 3,
+    "<": 4, "<=": 4, ">": 4, ">=": 4, "==": 4, "!=": 4,
+    "<<": 5, ">>": 5,
+    "+": 6, "-": 6,
+    "*": 7, "/": 7, "//": 7, "%": 7,
+    "unary": 8,
+    "**": 9,
+    "atom": 10,
+}
+COMPARISONS = {"<", "<=", ">", ">=", "==", "!="}
+
+
+def walk(expression: Expression) -> Iterator[Expression]:
+    """Every node of ``expression``, parents before children."""
+    yield expression
+    if isinstance(expression, Call):
+        for argument in expression.arguments:
+            yield from walk(argument)
+    elif isinstance(expression, Unary):
+        yield from walk(expression.operand)
+    elif isinstance(expression, Binary):
+        yield from walk(expression.left)
+        yield from walk(expression.right)
+
+
+def names(expression: Expression) -> list[Name]:
+    """The names read by ``expression``, in order of appearance."""
+    return [node for node in walk(expression) if isinstance(node, Name)]
+
+
+def calls(expression: Expression) -> list[Call]:
+    """The calls in ``expression``, outermost first."""
+    return [node for node in walk(expression) if isinstance(node, Call)]
+
+
+def split_terms(expression: Expression) -> list[Expression]:
+    """Split a model formula at its top-level ``+`` into basis functions."""
+    if isinstance(expression, Binary) and expression.operator == "+":
+        return split_terms(expression.left) + split_terms(expression.right)
+    return [expression]
+
+
+def _level(expression: Expression) -> int:
+    if isinstance(expression, Binary):
+        return PRECEDENCE[expression.operator]
+    if isinstance(expression, Unary):
+        return PRECEDENCE["not"] if expression.operator == "not" else PRECEDENCE["unary"]
+    return PRECEDENCE["atom"]
+
+
+NameSpeller = Callable[[str], str]
+CallSpeller = Callable[[Call, list[str]], str | None]
+
+
+class _Printer:
+    """Prints an expression for one target; names and non-built-in calls are
+    spelled by the caller's functions."""
+
+    def __init__(self, target: str, spell_name: NameSpeller | None, spell_call: CallSpeller | None):
+        self.target = target
+        self.spell_name = spell_name or (lambda name: name)
+        self.spell_call = spell_call
+
+    def print(self, expression: Expression) -> str:
+        if isinstance(expression, Number):
+            return self.number(expression.value)
+        if isinstance(expression, Name):
+            return self.spell_name(expression.id)
+        if isinstance(expression, Call):
+            return self.call(expression)
+        if isinstance(expression, Unary):
+            return self.unary(expression)
+        return self.binary(expression)
+
+    def number(self, value: int | float) -> str:
+        if self.target == "c":
+            return repr(float(value))
+        return repr(value)
+
+    def call(self, call: Call) -> str:
+        arguments = [self.print(argument) for argument in call.arguments]
+        if self.spell_call is not None:
+            spelled = self.spell_call(call, arguments)
+            if spelled is not None:
+                return spelled
+        function = BUILTINS.get(call.function)
+        if function is not None and self.target == "c":
+            return c_call(function, arguments)
+        if function is not None and self.target == "python":
+            return python_call(function, arguments)
+        return f"{call.function}({', '.join(arguments)})"
+
+    def wrap(self, expression: Expression, needs_parentheses: bool) -> str:
+        text = self.print(expression)
+        return f"({text})" if needs_parentheses else text
+
+    def unary(self, node: Unary) -> str:
+        if node.operator == "not":
+            if self.target == "c":  # C's ! binds tighter than comparisons
+                return f"!({self.print(node.operand)})"
+            return "not " + self.wrap(node.operand, _level(node.operand) < PRECEDENCE["not"])
+        operand = self.wrap(node.operand, _level(node.operand) < PRECEDENCE["unary"])
+        if operand[:1] in "+-":  # "- -x" must not print as "--x" (C's decrement)
+            operand = f"({operand})"
+        return node.operator + operand
+
+    def binary(self, node: Binary) -> str:
+        operator = node.operator
+        level = PRECEDENCE[operator]
+        if operator == "**":  # right-associative; the base is an atom
+            left = self.wrap(node.left, _level(node.left) <= level)
+            right = self.wrap(node.right, _level(node.right) < PRECEDENCE["unary"])
+        elif operator in COMPARISONS:  # not associative
+            left = self.wrap(node.left, _level(node.left) <= level)
+            right = self.wrap(node.right, _level(node.right) <= level)
+        else:  # left-associative
+            left = self.wrap(node.left, _level(node.left) < level)
+            right = self.wrap(node.right, _level(node.right) <= level)
+        if self.target == "c":
+            return self._c_binary(operator, node, left, right)
+        return f"{left} {operator} {right}"
+
+    def _c_binary(self, operator: str, node: Binary, left: str, right: str) -> str:
+        # Operators C lacks become calls; their operands need no parentheses.
+        plain_left, plain_right = self.print(node.left), self.print(node.right)
+        if operator == "**":
+            return f"pow({plain_left}, {plain_right})"
+        if operator == "//":
+            return f"floor({plain_left} / {plain_right})"
+        if operator == "%":
+            return f"hlc_mod({plain_left}, {plain_right})"
+        if operator == "<<":
+            return f"ldexp({plain_left}, (int)({plain_right}))"
+        if operator == ">>":
+            return f"floor(ldexp({plain_left}, -(int)({plain_right})))"
+        symbol = {"and": "&&", "or": "||"}.get(operator, operator)
+        if operator in COMPARISONS:  # C ranks == below <, so keep both sides atomic
+            left = self.wrap(node.left, _level(node.left) <= PRECEDENCE["<<"])
+            right = self.wrap(node.right, _level(node.right) <= PRECEDENCE["<<"])
+        return f"{left} {symbol} {right}"
+
+
+def unparse(expression: Expression) -> str:
+    """Canonical text of an expression in the description's own syntax (used
+    to name terms)."""
+    return _Printer("source", None, None).print(expression)
+
+
+def to_python(expression: Expression, spell_name: NameSpeller | None = None,
+              spell_call: CallSpeller | None = None) -> str:
+    """Python source computing ``expression``; math functions via ``math``."""
+    return _Printer("python", spell_name, spell_call).print(expression)
+
+
+def to_c(expression: Expression, spell_name: NameSpeller | None = None,
+         spell_call: CallSpeller | None = None) -> str:
+    """C source computing ``expression`` as a double; needs <math.h> and
+    :data:`C_PRELUDE`."""
+    return _Printer("c", spell_name, spell_call).print(expression)
+
+
+C_PRELUDE = """\
+static inline double hlc_mod(double a, double b) {
+    double r = fmod(a, b);
+    return (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : r;
+}
+"""
+
+
+class EvaluationError(Exception):
+    """An expression could not be evaluated (undefined name, bad arithmetic)."""
+
+
+_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "/": lambda a, b: a / b,
+    "//": lambda a, b: a // b,
+    "%": lambda a, b: a % b,
+    "**": lambda a, b: a**b,
+    "<<": lambda a, b: a << b,
+    ">>": lambda a, b: a >> b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+}
+
+
+def evaluate(expression: Expression, environment: Mapping[str, Any],
+             functions: Mapping[str, Callable[..., Any]] | None = None) -> Any:
+    """Value of ``expression`` with Python semantics.
+
+    Names come from ``environment``; calls from ``functions`` first, then the
+    built-ins.  Any failure is an :class:`EvaluationError`.
+    """
+    try:
+        return _evaluate(expression, environment, functions or {})
+    except EvaluationError:
+        raise
+    except (ArithmeticError, ValueError, TypeError) as error:
+        raise EvaluationError(f"{unparse(expression)}: {error}") from error
+
+
+def _evaluate(node: Expression, environment: Mapping[str, Any],
+              functions: Mapping[str, Callable[..., Any]]) -> Any:
+    if isinstance(node, Number):
+        return node.value
+    if isinstance(node, Name):
+        if node.id not in environment:
+            raise EvaluationError(f"'{node.id}' has no value here")
+        return environment[node.id]
+    if isinstance(node, Call):
+        arguments = [_evaluate(a, environment, functions) for a in node.arguments]
+        function = functions.get(node.function)
+        if function is None and node.function in BUILTINS:
+            function = BUILTINS[node.function].evaluate
+        if function is None:
+            raise EvaluationError(f"{node.function}() cannot be evaluated here")
+        return function(*arguments)
+    if isinstance(node, Unary):
+        value = _evaluate(node.operand, environment, functions)
+        return {"-": lambda v: -v, "+": lambda v: +v, "not": lambda v: not v}[node.operator](value)
+    if node.operator == "and":
+        return _evaluate(node.left, environment, functions) and _evaluate(node.right, environment, functions)
+    if node.operator == "or":
+        return _evaluate(node.left, environment, functions) or _evaluate(node.right, environment, functions)
+    left = _evaluate(node.left, environment, functions)
+    right = _evaluate(node.right, environment, functions)
+    if node.operator in ("**", "<<") and _too_large(node.operator, left, right):
+        raise EvaluationError(f"{unparse(node)} is too large")
+    return _OPERATORS[node.operator](left, right)
+
+
+def _too_large(operator: str, left: Any, right: Any) -> bool:
+    """Guard against integer powers that would take the machine's memory."""
+    if not isinstance(right, int) or not isinstance(left, int):
+        return False
+    if operator == "<<":
+        return right > 4096
+    return abs(left) > 1 and right > 4096

@@ -1,0 +1,120 @@
+"""The loop nest of a profile: its points, and how many there are.
+
+A loop ``for i in a .. b UPDATE`` runs i = a, then applies the update while
+i ≤ b (thesis Fig. 3-4).  Bounds and steps may use library constants and the
+variables of outer loops.  An implementation is profiled over the loops that
+matter to it: every loop except those over the parameters of *other*
+implementations of the same interface.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from hlc.language.ast import Interface, Library, Loop
+from hlc.language.expressions import EvaluationError, evaluate, names
+
+# A loop with more values than this is a mistake, not a profile.
+MAX_LOOP_VALUES = 1_000_000
+
+
+class NestError(Exception):
+    """A loop whose values cannot be computed (bad bound, runaway loop)."""
+
+    def __init__(self, loop: Loop, message: str):
+        super().__init__(message)
+        self.loop = loop
+
+
+def constant_values(library: Library) -> dict[str, Any]:
+    """Values of the library's ``let`` constants, in order; ones that fail are left out."""
+    values: dict[str, Any] = {}
+    for constant in library.constants:
+        try:
+            values[constant.name] = evaluate(constant.value, values)
+        except EvaluationError:
+            continue
+    return values
+
+
+def _integer(loop: Loop, what: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise NestError(loop, f"the {what} of loop '{loop.variable}' must be an integer, not {value!r}")
+    return int(value)
+
+
+def loop_values(loop: Loop, environment: Mapping[str, Any]) -> list[int]:
+    """The values ``loop`` takes when the outer loops stand at ``environment``."""
+    try:
+        start = _integer(loop, "start", evaluate(loop.range.low, environment))
+        stop = _integer(loop, "stop", evaluate(loop.range.high, environment))
+        amount = 1
+        if loop.update.amount is not None:
+            amount = _integer(loop, "step", evaluate(loop.update.amount, environment))
+    except EvaluationError as error:
+        raise NestError(loop, f"loop '{loop.variable}': {error}") from None
+    values: list[int] = []
+    value = start
+    while value <= stop:
+        values.append(value)
+        if len(values) > MAX_LOOP_VALUES:
+            raise NestError(loop, f"loop '{loop.variable}' takes more than {MAX_LOOP_VALUES:,} values")
+        following = _advance(loop.update.operator, value, amount)
+        if following <= value:
+            raise NestError(loop, f"loop '{loop.variable}' never terminates: "
+                                  f"{loop.update.operator} {amount} takes {value} to {following}")
+        value = following
+    return values
+
+
+def _advance(operator: str, value: int, amount: int) -> int:
+    if operator == "++":
+        return value + 1
+    if operator == "+=":
+        return value + amount
+    if operator == "*=":
+        return value * amount
+    return value << amount if amount >= 0 else value
+
+
+def relevant_loops(interface: Interface, implementation_name: str) -> list[Loop]:
+    """The loops an implementation is profiled over (see module doc)."""
+    if interface.profile is None:
+        return []
+    implementation = interface.implementation(implementation_name)
+    own = {p.name for p in implementation.parameters} if implementation else set()
+    others = {p.name for impl in interface.implementations if impl.name != implementation_name
+              for p in impl.parameters} - own
+    return [loop for loop in interface.profile.loops if loop.variable not in others]
+
+
+def points(loops: Sequence[Loop], environment: Mapping[str, Any]) -> Iterator[dict[str, int]]:
+    """Every point of the nest, outer loop slowest, as ``{variable: value}``."""
+    if not loops:
+        yield {}
+        return
+    first, rest = loops[0], loops[1:]
+    for value in loop_values(first, environment):
+        inner = {**environment, first.variable: value}
+        for point in points(rest, inner):
+            yield {first.variable: value, **point}
+
+
+def count_points(loops: Sequence[Loop], environment: Mapping[str, Any]) -> int:
+    """How many points the nest has, without enumerating independent loops."""
+    if not loops:
+        return 1
+    first, rest = loops[0], loops[1:]
+    values = loop_values(first, environment)
+    depends = any(first.variable in {n.id for n in _loop_names(loop)} for loop in rest)
+    if not depends:
+        return len(values) * count_points(rest, environment)
+    return sum(count_points(rest, {**environment, first.variable: value}) for value in values)
+
+
+def _loop_names(loop: Loop):
+    yield from names(loop.range.low)
+    yield from names(loop.range.high)
+    if loop.update.amount is not None:
+        yield from names(loop.update.amount)

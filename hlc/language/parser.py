@@ -1,0 +1,468 @@
+"""Text of a description → typed syntax tree (:mod:`hlc.language.ast`).
+
+Lark parses with the LALR algorithm and a contextual lexer, so keywords are
+reserved only where they can appear.  Syntax errors become :class:`HLError`
+with the line, column and what was expected, in words rather than terminal
+names.
+"""
+
+from __future__ import annotations
+
+import ast as python_ast
+import inspect
+import warnings
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from hlc.language import ast
+from hlc.language.errors import Diagnostic, HLError, file_error, make_diagnostic
+from hlc.language.expressions import split_terms
+from hlc.resources import read_text
+
+
+@cache
+def grammar_text() -> str:
+    """The grammar, shipped as package data of ``hlc.grammar``."""
+    return read_text("grammar", "hl.lark")
+
+
+@cache
+def _parser() -> Lark:
+    return Lark(
+        grammar_text(),
+        parser="lalr",
+        lexer="contextual",
+        propagate_positions=True,
+        maybe_placeholders=False,
+    )
+
+
+# ---- tree → AST -----------------------------------------------------------------
+
+
+class _Doc(str):
+    """A doc string, told apart from other strings among a rule's children."""
+
+
+class _Dotted(str):
+    """A dotted name with its position."""
+
+    line: int
+    column: int
+
+    @classmethod
+    def at(cls, text: str, line: int, column: int) -> _Dotted:
+        dotted = cls(text)
+        dotted.line, dotted.column = line, column
+        return dotted
+
+
+class _Marked:
+    """A child that is tagged so its parent can sort its children."""
+
+    def __init__(self, kind: str, value: Any):
+        self.kind, self.value = kind, value
+
+
+def _string_value(token: Token, filename: str, source: str) -> str:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            value = python_ast.literal_eval(str(token))
+    except (SyntaxError, ValueError) as error:
+        raise HLError(make_diagnostic(filename, source, token.line, token.column,
+                                      f"invalid string literal: {error}")) from None
+    return inspect.cleandoc(value) if str(token).startswith('"""') else value
+
+
+def _integer_value(text: str) -> int:
+    return int(text, 16) if text.lower().startswith("0x") else int(text)
+
+
+def _of(children: list[Any], kind: type) -> list[Any]:
+    return [child for child in children if isinstance(child, kind)]
+
+
+def _marked(children: list[Any], kind: str) -> list[Any]:
+    return [child.value for child in children if isinstance(child, _Marked) and child.kind == kind]
+
+
+def _first(children: list[Any], kind: type) -> Any:
+    found = _of(children, kind)
+    return found[0] if found else None
+
+
+@v_args(meta=True)
+class _ToAst(Transformer):
+    """Builds the dataclass tree; each method is named after a grammar rule or alias."""
+
+    def __init__(self, filename: str, source: str):
+        super().__init__()
+        self.filename, self.source = filename, source
+
+    # -- description
+    def start(self, meta, children):
+        header = children[0]
+        rest = children[1:]
+        flat = [item for child in rest for item in (child if isinstance(child, list) else [child])]
+        return ast.Library(
+            line=header["line"], column=header["column"], name=header["name"], doc=header["doc"],
+            uses=tuple(_of(flat, ast.Uses)), imports=tuple(_of(flat, ast.Import)),
+            constants=tuple(_of(flat, ast.Let)), models=tuple(_of(flat, ast.ModelDefinition)),
+            interfaces=tuple(_of(flat, ast.Interface)), filename=self.filename, source=self.source,
+        )
+
+    def library_header(self, meta, children):
+        name = children[0]
+        return {"line": name.line, "column": name.column, "name": str(name),
+                "doc": _first(children, _Doc)}
+
+    def doc(self, meta, children):
+        return _Doc(_string_value(children[0], self.filename, self.source))
+
+    # -- declarations
+    def uses(self, meta, children):
+        return [ast.Uses(line=n.line, column=n.column, library=str(n)) for n in children]
+
+    def import_file(self, meta, children):
+        path = children[0]
+        source = _string_value(path, self.filename, self.source)
+        return [ast.Import(line=n.line, column=n.column, source=source, is_file=True, name=n, alias=a)
+                for n, a in children[1:]]
+
+    def import_module(self, meta, children):
+        module = children[0]
+        return [ast.Import(line=n.line, column=n.column, source=str(module), is_file=False, name=n, alias=a)
+                for n, a in children[1:]]
+
+    def import_name(self, meta, children):
+        name = children[0]
+        alias = children[1] if len(children) > 1 else name
+        return (_Dotted.at(str(name), name.line, name.column), str(alias))
+
+    def let(self, meta, children):
+        name, value = children
+        return ast.Let(line=name.line, column=name.column, name=str(name), value=value)
+
+    def model_definition(self, meta, children):
+        name = children[0]
+        doc = _first(children, _Doc)
+        body = [c for c in children[1:] if not isinstance(c, (Token, _Doc))][0]
+        parameters = tuple(str(c) for c in children[1:] if isinstance(c, Token))
+        return ast.ModelDefinition(line=name.line, column=name.column, name=str(name),
+                                   parameters=parameters, body=body, doc=doc)
+
+    # -- interfaces
+    def interface(self, meta, children):
+        name = children[0]
+        returns = _marked(children, "returns")
+        references = _marked(children, "reference")
+        return ast.Interface(
+            line=name.line, column=name.column, name=str(name),
+            arguments=tuple(_of(children, ast.Argument)),
+            returns=returns[0] if returns else None, doc=_first(children, _Doc),
+            variables=tuple(_of(children, ast.Variable)),
+            reference=references[-1] if references else None,
+            implementations=tuple(_of(children, ast.Implementation)),
+            profile=_first(children, ast.Profile),
+        )
+
+    def argument(self, meta, children):
+        name = children[0]
+        mutable = any(isinstance(c, Token) and c.type == "MUTABLE" for c in children)
+        return ast.Argument(line=name.line, column=name.column, name=str(name),
+                            type=children[-1], mutable=mutable)
+
+    def type(self, meta, children):
+        name = children[0]
+        dimensions = children[1] if len(children) > 1 else 0
+        return ast.Type(line=name.line, column=name.column, element=str(name), dimensions=dimensions)
+
+    def dimensions(self, meta, children):
+        return 1 + sum(1 for c in children if str(c) == ",")
+
+    def returns(self, meta, children):
+        return _Marked("returns", children[0])
+
+    def variable(self, meta, children):
+        name, value = children
+        return ast.Variable(line=name.line, column=name.column, name=str(name), value=value)
+
+    def reference(self, meta, children):
+        name = children[0]
+        return _Marked("reference", ast.Name(line=name.line, column=name.column, id=str(name)))
+
+    # -- implementations
+    def implementation(self, meta, children):
+        name = children[0]
+        parameters = _marked(children, "parameters")
+        callable_ = _first(children, _Dotted)
+        return ast.Implementation(
+            line=name.line, column=name.column, name=str(name),
+            parameters=parameters[0] if parameters else (),
+            callable=str(callable_), callable_line=callable_.line, callable_column=callable_.column,
+            doc=_first(children, _Doc), requires=tuple(_marked(children, "requires")),
+            lets=tuple(_of(children, ast.Let)), models=tuple(_of(children, ast.CostModel)),
+            optimizations=tuple(_of(children, ast.Optimization)),
+        )
+
+    def parameters(self, meta, children):
+        return _Marked("parameters", tuple(children))
+
+    def parameter(self, meta, children):
+        name, type_name = children[0], children[1]
+        range_ = children[2] if len(children) > 2 else None
+        return ast.Parameter(line=name.line, column=name.column, name=str(name),
+                             type=str(type_name), range=range_)
+
+    def range(self, meta, children):
+        low, high = children
+        return ast.Range(line=meta.line, column=meta.column, low=low, high=high)
+
+    def requires(self, meta, children):
+        return _Marked("requires", children[0])
+
+    def fitted_model(self, meta, children):
+        name, formula = children
+        terms = split_terms(formula)
+        numbers = [t for t in terms if isinstance(t, ast.Number)]
+        withdrawn = any(n.value == 0 for n in numbers)
+        return ast.CostModel(line=name.line, column=name.column, objective=str(name), fitted=True,
+                             terms=tuple(t for t in terms if not isinstance(t, ast.Number)),
+                             constant=not withdrawn, body=None)
+
+    def factored_model(self, meta, children):
+        name, body = children
+        return ast.CostModel(line=name.line, column=name.column, objective=str(name), fitted=False,
+                             terms=(), constant=False, body=body)
+
+    def choose_minimum(self, meta, children):
+        parameter = children[0]
+        over = children[2] if len(children) > 2 else None
+        return ast.Optimization(line=meta.line, column=meta.column, parameter=str(parameter),
+                                method="minimize", objective=children[1], over=over)
+
+    def choose_root(self, meta, children):
+        parameter, objective = children
+        return ast.Optimization(line=meta.line, column=meta.column, parameter=str(parameter),
+                                method="root", objective=objective, over=None)
+
+    def reparameterization(self, meta, children):
+        variable, range_, target, value = children
+        return ast.Reparameterization(line=variable.line, column=variable.column, variable=str(variable),
+                                      range=range_, target=str(target), value=value)
+
+    # -- profile
+    def profile(self, meta, children):
+        return ast.Profile(
+            line=meta.line, column=meta.column, loops=tuple(_of(children, ast.Loop)),
+            lets=tuple(_of(children, ast.Let)), builds=tuple(_of(children, ast.Build)),
+            setup=tuple(_marked(children, "setup")), cleanup=tuple(_marked(children, "cleanup")),
+            settings=tuple(_of(children, ast.Setting)),
+        )
+
+    def loop(self, meta, children):
+        variable, range_, update = children
+        return ast.Loop(line=variable.line, column=variable.column, variable=str(variable),
+                        range=range_, update=update)
+
+    def _update(self, meta, operator, children):
+        amount = children[0] if children else None
+        line = meta.line if not meta.empty else 0
+        column = meta.column if not meta.empty else 0
+        return ast.Update(line=line, column=column, operator=operator, amount=amount)
+
+    def increment(self, meta, children):
+        return self._update(meta, "++", children)
+
+    def add(self, meta, children):
+        return self._update(meta, "+=", children)
+
+    def multiply(self, meta, children):
+        return self._update(meta, "*=", children)
+
+    def shift(self, meta, children):
+        return self._update(meta, "<<=", children)
+
+    def build(self, meta, children):
+        name, value = children
+        return ast.Build(line=name.line, column=name.column, argument=str(name), value=value)
+
+    def setup(self, meta, children):
+        return _Marked("setup", children[0])
+
+    def cleanup(self, meta, children):
+        return _Marked("cleanup", children[0])
+
+    def _setting(self, meta, name, children):
+        values = tuple(_integer_value(str(c)) for c in children)
+        return ast.Setting(line=meta.line, column=meta.column, name=name, values=values)
+
+    def verify(self, meta, children):
+        return self._setting(meta, "verify", children)
+
+    def repeat(self, meta, children):
+        return self._setting(meta, "repeat", children)
+
+    def ranks(self, meta, children):
+        return self._setting(meta, "ranks", children)
+
+    def timeout(self, meta, children):
+        number = children[0]
+        return ast.Setting(line=meta.line, column=meta.column, name="timeout", values=(number.value,))
+
+    # -- expressions
+    def or_(self, meta, children):
+        return ast.Binary(line=meta.line, column=meta.column, operator="or", left=children[0], right=children[1])
+
+    def and_(self, meta, children):
+        return ast.Binary(line=meta.line, column=meta.column, operator="and", left=children[0], right=children[1])
+
+    def not_(self, meta, children):
+        return ast.Unary(line=meta.line, column=meta.column, operator="not", operand=children[0])
+
+    def binary(self, meta, children):
+        left, operator, right = children
+        return ast.Binary(line=meta.line, column=meta.column, operator=str(operator), left=left, right=right,
+                          operator_line=operator.line, operator_column=operator.column)
+
+    def unary(self, meta, children):
+        operator, operand = children
+        return ast.Unary(line=meta.line, column=meta.column, operator=str(operator), operand=operand)
+
+    def name(self, meta, children):
+        token = children[0]
+        return ast.Name(line=token.line, column=token.column, id=str(token))
+
+    def call(self, meta, children):
+        function = children[0]
+        return ast.Call(line=function.line, column=function.column, function=str(function),
+                        arguments=tuple(children[1:]))
+
+    def integer(self, meta, children):
+        token = children[0]
+        return ast.Number(line=token.line, column=token.column, value=_integer_value(str(token)))
+
+    def real(self, meta, children):
+        token = children[0]
+        return ast.Number(line=token.line, column=token.column, value=float(token))
+
+    def dotted(self, meta, children):
+        return _Dotted.at(".".join(str(c) for c in children), children[0].line, children[0].column)
+
+
+# ---- syntax errors ---------------------------------------------------------------
+
+# How terminals are named in messages.
+_TERMINAL_WORDS = {
+    "NAME": "a name", "INT": "an integer", "FLOAT": "a number", "STRING": "a string",
+    "MUTABLE": "'mutable'", "$END": "the end of the file",
+}
+
+
+def _describe_terminal(name: str) -> str:
+    if name in _TERMINAL_WORDS:
+        return _TERMINAL_WORDS[name]
+    try:
+        pattern = _parser().get_terminal(name).pattern
+    except KeyError:
+        return name
+    if pattern.type == "str":
+        return f"'{pattern.value}'"
+    return name.lower()
+
+
+def _describe_token(token: Token) -> str:
+    if token.type == "$END":
+        return "end of file"
+    text = str(token)
+    if token.type == "STRING":
+        return "string " + (text if len(text) <= 20 else text[:17] + '..."')
+    return f"'{text}'"
+
+
+def _expected_text(expected: set[str]) -> str:
+    words = sorted({_describe_terminal(name) for name in expected})
+    if not words:
+        return ""
+    if len(words) > 10:
+        words = words[:10] + ["…"]
+    return "; expected " + (words[0] if len(words) == 1 else "one of " + ", ".join(words))
+
+
+def _end_position(source: str) -> tuple[int, int]:
+    """Where the end of file is reported: just after the last visible text."""
+    lines = source.splitlines() or [""]
+    for index in range(len(lines) - 1, -1, -1):
+        text = lines[index].split("#", 1)[0].rstrip()
+        if text:
+            return index + 1, len(text) + 1
+    return 1, 1
+
+
+def _syntax_error(error: UnexpectedInput, filename: str, source: str) -> HLError:
+    if not source.strip() or all(not ln.split("#", 1)[0].strip() for ln in source.splitlines()):
+        return HLError(make_diagnostic(filename, source, 1, 1,
+                                       "empty description: it must start with 'library NAME'"))
+    if isinstance(error, UnexpectedCharacters):
+        character = source[error.pos_in_stream] if error.pos_in_stream < len(source) else ""
+        message = f"unexpected character {character!r}"
+        return HLError(make_diagnostic(filename, source, error.line, error.column, message))
+    if isinstance(error, UnexpectedToken) and error.token.type != "$END":
+        token = error.token
+        if token.line == 1 and token.column == 1 or "LIBRARY" in error.expected:
+            message = f"a description must start with 'library NAME', not {_describe_token(token)}"
+        else:
+            expected = set(getattr(error, "accepts", None) or error.expected)
+            message = f"unexpected {_describe_token(token)}{_expected_text(expected)}"
+        return HLError(make_diagnostic(filename, source, token.line, token.column, message))
+    expected = set(getattr(error, "expected", ()) or ())
+    line, column = _end_position(source)
+    message = f"unexpected end of file{_expected_text(expected)}"
+    return HLError(make_diagnostic(filename, source, line, column, message))
+
+
+def parse_syntax(source: str, filename: str = "<string>") -> ast.Library:
+    """Parse ``source`` into a :class:`~hlc.language.ast.Library` without
+    semantic checks; syntax errors raise :class:`HLError`."""
+    if not isinstance(source, str):
+        raise TypeError(f"source must be str, not {type(source).__name__}")
+    try:
+        tree = _parser().parse(source)
+    except (UnexpectedToken, UnexpectedCharacters, UnexpectedEOF) as error:
+        raise _syntax_error(error, filename, source) from None
+    try:
+        return _ToAst(filename, source).transform(tree)
+    except VisitError as error:
+        if isinstance(error.orig_exc, HLError):
+            raise error.orig_exc from None
+        raise
+
+
+def read_description(path: str | Path) -> str:
+    """The text of a description file; every way of failing is an HLError."""
+    name = str(path)
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise file_error(name, "no such file") from None
+    except IsADirectoryError:
+        raise file_error(name, "is a directory, not a description file") from None
+    except PermissionError:
+        raise file_error(name, "permission denied") from None
+    except OSError as error:
+        raise file_error(name, f"cannot read: {error.strerror or error}") from None
+    if b"\0" in data:
+        raise file_error(name, "binary file, not a description (it contains NUL bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+        message = f"not UTF-8 text: invalid byte 0x{data[error.start]:02x}"
+        raise HLError(Diagnostic(name, line, column, message)) from None
