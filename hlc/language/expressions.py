@@ -7,7 +7,8 @@ output carries only the parentheses it needs.
 
 Semantics in C: every value is a ``double``; ``//`` is ``floor(a / b)``,
 ``%`` takes the sign of the divisor as in Python, and ``a << b`` is
-``a · 2**b``.  Python follows its own rules, which agree on the values the
+``a · 2**b``.  ``and``, ``or`` and ``not`` yield true or false (1 or 0) in
+both targets, never one of their operands.  Python follows its own rules, which agree on the values the
 language is meant for (shifts of non-negative integers, divisions by non-zero).
 """
 
@@ -69,6 +70,13 @@ def _level(expression: Expression) -> int:
     if isinstance(expression, Unary):
         return PRECEDENCE["not"] if expression.operator == "not" else PRECEDENCE["unary"]
     return PRECEDENCE["atom"]
+
+
+def _is_boolean(expression: Expression) -> bool:
+    """Whether the value is already true/false: a comparison or a logical operation."""
+    if isinstance(expression, Binary):
+        return expression.operator in COMPARISONS or expression.operator in ("and", "or")
+    return isinstance(expression, Unary) and expression.operator == "not"
 
 
 NameSpeller = Callable[[str], str]
@@ -141,6 +149,10 @@ class _Printer:
             right = self.wrap(node.right, _level(node.right) <= level)
         if self.target == "c":
             return self._c_binary(operator, node, left, right)
+        if self.target == "python" and operator in ("and", "or"):
+            # Python's and/or yield an operand; the language's yield true/false, as C's do.
+            left = left if _is_boolean(node.left) else f"bool({self.print(node.left)})"
+            right = right if _is_boolean(node.right) else f"bool({self.print(node.right)})"
         return f"{left} {operator} {right}"
 
     def _c_binary(self, operator: str, node: Binary, left: str, right: str) -> str:
@@ -248,9 +260,11 @@ def _evaluate(node: Expression, environment: Mapping[str, Any],
         value = _evaluate(node.operand, environment, functions)
         return {"-": lambda v: -v, "+": lambda v: +v, "not": lambda v: not v}[node.operator](value)
     if node.operator == "and":
-        return _evaluate(node.left, environment, functions) and _evaluate(node.right, environment, functions)
+        return bool(_evaluate(node.left, environment, functions)) and bool(
+            _evaluate(node.right, environment, functions))
     if node.operator == "or":
-        return _evaluate(node.left, environment, functions) or _evaluate(node.right, environment, functions)
+        return bool(_evaluate(node.left, environment, functions)) or bool(
+            _evaluate(node.right, environment, functions))
     left = _evaluate(node.left, environment, functions)
     right = _evaluate(node.right, environment, functions)
     if node.operator in ("**", "<<") and _too_large(node.operator, left, right):

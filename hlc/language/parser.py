@@ -11,12 +11,13 @@ from __future__ import annotations
 import ast as python_ast
 import inspect
 import warnings
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+from lark import Lark, Token, Transformer
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from hlc.language import ast
 from hlc.language.errors import Diagnostic, HLError, file_error, make_diagnostic
@@ -36,8 +37,8 @@ def _parser() -> Lark:
         grammar_text(),
         parser="lalr",
         lexer="contextual",
-        propagate_positions=True,
         maybe_placeholders=False,
+        transformer=_ToAst(),
     )
 
 
@@ -68,14 +69,21 @@ class _Marked:
         self.kind, self.value = kind, value
 
 
-def _string_value(token: Token, filename: str, source: str) -> str:
+class _BadLiteral(Exception):
+    """A string literal Python cannot read; becomes an HLError at its token."""
+
+    def __init__(self, token: Token, reason: str):
+        super().__init__(reason)
+        self.token, self.reason = token, reason
+
+
+def _string_value(token: Token) -> str:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             value = python_ast.literal_eval(str(token))
     except (SyntaxError, ValueError) as error:
-        raise HLError(make_diagnostic(filename, source, token.line, token.column,
-                                      f"invalid string literal: {error}")) from None
+        raise _BadLiteral(token, f"invalid string literal: {error}") from None
     return inspect.cleandoc(value) if str(token).startswith('"""') else value
 
 
@@ -96,16 +104,15 @@ def _first(children: list[Any], kind: type) -> Any:
     return found[0] if found else None
 
 
-@v_args(meta=True)
 class _ToAst(Transformer):
-    """Builds the dataclass tree; each method is named after a grammar rule or alias."""
+    """Builds the dataclass tree; each method is named after a grammar rule or alias.
 
-    def __init__(self, filename: str, source: str):
-        super().__init__()
-        self.filename, self.source = filename, source
+    It runs inside the LALR parser (no intermediate parse tree is built), so it
+    holds no per-parse state; the caller adds the file name and text.
+    """
 
     # -- description
-    def start(self, meta, children):
+    def start(self, children):
         header = children[0]
         rest = children[1:]
         flat = [item for child in rest for item in (child if isinstance(child, list) else [child])]
@@ -113,42 +120,42 @@ class _ToAst(Transformer):
             line=header["line"], column=header["column"], name=header["name"], doc=header["doc"],
             uses=tuple(_of(flat, ast.Uses)), imports=tuple(_of(flat, ast.Import)),
             constants=tuple(_of(flat, ast.Let)), models=tuple(_of(flat, ast.ModelDefinition)),
-            interfaces=tuple(_of(flat, ast.Interface)), filename=self.filename, source=self.source,
+            interfaces=tuple(_of(flat, ast.Interface)),
         )
 
-    def library_header(self, meta, children):
+    def library_header(self, children):
         name = children[0]
         return {"line": name.line, "column": name.column, "name": str(name),
                 "doc": _first(children, _Doc)}
 
-    def doc(self, meta, children):
-        return _Doc(_string_value(children[0], self.filename, self.source))
+    def doc(self, children):
+        return _Doc(_string_value(children[0]))
 
     # -- declarations
-    def uses(self, meta, children):
+    def uses(self, children):
         return [ast.Uses(line=n.line, column=n.column, library=str(n)) for n in children]
 
-    def import_file(self, meta, children):
+    def import_file(self, children):
         path = children[0]
-        source = _string_value(path, self.filename, self.source)
+        source = _string_value(path)
         return [ast.Import(line=n.line, column=n.column, source=source, is_file=True, name=n, alias=a)
                 for n, a in children[1:]]
 
-    def import_module(self, meta, children):
+    def import_module(self, children):
         module = children[0]
         return [ast.Import(line=n.line, column=n.column, source=str(module), is_file=False, name=n, alias=a)
                 for n, a in children[1:]]
 
-    def import_name(self, meta, children):
+    def import_name(self, children):
         name = children[0]
         alias = children[1] if len(children) > 1 else name
         return (_Dotted.at(str(name), name.line, name.column), str(alias))
 
-    def let(self, meta, children):
+    def let(self, children):
         name, value = children
         return ast.Let(line=name.line, column=name.column, name=str(name), value=value)
 
-    def model_definition(self, meta, children):
+    def model_definition(self, children):
         name = children[0]
         doc = _first(children, _Doc)
         body = [c for c in children[1:] if not isinstance(c, (Token, _Doc))][0]
@@ -157,7 +164,7 @@ class _ToAst(Transformer):
                                    parameters=parameters, body=body, doc=doc)
 
     # -- interfaces
-    def interface(self, meta, children):
+    def interface(self, children):
         name = children[0]
         returns = _marked(children, "returns")
         references = _marked(children, "reference")
@@ -171,33 +178,33 @@ class _ToAst(Transformer):
             profile=_first(children, ast.Profile),
         )
 
-    def argument(self, meta, children):
+    def argument(self, children):
         name = children[0]
         mutable = any(isinstance(c, Token) and c.type == "MUTABLE" for c in children)
         return ast.Argument(line=name.line, column=name.column, name=str(name),
                             type=children[-1], mutable=mutable)
 
-    def type(self, meta, children):
+    def type(self, children):
         name = children[0]
         dimensions = children[1] if len(children) > 1 else 0
         return ast.Type(line=name.line, column=name.column, element=str(name), dimensions=dimensions)
 
-    def dimensions(self, meta, children):
+    def dimensions(self, children):
         return 1 + sum(1 for c in children if str(c) == ",")
 
-    def returns(self, meta, children):
+    def returns(self, children):
         return _Marked("returns", children[0])
 
-    def variable(self, meta, children):
+    def variable(self, children):
         name, value = children
         return ast.Variable(line=name.line, column=name.column, name=str(name), value=value)
 
-    def reference(self, meta, children):
+    def reference(self, children):
         name = children[0]
         return _Marked("reference", ast.Name(line=name.line, column=name.column, id=str(name)))
 
     # -- implementations
-    def implementation(self, meta, children):
+    def implementation(self, children):
         name = children[0]
         parameters = _marked(children, "parameters")
         callable_ = _first(children, _Dotted)
@@ -210,23 +217,23 @@ class _ToAst(Transformer):
             optimizations=tuple(_of(children, ast.Optimization)),
         )
 
-    def parameters(self, meta, children):
+    def parameters(self, children):
         return _Marked("parameters", tuple(children))
 
-    def parameter(self, meta, children):
+    def parameter(self, children):
         name, type_name = children[0], children[1]
         range_ = children[2] if len(children) > 2 else None
         return ast.Parameter(line=name.line, column=name.column, name=str(name),
                              type=str(type_name), range=range_)
 
-    def range(self, meta, children):
+    def range(self, children):
         low, high = children
-        return ast.Range(line=meta.line, column=meta.column, low=low, high=high)
+        return ast.Range(line=low.line, column=low.column, low=low, high=high)
 
-    def requires(self, meta, children):
+    def requires(self, children):
         return _Marked("requires", children[0])
 
-    def fitted_model(self, meta, children):
+    def fitted_model(self, children):
         name, formula = children
         terms = split_terms(formula)
         numbers = [t for t in terms if isinstance(t, ast.Number)]
@@ -235,123 +242,106 @@ class _ToAst(Transformer):
                              terms=tuple(t for t in terms if not isinstance(t, ast.Number)),
                              constant=not withdrawn, body=None)
 
-    def factored_model(self, meta, children):
+    def factored_model(self, children):
         name, body = children
         return ast.CostModel(line=name.line, column=name.column, objective=str(name), fitted=False,
                              terms=(), constant=False, body=body)
 
-    def choose_minimum(self, meta, children):
+    def choose_minimum(self, children):
         parameter = children[0]
         over = children[2] if len(children) > 2 else None
-        return ast.Optimization(line=meta.line, column=meta.column, parameter=str(parameter),
+        return ast.Optimization(line=parameter.line, column=parameter.column, parameter=str(parameter),
                                 method="minimize", objective=children[1], over=over)
 
-    def choose_root(self, meta, children):
+    def choose_root(self, children):
         parameter, objective = children
-        return ast.Optimization(line=meta.line, column=meta.column, parameter=str(parameter),
+        return ast.Optimization(line=parameter.line, column=parameter.column, parameter=str(parameter),
                                 method="root", objective=objective, over=None)
 
-    def reparameterization(self, meta, children):
+    def reparameterization(self, children):
         variable, range_, target, value = children
         return ast.Reparameterization(line=variable.line, column=variable.column, variable=str(variable),
                                       range=range_, target=str(target), value=value)
 
     # -- profile
-    def profile(self, meta, children):
+    def profile(self, children):
+        keyword = children[0]
         return ast.Profile(
-            line=meta.line, column=meta.column, loops=tuple(_of(children, ast.Loop)),
+            line=keyword.line, column=keyword.column, loops=tuple(_of(children, ast.Loop)),
             lets=tuple(_of(children, ast.Let)), builds=tuple(_of(children, ast.Build)),
             setup=tuple(_marked(children, "setup")), cleanup=tuple(_marked(children, "cleanup")),
             settings=tuple(_of(children, ast.Setting)),
         )
 
-    def loop(self, meta, children):
+    def loop(self, children):
         variable, range_, update = children
         return ast.Loop(line=variable.line, column=variable.column, variable=str(variable),
                         range=range_, update=update)
 
-    def _update(self, meta, operator, children):
-        amount = children[0] if children else None
-        line = meta.line if not meta.empty else 0
-        column = meta.column if not meta.empty else 0
-        return ast.Update(line=line, column=column, operator=operator, amount=amount)
+    def _update(self, operator, children):
+        token = children[0]
+        amount = children[1] if len(children) > 1 else None
+        return ast.Update(line=token.line, column=token.column, operator=operator, amount=amount)
 
-    def increment(self, meta, children):
-        return self._update(meta, "++", children)
+    def increment(self, children):
+        return self._update("++", children)
 
-    def add(self, meta, children):
-        return self._update(meta, "+=", children)
+    def add(self, children):
+        return self._update("+=", children)
 
-    def multiply(self, meta, children):
-        return self._update(meta, "*=", children)
+    def multiply(self, children):
+        return self._update("*=", children)
 
-    def shift(self, meta, children):
-        return self._update(meta, "<<=", children)
+    def shift(self, children):
+        return self._update("<<=", children)
 
-    def build(self, meta, children):
+    def build(self, children):
         name, value = children
         return ast.Build(line=name.line, column=name.column, argument=str(name), value=value)
 
-    def setup(self, meta, children):
+    def setup(self, children):
         return _Marked("setup", children[0])
 
-    def cleanup(self, meta, children):
+    def cleanup(self, children):
         return _Marked("cleanup", children[0])
 
-    def _setting(self, meta, name, children):
-        values = tuple(_integer_value(str(c)) for c in children)
-        return ast.Setting(line=meta.line, column=meta.column, name=name, values=values)
+    def setting(self, children):
+        keyword = children[0]
+        values = tuple(_integer_value(str(c)) for c in children[1:])
+        return ast.Setting(line=keyword.line, column=keyword.column, name=str(keyword), values=values)
 
-    def verify(self, meta, children):
-        return self._setting(meta, "verify", children)
-
-    def repeat(self, meta, children):
-        return self._setting(meta, "repeat", children)
-
-    def ranks(self, meta, children):
-        return self._setting(meta, "ranks", children)
-
-    def timeout(self, meta, children):
-        number = children[0]
-        return ast.Setting(line=meta.line, column=meta.column, name="timeout", values=(number.value,))
+    def timeout(self, children):
+        keyword, number = children
+        return ast.Setting(line=keyword.line, column=keyword.column, name="timeout", values=(number.value,))
 
     # -- expressions
-    def or_(self, meta, children):
-        return ast.Binary(line=meta.line, column=meta.column, operator="or", left=children[0], right=children[1])
-
-    def and_(self, meta, children):
-        return ast.Binary(line=meta.line, column=meta.column, operator="and", left=children[0], right=children[1])
-
-    def not_(self, meta, children):
-        return ast.Unary(line=meta.line, column=meta.column, operator="not", operand=children[0])
-
-    def binary(self, meta, children):
+    def binary(self, children):
         left, operator, right = children
-        return ast.Binary(line=meta.line, column=meta.column, operator=str(operator), left=left, right=right,
+        return ast.Binary(line=left.line, column=left.column, operator=str(operator), left=left, right=right,
                           operator_line=operator.line, operator_column=operator.column)
 
-    def unary(self, meta, children):
+    def unary(self, children):
         operator, operand = children
-        return ast.Unary(line=meta.line, column=meta.column, operator=str(operator), operand=operand)
+        return ast.Unary(line=operator.line, column=operator.column, operator=str(operator), operand=operand)
 
-    def name(self, meta, children):
+    def name(self, children):
         token = children[0]
         return ast.Name(line=token.line, column=token.column, id=str(token))
 
-    def call(self, meta, children):
+    def call(self, children):
         function = children[0]
         return ast.Call(line=function.line, column=function.column, function=str(function),
                         arguments=tuple(children[1:]))
 
-    def integer(self, meta, children):
+    def integer(self, children):
         token = children[0]
         return ast.Number(line=token.line, column=token.column, value=_integer_value(str(token)))
 
-    def real(self, meta, children):
+    def real(self, children):
         token = children[0]
         return ast.Number(line=token.line, column=token.column, value=float(token))
 
-    def dotted(self, meta, children):
+    def dotted(self, children):
         return _Dotted.at(".".join(str(c) for c in children), children[0].line, children[0].column)
 
 
@@ -432,15 +422,12 @@ def parse_syntax(source: str, filename: str = "<string>") -> ast.Library:
     if not isinstance(source, str):
         raise TypeError(f"source must be str, not {type(source).__name__}")
     try:
-        tree = _parser().parse(source)
+        library = _parser().parse(source)
     except (UnexpectedToken, UnexpectedCharacters, UnexpectedEOF) as error:
         raise _syntax_error(error, filename, source) from None
-    try:
-        return _ToAst(filename, source).transform(tree)
-    except VisitError as error:
-        if isinstance(error.orig_exc, HLError):
-            raise error.orig_exc from None
-        raise
+    except _BadLiteral as error:
+        raise HLError(make_diagnostic(filename, source, error.token.line, error.token.column, error.reason)) from None
+    return replace(library, filename=filename, source=source)
 
 
 def read_description(path: str | Path) -> str:

@@ -1,0 +1,153 @@
+"""Expressions print as the description syntax, Python and C, all meaning the same."""
+
+from __future__ import annotations
+
+import math
+import random
+import shutil
+import subprocess
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hlc.language import ast
+from hlc.language.expressions import C_PRELUDE, EvaluationError, evaluate, split_terms, to_c, to_python, unparse
+from hlc.language.parser import parse_syntax
+
+VARIABLES = {"n": 1000, "width": 28, "bpd": 7, "x": 2.5, "y": -3.0}
+BINARY = ["+", "-", "*", "/", "//", "%", "**", "<", "<=", ">", ">=", "==", "!=", "and", "or"]
+FUNCTIONS = {"log2": 1, "ln": 1, "exp": 1, "sqrt": 1, "ceil": 1, "floor": 1, "abs": 1, "min": 3, "max": 2, "log": 2}
+
+
+def parse_expression(text: str) -> ast.Expression:
+    """The expression ``text`` as the grammar reads it."""
+    return parse_syntax(f"library probe\nlet value = {text}").constants[0].value
+
+
+def _number(value):
+    return ast.Number(0, 0, value)
+
+
+def _name(name):
+    return ast.Name(0, 0, name)
+
+
+expressions = st.recursive(
+    st.one_of(st.integers(0, 50).map(_number), st.sampled_from([0.5, 2.25, 10.0]).map(_number),
+              st.sampled_from(sorted(VARIABLES)).map(_name)),
+    lambda inner: st.one_of(
+        st.tuples(st.sampled_from(BINARY), inner, inner).map(lambda t: ast.Binary(0, 0, t[0], t[1], t[2])),
+        st.tuples(st.sampled_from(["-", "not"]), inner).map(lambda t: ast.Unary(0, 0, t[0], t[1])),
+        st.sampled_from(sorted(FUNCTIONS)).flatmap(
+            lambda f: st.lists(inner, min_size=FUNCTIONS[f], max_size=FUNCTIONS[f]).map(
+                lambda args: ast.Call(0, 0, f, tuple(args)))),
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(expressions)
+def test_unparse_reads_back_as_the_same_tree(expression):
+    text = unparse(expression)
+    assert unparse(parse_expression(text)) == text
+
+
+@settings(max_examples=300, deadline=None)
+@given(expressions)
+def test_python_spelling_computes_what_evaluate_computes(expression):
+    try:
+        expected = evaluate(expression, VARIABLES)
+    except EvaluationError:
+        return
+    try:
+        actual = eval(to_python(expression), {"math": math}, dict(VARIABLES))  # generated from the tree
+    except (ArithmeticError, ValueError, TypeError):
+        pytest.fail(f"{to_python(expression)} raised where evaluate() did not")
+    if isinstance(expected, float) and math.isnan(expected):
+        assert math.isnan(actual)
+    else:
+        assert actual == expected or math.isclose(actual, expected, rel_tol=1e-12)
+
+
+def test_precedence_follows_python():
+    assert unparse(parse_expression("1 + 2 * 3 ** 2")) == "1 + 2 * 3 ** 2"
+    assert unparse(parse_expression("(1 + 2) * 3")) == "(1 + 2) * 3"
+    assert unparse(parse_expression("a - (b - c)")) == "a - (b - c)"
+    assert unparse(parse_expression("-x ** 2")) == "-x ** 2"
+    assert unparse(parse_expression("(-x) ** 2")) == "(-x) ** 2"
+    assert unparse(parse_expression("2 ** -1")) == "2 ** -1"
+    assert unparse(parse_expression("1 << k + 1")) == "1 << k + 1"
+    assert unparse(parse_expression("not a < b and c")) == "not a < b and c"
+    assert evaluate(parse_expression("2 ** 3 ** 2"), {}) == 512
+
+
+def test_literals():
+    assert evaluate(parse_expression("0x1F + 1_000 + 1.5e3 + 2e-3"), {}) == 31 + 1000 + 1500 + 0.002
+
+
+def test_fitted_formula_splits_at_top_level_plus():
+    formula = parse_expression("1 + n * (iter + 1) + bins * iter")
+    assert [unparse(t) for t in split_terms(formula)] == ["1", "n * (iter + 1)", "bins * iter"]
+
+
+def test_c_spelling_of_operators_python_lacks_in_c():
+    assert to_c(parse_expression("a // b")) == "floor(a / b)"
+    assert to_c(parse_expression("a % b")) == "hlc_mod(a, b)"
+    assert to_c(parse_expression("2 ** bpd")) == "pow(2.0, bpd)"
+    assert to_c(parse_expression("1 << i")) == "ldexp(1.0, (int)(i))"
+    assert to_c(parse_expression("min(a, b, c)")) == "fmin(fmin(a, b), c)"
+    assert to_c(parse_expression("not a < b")) == "!(a < b)"
+    assert to_c(parse_expression("- -a")) == "-(-a)"
+
+
+def test_names_and_calls_are_spelled_by_the_caller():
+    expression = parse_expression("Radix(n, 7) + n")
+    text = to_c(expression, spell_name=lambda name: f"v_{name}",
+                spell_call=lambda call, arguments: f"model_{call.function}({', '.join(arguments)})")
+    assert text == "model_Radix(v_n, 7.0) + v_n"
+
+
+def _random_expression(rng: random.Random, depth: int) -> ast.Expression:
+    """A random arithmetic expression whose C and Python values must agree."""
+    if depth == 0 or rng.random() < 0.25:
+        if rng.random() < 0.5:
+            return _name(rng.choice(sorted(VARIABLES)))
+        return _number(rng.choice([0, 1, 2, 3, 7, 10, 0.5, 2.25]))
+    choice = rng.random()
+    if choice < 0.6:
+        operator = rng.choice(BINARY)
+        return ast.Binary(0, 0, operator, _random_expression(rng, depth - 1), _random_expression(rng, depth - 1))
+    if choice < 0.7:
+        return ast.Unary(0, 0, rng.choice(["-", "not"]), _random_expression(rng, depth - 1))
+    function = rng.choice(sorted(FUNCTIONS))
+    arguments = tuple(_random_expression(rng, depth - 1) for _ in range(FUNCTIONS[function]))
+    return ast.Call(0, 0, function, arguments)
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_c_and_python_agree_on_random_expressions(tmp_path):
+    rng = random.Random(20261121)
+    cases = []
+    while len(cases) < 400:
+        expression = _random_expression(rng, 4)
+        try:
+            value = evaluate(expression, VARIABLES)
+        except EvaluationError:
+            continue
+        if isinstance(value, float) and not math.isfinite(value) or abs(value) > 1e12:
+            continue
+        cases.append((expression, float(value)))
+    declarations = "".join(f"    double {name} = {float(value)!r};\n" for name, value in VARIABLES.items())
+    body = "".join(f'    printf("%.17g\\n", (double)({to_c(e)}));\n' for e, _ in cases)
+    program = tmp_path / "agree.c"
+    program.write_text(f"#include <math.h>\n#include <stdio.h>\n{C_PRELUDE}\nint main(void) {{\n"
+                       f"{declarations}{body}    return 0;\n}}\n")
+    binary = tmp_path / "agree"
+    subprocess.run(["cc", "-O0", "-Wno-unused-variable", str(program), "-o", str(binary), "-lm"], check=True)
+    output = subprocess.run([str(binary)], check=True, capture_output=True, text=True).stdout.split()
+    assert len(output) == len(cases)
+    for (expression, expected), printed in zip(cases, output, strict=True):
+        assert math.isclose(float(printed), expected, rel_tol=1e-9, abs_tol=1e-9), (
+            f"{unparse(expression)}: C {printed}, Python {expected}")
