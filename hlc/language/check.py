@@ -91,6 +91,7 @@ class Checker:
         self.check_constants()
         self.collect_models()
         self.check_model_definitions()
+        self.check_model_cycles()
         seen: dict[str, ast.Node] = {}
         for interface in library.interfaces:
             self.declare(seen, interface.name, interface, "interface")
@@ -227,8 +228,29 @@ class Checker:
                           {**self.constant_names(), **GLOBALS, **{p: "a model parameter" for p in model.parameters}},
                           frozenset({"math", "model"}))
             self.check_expression(model.body, scope)
-            if any(c.function == model.name for c in calls(model.body)):
-                self.error(model, f"model '{model.name}' calls itself")
+
+    def check_model_cycles(self) -> None:
+        """A model may not depend on itself, directly or through other models:
+        its value would have no definition."""
+        graph: dict[str, list[ast.Call]] = {m.name: calls(m.body) for m in self.library.models}
+        for implementation in self.library.implementations:
+            expressions = [let.value for let in implementation.lets]
+            for model in implementation.models:
+                expressions += list(model.terms) if model.fitted else [model.body]
+            graph[implementation.name] = [c for e in expressions for c in calls(e)]
+        reported: set[frozenset[str]] = set()
+
+        def visit(name: str, path: tuple[str, ...]) -> None:
+            for call in graph.get(name, []):
+                if call.function == path[0] and frozenset(path) not in reported:
+                    reported.add(frozenset(path))
+                    cycle = " → ".join((*path, path[0]))
+                    self.error(call, f"model cycle: {cycle}" if len(path) > 1 else f"model '{path[0]}' calls itself")
+                elif call.function in graph and call.function not in path:
+                    visit(call.function, (*path, call.function))
+
+        for name in graph:
+            visit(name, (name,))
 
     def constant_names(self) -> dict[str, str]:
         return {c.name: "a library constant" for c in self.library.constants}

@@ -12,6 +12,10 @@ from hlc.language.expressions import unparse
 from hlc.language.nest import constant_values, count_points, loop_values, relevant_loops
 
 
+def _plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
+
+
 def _range(range_: ast.Range) -> str:
     return f"{unparse(range_.low)} .. {unparse(range_.high)}"
 
@@ -39,7 +43,7 @@ def _model(model: ast.CostModel) -> str:
 def _loop(loop: ast.Loop, constants: dict) -> str:
     update = loop.update.operator + ("" if loop.update.amount is None else f" {unparse(loop.update.amount)}")
     try:
-        count = f"{len(loop_values(loop, constants))} values"
+        count = _plural(len(loop_values(loop, constants)), "value")
     except Exception:  # bounds that depend on outer loops
         count = "depends on outer loops"
     return f"{loop.variable} in {_range(loop.range)} {update} ({count})"
@@ -74,7 +78,7 @@ def describe(library: ast.Library) -> str:
         profile = interface.profile
         if profile is None:
             continue
-        lines.append(f"    profile: {len(profile.loops)} loops; verify {profile.verify}, "
+        lines.append(f"    profile: {_plural(len(profile.loops), 'loop')}; verify {profile.verify}, "
                      f"repeat {profile.repeat}, ranks {', '.join(map(str, profile.ranks))}, "
                      f"timeout {profile.timeout:g} s")
         for loop in profile.loops:
@@ -90,5 +94,5 @@ def describe(library: ast.Library) -> str:
                          f"samples per rank count")
         per_rank = fitting_total + verify_total
         lines.append(f"      per rank count: {fitting_total:,} fitting + {verify_total:,} verification; "
-                     f"{len(profile.ranks)} rank count(s): {per_rank * len(profile.ranks):,} samples in all")
+                     f"{_plural(len(profile.ranks), 'rank count')}: {per_rank * len(profile.ranks):,} samples in all")
     return "\n".join(lines)
