@@ -29,7 +29,96 @@ def create_parser() -> argparse.ArgumentParser:
                                             "Prints a summary of each, or every error found.")
     check.add_argument("files", nargs="+", metavar="FILE", help="description files")
     check.add_argument("-q", "--quiet", action="store_true", help="print errors and warnings only")
+    profile = commands.add_parser("profile", help="profile every implementation of a description",
+                                  description="Generate the profiling program of a description, run it "
+                                              "(under mpiexec for several ranks) and write the samples.")
+    profile.add_argument("description", metavar="LIB.hl")
+    profile.add_argument("-o", "--out", metavar="SAMPLES", help="samples file (default BUILD/samples.jsonl)")
+    profile.add_argument("--build", metavar="DIR", help="where the program goes (default build/<library>)")
+    profile.add_argument("--procs", metavar="P[,P…]", type=_rank_list,
+                         help="rank counts to profile with (default: the description's 'ranks')")
+    profile.add_argument("--budget", metavar="SECONDS", type=float,
+                         help="stop taking new points after this long, and say what was covered")
+    profile.add_argument("--resume", action="store_true", help="continue an interrupted run from its samples file")
+    profile.add_argument("--seed", type=int, default=0, help="seed of the random inputs and verification points")
+    profile.add_argument("--timeout", type=float, metavar="SECONDS",
+                         help="longest one timing may take (default: the description's 'timeout')")
+    fit = commands.add_parser("fit", help="fit and verify the models of every implementation",
+                              description="Fit each implementation's cost model to its samples (weighted "
+                                          "SVD, irrelevant terms removed), verify it on the random "
+                                          "verification samples, and write the models file.")
+    fit.add_argument("samples", metavar="SAMPLES", help="samples file written by hlc profile")
+    fit.add_argument("-o", "--out", metavar="MODELS", help="models file (default: models.json beside SAMPLES)")
+    fit.add_argument("--absolute", action="store_true", help="minimize absolute instead of relative error")
+    fit.add_argument("--confidence", type=float, default=0.95, metavar="C",
+                     help="confidence level of the relevance test (default 0.95)")
+    fit.add_argument("--description", metavar="LIB.hl", help="description (default: the one the samples name)")
+    fit.add_argument("--uses", action="append", default=[], metavar="NAME=MODELS",
+                     help="models file of a used library (default build/NAME/models.json)")
     return parser
+
+
+def _rank_list(text: str) -> list[int]:
+    try:
+        ranks = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected rank counts like 1,2,4, not {text!r}") from None
+    if not ranks or min(ranks) < 1:
+        raise argparse.ArgumentTypeError(f"rank counts must be positive integers, not {text!r}")
+    return ranks
+
+
+def _build_folder(args: argparse.Namespace, library_name: str):
+    from pathlib import Path
+
+    return Path(args.build) if args.build else Path("build") / library_name
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from hlc.calibrate.progress import ProgressBar
+    from hlc.calibrate.run import profile
+    from hlc.language.parse import parse_file
+
+    library = parse_file(args.description)
+    build = _build_folder(args, library.name)
+    samples = Path(args.out) if args.out else build / "samples.jsonl"
+    with ProgressBar(f"profiling {library.name}") as bar:
+        result = profile(library, samples, build, ranks=args.procs, budget=args.budget, resume=args.resume,
+                         seed=args.seed, timeout=args.timeout, progress=bar.update)
+    print(f"profiling program: {result.program}")
+    print(f"samples: {result.samples} (rank counts {', '.join(map(str, result.ranks))})")
+    for failure in result.failures:
+        where = f" at {failure.point}" if failure.point else ""
+        print(f"excluded {failure.interface}.{failure.implementation} (P={failure.P}{where}): {failure.cause}")
+    if result.coverage:
+        print(result.coverage)
+    return 0
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from hlc.model.calibration import fit_samples, summary
+
+    if not 0 < args.confidence < 1:
+        raise SystemExit("hlc fit: error: --confidence must be between 0 and 1")
+    models_of = {}
+    for item in args.uses:
+        name, _, path = item.partition("=")
+        if not path:
+            raise SystemExit(f"hlc fit: error: --uses expects NAME=MODELS, not {item!r}")
+        models_of[name] = Path(path)
+    samples = Path(args.samples)
+    models = fit_samples(samples, description=args.description, relative=not args.absolute,
+                         confidence=args.confidence, models_of=models_of)
+    out = Path(args.out) if args.out else samples.with_name("models.json")
+    out.write_text(json.dumps(models, indent=1) + "\n", encoding="utf-8")
+    print(summary(models))
+    print(f"models: {out}")
+    return 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -56,6 +145,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check,
+    "profile": cmd_profile,
+    "fit": cmd_fit,
 }
 
 
@@ -70,8 +161,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return USER_ERROR
+    from hlc.errors import USER_ERRORS
+
     try:
         return COMMANDS[args.command](args)
+    except USER_ERRORS as error:
+        print(f"hlc {args.command}: error: {error}" if not hasattr(error, "errors") else error, file=sys.stderr)
+        return USER_ERROR
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

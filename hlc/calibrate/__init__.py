@@ -1,0 +1,1 @@
+"""Stage 2: auto-calibration — profiling programs, robust timing, running them."""

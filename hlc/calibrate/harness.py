@@ -1,0 +1,485 @@
+"""Run-time support of generated profiling programs.
+
+A generated program (``profile_<library>.py``) holds everything specific to
+one description — its loop nests, how arguments are built, the variables,
+preconditions and parameter loops — as plain Python, and hands it to
+:func:`main` here, which does the generic work of the thesis's profiling
+loop (Fig. 3-2) with the robustness it lacked:
+
+* at each point every applicable implementation is warmed up once and its
+  result checked against the reference implementation's;
+* the timings of a point are interleaved: round after round, every
+  implementation is timed once per round, so drift affects all alike;
+* an implementation that raises or returns a wrong result is excluded (a
+  ``failure`` line) and the others go on;
+* before each timed task an event names it on standard output, so the parent
+  process can blame a crash or a hang on the right implementation;
+* the samples file is the only state: a restarted program skips the points
+  already done and the implementations already excluded.
+
+Under ``mpiexec`` every rank runs the same points with its own data; rank 0
+writes.  Timings start after a barrier and take the slowest rank's time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import functools
+import importlib
+import importlib.util
+import json
+import math
+import os
+import platform
+import random
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hlc.calibrate.timing import MAXIMUM_REPEAT, Clock, Timing, calibrate_clock, repeat_count, time_calls
+
+SAMPLES_FORMAT = 1
+# How many candidate points verification draws at most, per sample wanted.
+VERIFY_DRAWS = 4
+
+
+# ---- what a generated program declares ---------------------------------------------
+
+
+@dataclass
+class Implementation:
+    name: str
+    call: Callable[..., Any]
+    applies: Callable[[dict], bool]  # the preconditions, over the variables
+    settings: Callable[[dict, dict], Iterable[dict]]  # parameter values at a fitting point
+    random_settings: Callable[[random.Random, dict, dict], dict | None]  # one draw for verification
+
+
+@dataclass
+class Interface:
+    name: str
+    points: Callable[[], Iterator[dict]]  # fitting points of the loops over inputs
+    random_point: Callable[[random.Random], dict]  # a verification point
+    arguments: Callable[[dict, int, int], tuple]  # (point, seed, P) → the call's arguments
+    variables: Callable[..., dict]  # arguments → explanatory variables
+    implementations: list[Implementation]
+    reference: str
+    mutable: tuple[int, ...] = ()  # positions of arguments the implementations may modify
+    verify: int = 20
+    repeat: int = 3
+    setup: Callable[[dict, tuple, int], None] | None = None
+    cleanup: Callable[[dict, tuple, int], None] | None = None
+
+
+# ---- loading the implementations ------------------------------------------------------
+
+
+class Sources:
+    """Loads names from the description's ``.py`` files and from the compiled
+    extensions of its ``.pyx`` files."""
+
+    def __init__(self, base: str, compiled: str | None = None):
+        self.base = Path(base)
+        self.compiled = Path(compiled) if compiled else None
+        self._modules: dict[str, Any] = {}
+
+    def load(self, relative: str, name: str) -> Any:
+        return getattr(self._module(relative), name)
+
+    def _module(self, relative: str) -> Any:
+        if relative in self._modules:
+            return self._modules[relative]
+        path = self.base / relative
+        if path.suffix == ".pyx":
+            module = self._extension(path)
+        else:
+            module_name = "_hlc_source_" + "_".join(Path(relative).with_suffix("").parts)
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = module
+            spec.loader.exec_module(module)
+        self._modules[relative] = module
+        return module
+
+    def _extension(self, path: Path) -> Any:
+        if self.compiled is None:
+            raise ImportError(f"{path} is Cython and no folder of compiled extensions was given")
+        from hlc.compile import extension_name
+
+        name = extension_name(path, self.base)
+        if str(self.compiled) not in sys.path:
+            sys.path.insert(0, str(self.compiled))
+        return importlib.import_module(name)
+
+
+def load_attribute(module: str, name: str) -> Any:
+    """``numpy.sort`` and the like."""
+    return getattr(importlib.import_module(module), name)
+
+
+# ---- the parallel context -----------------------------------------------------------------
+
+
+class Context:
+    """Rank and size; the agreements all ranks must reach.  One rank without MPI."""
+
+    def __init__(self, ranks: int):
+        self.size = ranks
+        self.rank = 0
+        self.communicator = None
+        if ranks > 1:
+            from mpi4py import MPI
+
+            self.communicator = MPI.COMM_WORLD
+            self.rank = self.communicator.Get_rank()
+            if self.communicator.Get_size() != ranks:
+                raise SystemExit(f"--ranks {ranks} but mpiexec started {self.communicator.Get_size()}")
+
+    def barrier(self) -> None:
+        if self.communicator is not None:
+            self.communicator.Barrier()
+
+    def maximum(self, value: float) -> float:
+        if self.communicator is None:
+            return value
+        from mpi4py import MPI
+
+        return self.communicator.allreduce(value, op=MPI.MAX)
+
+    def any(self, flag: bool) -> bool:
+        return bool(self.maximum(1.0 if flag else 0.0))
+
+
+# ---- comparing results ----------------------------------------------------------------------
+
+
+def same_result(result: Any, reference: Any) -> bool:
+    """Whether two implementations' results agree: exactly for integers and
+    everything else, to 1e-9 relative for floating point."""
+    import numpy
+
+    if isinstance(result, tuple | list) and isinstance(reference, tuple | list):
+        return len(result) == len(reference) and all(map(same_result, result, reference))
+    if isinstance(result, numpy.ndarray | numpy.generic | float | int) and not isinstance(result, bool):
+        a, b = numpy.asarray(result), numpy.asarray(reference)
+        if a.shape != b.shape:
+            return False
+        if a.dtype.kind in "fc" or b.dtype.kind in "fc":
+            scale = float(numpy.max(numpy.abs(b))) if b.size else 0.0
+            return bool(numpy.allclose(a, b, rtol=1e-9, atol=1e-12 * max(scale, 1.0)))
+        return bool(numpy.array_equal(a, b))
+    return result == reference
+
+
+def describe(value: Any) -> str:
+    """A short text of a result for failure messages."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+# ---- the samples file ---------------------------------------------------------------------
+
+
+@dataclass
+class State:
+    """What a samples file already holds."""
+
+    done: set[tuple] = field(default_factory=set)  # (interface, P, verify, index)
+    excluded: dict[tuple[str, str], str] = field(default_factory=dict)  # (interface, impl) → cause
+    verified: dict[tuple[str, int, str], int] = field(default_factory=dict)  # (interface, P, impl) → samples
+    seed: int | None = None
+
+
+def read_samples(path: Path) -> list[dict]:
+    """Every complete line of a samples file (a torn last line is ignored)."""
+    records = []
+    if not path.exists():
+        return records
+    with path.open(encoding="utf-8") as stream:
+        for line in stream:
+            if not line.endswith("\n"):
+                break
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                break
+    return records
+
+
+def repair(path: Path) -> None:
+    """Cut a torn last line (an interrupted write) so appending stays valid."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    end = data.rfind(b"\n") + 1
+    if end != len(data):
+        with path.open("r+b") as stream:
+            stream.truncate(end)
+
+
+def read_state(path: Path) -> State:
+    state = State()
+    for record in read_samples(path):
+        kind = record.get("kind")
+        if kind == "header" and state.seed is None:
+            state.seed = record["seed"]
+        elif kind == "point":
+            state.done.add((record["interface"], record["P"], record["verify"], record["index"]))
+        elif kind == "failure":
+            state.excluded.setdefault((record["interface"], record["implementation"]), record["cause"])
+        elif kind == "sample" and record["verify"]:
+            key = (record["interface"], record["P"], record["implementation"])
+            state.verified[key] = state.verified.get(key, 0) + 1
+    return state
+
+
+# ---- the profiling loop ---------------------------------------------------------------------
+
+
+class Profiler:
+    def __init__(self, library: str, description: str, interfaces: list[Interface], options: argparse.Namespace):
+        self.library = library
+        self.description = description
+        self.interfaces = interfaces
+        self.output = Path(options.out)
+        self.deadline = options.deadline
+        self.context = Context(options.ranks)
+        self.events = options.events and self.context.rank == 0
+        self.state = read_state(self.output)  # every rank reads it before rank 0 appends
+        self.context.barrier()
+        self.seed = self.state.seed if self.state.seed is not None else options.seed
+        self.clock: Clock = calibrate_clock()
+        self.stream = None
+
+    # -- output
+    def emit(self, **event: Any) -> None:
+        """A progress or task event for the parent process (standard output)."""
+        if self.events:
+            sys.stdout.write(json.dumps(event) + "\n")
+            sys.stdout.flush()
+
+    def write(self, records: list[dict]) -> None:
+        """Append records in one write, so a point is either wholly there or not."""
+        if self.context.rank != 0:
+            return
+        self.stream.write("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records))
+        self.stream.flush()
+
+    def exclude(self, interface: Interface, implementation: Implementation, cause: str, point: dict) -> None:
+        key = (interface.name, implementation.name)
+        if key in self.state.excluded:
+            return
+        self.state.excluded[key] = cause
+        self.write([{"kind": "failure", "interface": interface.name, "implementation": implementation.name,
+                     "cause": cause, "point": point, "P": self.context.size}])
+        self.emit(event="failure", interface=interface.name, implementation=implementation.name, cause=cause)
+
+    # -- the run
+    def run(self) -> int:
+        if self.context.rank == 0:
+            self.output.parent.mkdir(parents=True, exist_ok=True)
+            repair(self.output)
+            self.stream = self.output.open("a", encoding="utf-8")
+        self.write([{
+            "kind": "header", "format": SAMPLES_FORMAT, "library": self.library, "description": self.description,
+            "seed": self.seed, "P": self.context.size, "started": time.time(), "clock": self.clock.as_dict(),
+            "python": platform.python_version(), "host": platform.node(),
+        }])
+        plans = [(interface, self.plan(interface)) for interface in self.interfaces]
+        total = sum(len(plan) for _, plan in plans)
+        done = 0
+        for interface, plan in plans:
+            for verify, index, point in plan:
+                key = (interface.name, self.context.size, verify, index)
+                if key not in self.state.done:
+                    if self.deadline is not None and time.time() > self.deadline:
+                        self.emit(event="budget", interface=interface.name, verify=verify, index=index,
+                                  point=point, done=done, total=total)
+                        return 0
+                    self.measure(interface, verify, index, point)
+                done += 1
+                self.emit(event="progress", done=done, total=total)
+        self.emit(event="finished", done=done, total=total)
+        return 0
+
+    def plan(self, interface: Interface) -> list[tuple[bool, int, dict]]:
+        """Fitting points in nest order, then the verification points, each with its index."""
+        fitting = [(False, index, point) for index, point in enumerate(interface.points())]
+        rng = random.Random(f"{self.seed}:{interface.name}:verify")
+        draws = []
+        for _ in range(VERIFY_DRAWS * interface.verify):
+            try:
+                draws.append(interface.random_point(rng))
+            except ValueError:  # a range that is empty at this draw
+                continue
+        return fitting + [(True, index, point) for index, point in enumerate(draws)]
+
+    def sample_seed(self, interface: Interface, verify: bool, index: int) -> int:
+        stream = random.Random(f"{self.seed}:{interface.name}:{'verify' if verify else 'fit'}:{index}")
+        return stream.randrange(2**31) + 1_000_003 * self.context.rank
+
+    def verification_needed(self, interface: Interface, implementation: Implementation) -> bool:
+        """Whether the implementation still lacks verification samples at this rank count."""
+        taken = self.state.verified.get((interface.name, self.context.size, implementation.name), 0)
+        return taken < interface.verify
+
+    def measure(self, interface: Interface, verify: bool, index: int, point: dict) -> None:
+        size = self.context.size
+        seed = self.sample_seed(interface, verify, index)
+        arguments = interface.arguments(point, seed, size)
+        variables = dict(interface.variables(*arguments))
+        variables.update(P=size, logP=math.log2(size))
+        rng = random.Random(f"{self.seed}:{interface.name}:settings:{index}")
+        candidates: list[tuple[Implementation, dict]] = []
+        for implementation in interface.implementations:
+            if (interface.name, implementation.name) in self.state.excluded or not implementation.applies(variables):
+                continue
+            if verify:
+                if not self.verification_needed(interface, implementation):
+                    continue
+                drawn = implementation.random_settings(rng, point, variables)
+                candidates += [(implementation, drawn)] if drawn is not None else []
+            else:
+                candidates += [(implementation, s) for s in implementation.settings(point, variables)]
+        candidates.sort(key=lambda c: c[0].name != interface.reference)
+        candidates = self.warm_up(interface, candidates, arguments, point)
+        timings = self.time_rounds(interface, candidates, arguments, point)
+        records = []
+        for (implementation, settings, repeat), values in zip(candidates, timings, strict=True):
+            if (interface.name, implementation.name) in self.state.excluded:
+                continue
+            timing = Timing(tuple(values), repeat)
+            if verify:
+                key = (interface.name, size, implementation.name)
+                self.state.verified[key] = self.state.verified.get(key, 0) + 1
+            records.append({
+                "kind": "sample", "interface": interface.name, "implementation": implementation.name,
+                "verify": verify, "P": size, "index": index, "seed": seed, "point": point,
+                "parameters": settings, "variables": variables, "seconds": timing.seconds,
+                "timings": list(timing.timings), "repeat": repeat, "spread": round(timing.spread, 4),
+                "noisy": timing.noisy,
+            })
+        records.append({"kind": "point", "interface": interface.name, "P": size, "verify": verify, "index": index})
+        self.write(records)
+
+    def fresh(self, interface: Interface, arguments: tuple) -> tuple:
+        if not interface.mutable:
+            return arguments
+        return tuple(copy.deepcopy(a) if i in interface.mutable else a for i, a in enumerate(arguments))
+
+    def result_of(self, interface: Interface, returned: Any, arguments: tuple) -> Any:
+        """What is compared: the return value, or the mutated arguments when it is None."""
+        if returned is None and interface.mutable:
+            return tuple(arguments[i] for i in interface.mutable)
+        return returned
+
+    def call(self, interface: Interface, implementation: Implementation, settings: dict, arguments: tuple,
+             point: dict) -> tuple[Any, float] | None:
+        """One untimed-by-the-harness call; None when it raised (then it is excluded)."""
+        self.emit(event="task", interface=interface.name, implementation=implementation.name, point=point)
+        try:
+            start = time.perf_counter()
+            returned = implementation.call(*arguments, **settings)
+            elapsed = time.perf_counter() - start
+            error = None
+        except Exception as raised:  # any failure of user code excludes that implementation
+            error = f"raised {type(raised).__name__}: {raised}"
+            frames = traceback.extract_tb(raised.__traceback__)
+            if frames:
+                error += f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})"
+            returned, elapsed = None, 0.0
+        if self.context.any(error is not None):
+            self.exclude(interface, implementation, error or "raised on another rank", point)
+            return None
+        return self.result_of(interface, returned, arguments), elapsed
+
+    def warm_up(self, interface: Interface, candidates: list[tuple[Implementation, dict]], arguments: tuple,
+                point: dict) -> list[tuple[Implementation, dict, int]]:
+        """Call each candidate once (warm-up), check its result, size its timings."""
+        reference: tuple[str, Any] | None = None
+        ready = []
+        for implementation, settings in candidates:
+            if (interface.name, implementation.name) in self.state.excluded:
+                continue
+            outcome = self.call(interface, implementation, settings, self.fresh(interface, arguments), point)
+            if outcome is None:
+                continue
+            result, _ = outcome
+            if reference is None:
+                reference = (implementation.name, result)
+            elif self.context.any(not same_result(result, reference[1])):
+                self.exclude(interface, implementation, f"wrong result {describe(result)}; the reference "
+                             f"{reference[0]} returned {describe(reference[1])}", point)
+                continue
+            repeat = self.repeat_for(interface, implementation, settings, arguments, point)
+            if repeat is not None:
+                ready.append((implementation, settings, repeat))
+        return ready
+
+    def timed(self, interface: Interface, implementation: Implementation, settings: dict, arguments: tuple,
+              point: dict, repeat: int) -> float | None:
+        """Seconds per call over ``repeat`` calls, the slowest rank's; None when it raised."""
+        calls = [self.fresh(interface, arguments) for _ in range(repeat)] if interface.mutable \
+            else [arguments] * repeat
+        if interface.setup is not None:
+            interface.setup(point, arguments, self.context.size)
+        self.emit(event="task", interface=interface.name, implementation=implementation.name, point=point)
+        task = functools.partial(implementation.call, **settings) if settings else implementation.call
+        try:
+            seconds = time_calls(task, calls, self.clock, before=self.context.barrier)
+            failed = None
+        except Exception as raised:  # failing on a later call is a failure too
+            seconds, failed = 0.0, f"raised {type(raised).__name__}: {raised}"
+        if interface.cleanup is not None:
+            interface.cleanup(point, arguments, self.context.size)
+        if self.context.any(failed is not None):
+            self.exclude(interface, implementation, failed or "raised on another rank", point)
+            return None
+        return self.context.maximum(seconds)
+
+    def repeat_for(self, interface: Interface, implementation: Implementation, settings: dict, arguments: tuple,
+                   point: dict) -> int | None:
+        """Calls per timing: grown until one timing lasts the clock's minimum."""
+        repeat = 1
+        while True:
+            seconds = self.timed(interface, implementation, settings, arguments, point, repeat)
+            if seconds is None:
+                return None
+            if seconds * repeat >= self.clock.minimum_timing or repeat >= MAXIMUM_REPEAT:
+                return repeat
+            # Aim 20% past the minimum, so that a slightly faster timing still reaches it.
+            repeat = min(MAXIMUM_REPEAT, max(repeat * 2, repeat_count(seconds * 0.8, self.clock)))
+
+    def time_rounds(self, interface: Interface, candidates: list[tuple[Implementation, dict, int]],
+                    arguments: tuple, point: dict) -> list[list[float]]:
+        """k rounds; each round times every candidate once, starting one further along."""
+        timings: list[list[float]] = [[] for _ in candidates]
+        count = len(candidates)
+        for round_ in range(interface.repeat):
+            for offset in range(count):
+                position = (round_ + offset) % count
+                implementation, settings, repeat = candidates[position]
+                if (interface.name, implementation.name) in self.state.excluded:
+                    continue
+                seconds = self.timed(interface, implementation, settings, arguments, point, repeat)
+                if seconds is not None:
+                    timings[position].append(seconds)
+        return timings
+
+
+def main(library: str, description: str, interfaces: list[Interface], argv: list[str] | None = None) -> int:
+    """Entry point of a generated profiling program."""
+    parser = argparse.ArgumentParser(description=f"Profile the implementations of library {library}.")
+    parser.add_argument("--out", default=f"{library}.samples.jsonl", help="samples file (appended to)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of a new samples file")
+    parser.add_argument("--ranks", type=int, default=int(os.environ.get("PMI_SIZE", "1")),
+                        help="number of ranks (set by mpiexec)")
+    parser.add_argument("--deadline", type=float, help="stop taking new points after this UNIX time")
+    parser.add_argument("--events", action="store_true", help="report progress as JSON lines on stdout")
+    options = parser.parse_args(argv)
+    return Profiler(library, description, interfaces, options).run()

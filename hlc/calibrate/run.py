@@ -1,0 +1,239 @@
+"""Running a profiling program, and surviving what its implementations do.
+
+The program runs in a child process (under ``mpiexec -n P`` for P > 1) and
+reports each task it starts on its standard output.  The parent watches:
+
+* a task that runs longer than the timeout is a hang: the child is killed;
+* a child that dies (segfault, abort, exit) during a task crashed in it;
+
+either way the implementation is recorded as a failure in the samples file,
+and the program is started again: it resumes from the file, without that
+implementation.  An implementation that raises or returns a wrong result is
+excluded by the program itself and needs no restart.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hlc.calibrate.generate import profiling_program, pyx_sources
+from hlc.calibrate.harness import read_samples, repair
+from hlc.compile import compile_extensions
+from hlc.language import ast
+
+
+class ProfileError(Exception):
+    """The profiling program failed outside any implementation (a broken
+    description helper, a missing MPI launcher, …)."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    interface: str
+    implementation: str
+    cause: str
+    P: int
+    point: dict | None = None  # the loop values where it failed
+
+
+@dataclass
+class ProfileResult:
+    samples: Path
+    program: Path
+    failures: list[Failure] = field(default_factory=list)
+    coverage: str | None = None  # set when the budget ran out
+    ranks: list[int] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.coverage is None
+
+
+Progress = Callable[[int, int, int], None]  # (P, done, total)
+
+
+def prepare(library: ast.Library, build: Path) -> Path:
+    """Compile the description's Cython sources and write its profiling
+    program into ``build``; returns the program's path."""
+    build.mkdir(parents=True, exist_ok=True)
+    pyx = pyx_sources(library)
+    compiled = compile_extensions(pyx, build / "ext") if pyx else None
+    program = build / f"profile_{library.name}.py"
+    program.write_text(profiling_program(library, compiled, program.name), encoding="utf-8")
+    return program
+
+
+def mpiexec() -> str:
+    """The MPI launcher installed with the mpich package (beside this Python)."""
+    beside = Path(sys.executable).parent / "mpiexec"
+    found = str(beside) if beside.exists() else shutil.which("mpiexec")
+    if found is None:
+        raise ProfileError("profiling with several ranks needs mpiexec; install the mpich package")
+    return found
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def append_failure(samples: Path, failure: Failure) -> None:
+    repair(samples)
+    with samples.open("a", encoding="utf-8") as stream:
+        stream.write(json.dumps({"kind": "failure", "interface": failure.interface,
+                                 "implementation": failure.implementation, "cause": failure.cause,
+                                 "point": failure.point, "P": failure.P}) + "\n")
+
+
+def failures_in(samples: Path) -> list[Failure]:
+    found = []
+    for record in read_samples(samples):
+        if record.get("kind") == "failure":
+            found.append(Failure(record["interface"], record["implementation"], record["cause"], record["P"],
+                                 record.get("point")))
+    return found
+
+
+def profile(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence[int] | None = None,
+            budget: float | None = None, resume: bool = False, seed: int = 0, timeout: float | None = None,
+            progress: Progress | None = None) -> ProfileResult:
+    """Profile every implementation of ``library`` into the samples file."""
+    program = prepare(library, build)
+    if not resume and samples.exists():
+        samples.unlink()
+    samples.parent.mkdir(parents=True, exist_ok=True)
+    profiled = [i.profile for i in library.interfaces if i.profile is not None]
+    if ranks is None:
+        ranks = sorted({p for profile_ in profiled for p in profile_.ranks}) or [1]
+    if timeout is None:
+        timeout = max((p.timeout for p in profiled), default=60.0)
+    deadline = time.time() + budget if budget is not None else None
+    result = ProfileResult(samples=samples, program=program, ranks=list(ranks))
+    for size in ranks:
+        coverage = _run_until_done(program, samples, size, seed, deadline, timeout, progress)
+        if coverage is not None:
+            result.coverage = coverage
+            break
+    result.failures = failures_in(samples)
+    return result
+
+
+def _command(program: Path, samples: Path, size: int, seed: int, deadline: float | None) -> list[str]:
+    command = [sys.executable, str(program), "--out", str(samples), "--seed", str(seed), "--events",
+               "--ranks", str(size)]
+    if deadline is not None:
+        command += ["--deadline", repr(deadline)]
+    if size > 1:
+        command = [mpiexec(), "-n", str(size)] + command
+    return command
+
+
+def _run_until_done(program: Path, samples: Path, size: int, seed: int, deadline: float | None,
+                    timeout: float, progress: Progress | None) -> str | None:
+    """Run (and restart) the program at one rank count; returns the coverage
+    message when the budget ran out, else None."""
+    restarts = 0
+    while True:
+        outcome = _run_once(_command(program, samples, size, seed, deadline), timeout, size, progress)
+        if outcome.kind == "finished":
+            return None
+        if outcome.kind == "budget":
+            event = outcome.event
+            return (f"the budget ran out after {event['done']} of {event['total']} points at {size} rank(s); "
+                    f"not taken: interface {event['interface']} from "
+                    f"{'verification' if event['verify'] else 'fitting'} point {event['index']} "
+                    f"{event['point']} on (continue with --resume)")
+        if outcome.task is None:
+            raise ProfileError(f"the profiling program {program.name} failed outside any implementation "
+                               f"({outcome.cause}):\n{outcome.stderr}")
+        task = outcome.task
+        append_failure(samples, Failure(task["interface"], task["implementation"], outcome.cause, size,
+                                        task.get("point")))
+        restarts += 1
+        if restarts > 100:
+            raise ProfileError("the profiling program keeps failing; giving up after 100 restarts")
+
+
+@dataclass
+class _Outcome:
+    kind: str  # finished, budget, crashed, timeout
+    task: dict | None = None  # the last task started
+    cause: str = ""
+    event: dict = field(default_factory=dict)
+    stderr: str = ""
+
+
+def _run_once(command: list[str], timeout: float, size: int, progress: Progress | None) -> _Outcome:
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as errors:
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True,
+                                 start_new_session=True)
+        selector = selectors.DefaultSelector()
+        selector.register(child.stdout, selectors.EVENT_READ)
+        task: dict | None = None
+        started = time.monotonic()
+        final: dict | None = None
+        try:
+            while True:
+                waited = timeout - (time.monotonic() - started) if task is not None else 1.0
+                if task is not None and waited <= 0:
+                    _kill(child)
+                    return _Outcome("timeout", task, f"timed out: one timing took more than {timeout:g} s")
+                if not selector.select(timeout=max(waited, 0.05) if task is not None else 1.0):
+                    continue
+                line = child.stdout.readline()
+                if not line:
+                    break
+                try:
+                    event = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # something the implementation printed
+                kind = event.get("event")
+                if kind == "task":
+                    task, started = event, time.monotonic()
+                elif kind == "progress":
+                    task = None
+                    if progress is not None:
+                        progress(size, event["done"], event["total"])
+                elif kind in ("finished", "budget"):
+                    final = event
+                elif kind == "failure":
+                    task = None
+            code = child.wait()
+        except BaseException:
+            _kill(child)
+            raise
+        finally:
+            selector.close()
+        errors.seek(0)
+        stderr = _tail(errors.read())
+    if code == 0 and final is not None:
+        return _Outcome(final["event"], event=final)
+    cause = f"crashed with {_signal_name(code)}" if code < 0 else f"the process exited with status {code}"
+    if stderr:
+        cause += f": {stderr.splitlines()[-1]}"
+    return _Outcome("crashed", task, cause, stderr=stderr)
+
+
+def _tail(text: str, lines: int = 20) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def _kill(child: subprocess.Popen) -> None:
+    """End the child and everything it started (mpiexec's ranks too)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(child.pid, signal.SIGKILL)
+    child.wait()

@@ -1,0 +1,112 @@
+"""Robust timing of one task (thesis §3.4, made stricter).
+
+* The clock's resolution and the cost of reading it are measured once; the
+  reading cost is subtracted from every timing.
+* A timing repeats the task enough times to last at least
+  max(1 ms, 1000 × resolution); the repeat count is divided out.
+* A sample's time is the median of k timings (k = 3 by default): a median is
+  wrong only if two of the three timings are disturbed.
+* The garbage collector is off while a timing runs.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+MINIMUM_TIMING = 1e-3  # seconds one timing must last at least
+RESOLUTION_FACTOR = 1000  # ... and at least this many clock ticks
+MAXIMUM_REPEAT = 1_000_000
+NOISY_SPREAD = 0.25  # (max − min) / median above which a sample is flagged
+
+
+@dataclass(frozen=True)
+class Clock:
+    """What the timer can do on this machine."""
+
+    resolution: float  # seconds between distinguishable readings
+    overhead: float  # seconds one pair of readings adds to a timing
+
+    @property
+    def minimum_timing(self) -> float:
+        """How long one timing must last for the clock's error to be negligible."""
+        return max(MINIMUM_TIMING, RESOLUTION_FACTOR * self.resolution)
+
+    def as_dict(self) -> dict[str, float]:
+        return {"resolution": self.resolution, "overhead": self.overhead}
+
+
+def calibrate_clock(readings: int = 2000) -> Clock:
+    """Measure the resolution (smallest non-zero step seen, and never below
+    the resolution the OS reports) and the overhead (median cost of a reading)."""
+    counter = time.perf_counter
+    steps = []
+    costs = []
+    for _ in range(readings):
+        first = counter()
+        second = counter()
+        while second == first:
+            second = counter()
+        steps.append(second - first)
+        start = counter()
+        counter()
+        costs.append(counter() - start)
+    reported = time.get_clock_info("perf_counter").resolution
+    return Clock(resolution=max(min(steps), reported), overhead=max(statistics.median(costs) / 2, 0.0))
+
+
+def repeat_count(single_call: float, clock: Clock) -> int:
+    """Calls per timing so that one timing lasts at least the clock's minimum."""
+    if single_call <= 0 or not math.isfinite(single_call):
+        return MAXIMUM_REPEAT if single_call <= 0 else 1
+    return max(1, min(MAXIMUM_REPEAT, math.ceil(clock.minimum_timing / single_call)))
+
+
+def time_calls(task: Callable[..., Any], arguments: Sequence[tuple], clock: Clock,
+               before: Callable[[], None] | None = None) -> float:
+    """Seconds per call of ``task`` over ``arguments`` (one tuple per call).
+
+    ``before`` runs just before the clock starts (a barrier, under MPI).  The
+    collector is off while the clock runs; the clock's overhead is subtracted.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        if before is not None:
+            before()
+        start = time.perf_counter()
+        for call_arguments in arguments:
+            task(*call_arguments)
+        elapsed = time.perf_counter() - start
+    finally:
+        if collecting:
+            gc.enable()
+    return max(elapsed - clock.overhead, 0.0) / len(arguments)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The timings of one sample and what they say together."""
+
+    timings: tuple[float, ...]
+    repeat: int
+
+    @property
+    def seconds(self) -> float:
+        """The sample's time: the median of its timings."""
+        return statistics.median(self.timings)
+
+    @property
+    def spread(self) -> float:
+        """(max − min) / median of the timings."""
+        median = self.seconds
+        return (max(self.timings) - min(self.timings)) / median if median > 0 else 0.0
+
+    @property
+    def noisy(self) -> bool:
+        return self.spread > NOISY_SPREAD

@@ -1,0 +1,1 @@
+"""Stage 3: cost models — fitting, verification, the models artefact."""

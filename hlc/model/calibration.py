@@ -1,0 +1,217 @@
+"""Samples → the models artefact: fit and verify every implementation.
+
+Term values are computed here from each sample's variables and parameters,
+not read from the samples: the samples record what was measured, the
+description says what the model is, so changing a model's terms needs only
+``hlc fit``, not a new profile.
+
+Implementations are fitted in dependency order, so that a hybrid term calling
+another implementation's model (thesis ch. 8) sees that model calibrated.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hlc.calibrate.harness import read_samples
+from hlc.language import ast
+from hlc.language.expressions import EvaluationError, calls, unparse
+from hlc.language.parse import parse_file
+from hlc.model.fingerprint import fingerprint
+from hlc.model.fit import CONSTANT, FitError, RankWarning, fit, mean_relative_error
+from hlc.model.predict import ModelUnavailable, Predictor, term_values
+from hlc.model.render import c_source, python_source
+
+MODELS_FORMAT = 1
+# Verification MRE above which a model is reported as inaccurate (thesis: 10%).
+VERIFICATION_LIMIT = 1.10
+
+
+@dataclass(frozen=True)
+class Samples:
+    """The contents of a samples file."""
+
+    header: dict[str, Any]
+    samples: list[dict[str, Any]]
+    failures: list[dict[str, Any]]
+
+    @classmethod
+    def read(cls, path: Path) -> Samples:
+        records = read_samples(path)
+        headers = [r for r in records if r.get("kind") == "header"]
+        if not headers:
+            raise FitError(f"{path} is not a samples file of hlc (it has no header line)")
+        return cls(headers[0], [r for r in records if r.get("kind") == "sample"],
+                   [r for r in records if r.get("kind") == "failure"])
+
+    def of(self, interface: str, implementation: str, verify: bool) -> list[dict[str, Any]]:
+        return [s for s in self.samples if s["interface"] == interface and s["implementation"] == implementation
+                and s["verify"] == verify]
+
+
+def _environment(sample: Mapping[str, Any]) -> dict[str, Any]:
+    return {**sample["variables"], **sample["parameters"]}
+
+
+def _order(library: ast.Library) -> list[tuple[ast.Interface, ast.Implementation]]:
+    """Implementations, each after those whose models its terms call."""
+    pairs = {i.name: (interface, i) for interface in library.interfaces for i in interface.implementations}
+
+    def callees(implementation: ast.Implementation) -> set[str]:
+        expressions = [let.value for let in implementation.lets]
+        for model in implementation.models:
+            expressions += list(model.terms) if model.fitted else [model.body]
+        return {c.function for e in expressions for c in calls(e) if c.function in pairs}
+
+    ordered: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in ordered:
+            return
+        for callee in sorted(callees(pairs[name][1])):
+            visit(callee)
+        ordered.append(name)
+
+    for name in pairs:
+        visit(name)
+    return [pairs[name] for name in ordered]
+
+
+def _domain(samples: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """The calibrated range of each variable: dispatch warns outside it."""
+    domain: dict[str, list[float]] = {}
+    for sample in samples:
+        for name, value in sample["variables"].items():
+            low, high = domain.get(name, [value, value])
+            domain[name] = [min(low, value), max(high, value)]
+    return domain
+
+
+def _columns(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
+             samples: list[dict[str, Any]]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    rows = [term_values(predictor, implementation, model, _environment(s)) for s in samples]
+    names = [unparse(t) for t in model.terms]
+    columns = {name: np.array([row[name] for row in rows], dtype=float) for name in names}
+    return columns, np.array([s["seconds"] for s in samples], dtype=float)
+
+
+def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
+             fitting: list[dict[str, Any]], verification: list[dict[str, Any]], relative: bool,
+             confidence: float) -> dict[str, Any]:
+    entry: dict[str, Any] = {"samples": len(fitting), "verification_samples": len(verification),
+                             "noisy_samples": sum(1 for s in fitting + verification if s.get("noisy"))}
+    if not model.fitted:
+        entry["status"] = "factored"
+        everything = fitting + verification
+        if everything:
+            predicted = [predictor.evaluate(implementation.name, _environment(s)) for s in everything]
+            entry["verification_mre"] = mean_relative_error(np.array([s["seconds"] for s in everything]),
+                                                            np.array(predicted))
+        return entry
+    columns, times = _columns(predictor, implementation, model, fitting)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RankWarning)
+        result = fit(columns, times, relative=relative, confidence=confidence, constant=model.constant)
+    entry.update(
+        status="fitted", terms=list(result.terms), kept=result.kept, coefficients=result.coefficients,
+        half_widths=result.half_widths, dropped=result.dropped, r2=result.r2, mre=result.mre,
+        residuals=[float(r) for r in result.residuals], warnings=[str(w.message) for w in caught],
+    )
+    if verification:
+        held_columns, held_times = _columns(predictor, implementation, model, verification)
+        entry["verification_mre"] = result.mre_on(held_columns, held_times)
+        if entry["verification_mre"] > VERIFICATION_LIMIT:
+            entry["warnings"].append(f"verification MRE {entry['verification_mre']:.3f} exceeds "
+                                     f"{VERIFICATION_LIMIT}: the terms may miss a cost")
+    else:
+        entry["verification_mre"] = None
+        entry["warnings"].append("no verification samples")
+    return entry
+
+
+def used_predictors(library: ast.Library, models_of: Mapping[str, Path]) -> dict[str, Predictor]:
+    """Predictors of the libraries ``uses`` names, from their models artefacts."""
+    predictors = {}
+    for name, used in library.used.items():
+        path = Path(models_of.get(name, Path("build") / name / "models.json"))
+        calibration = json.loads(path.read_text())["implementations"] if path.exists() else {}
+        predictors[name] = Predictor(used, calibration, used_predictors(used, models_of))
+    return predictors
+
+
+def calibrate(library: ast.Library, samples: Samples, *, relative: bool = True, confidence: float = 0.95,
+              models_of: Mapping[str, Path] | None = None, quick: bool = False) -> dict[str, Any]:
+    """Fit and verify every implementation: the models artefact, as a dict."""
+    implementations: dict[str, Any] = {}
+    predictor = Predictor(library, implementations, used_predictors(library, models_of or {}))
+    excluded = {(f["interface"], f["implementation"]): f["cause"] for f in samples.failures}
+    for interface, implementation in _order(library):
+        record: dict[str, Any] = {"interface": interface.name}
+        implementations[implementation.name] = record
+        model = implementation.model("time")
+        key = (interface.name, implementation.name)
+        if key in excluded:
+            record["time"] = {"status": "excluded", "cause": excluded[key]}
+            continue
+        fitting = samples.of(interface.name, implementation.name, verify=False)
+        verification = samples.of(interface.name, implementation.name, verify=True)
+        try:
+            if model.fitted and not fitting:
+                raise FitError("no fitting samples (was the library profiled?)")
+            entry = _fit_one(predictor, implementation, model, fitting, verification, relative, confidence)
+        except (FitError, EvaluationError, ModelUnavailable) as error:
+            record["time"] = {"status": "unfitted", "cause": str(error)}
+            continue
+        entry["domain"] = _domain(fitting + verification)
+        entry["python"] = python_source(interface, implementation, entry)
+        entry["c"] = c_source(interface, implementation, entry)
+        record["time"] = entry
+    return {
+        "format": MODELS_FORMAT, "library": library.name, "description": library.filename,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "samples_header": samples.header,
+        "settings": {"relative": relative, "confidence": confidence},
+        "fingerprint": fingerprint(library, quick=quick), "implementations": implementations,
+    }
+
+
+def fit_samples(samples_path: Path, *, description: Path | None = None, **options: Any) -> dict[str, Any]:
+    """``hlc fit``: read the samples, parse their description, calibrate."""
+    samples = Samples.read(samples_path)
+    library = parse_file(description or samples.header["description"])
+    if library.name != samples.header["library"]:
+        raise FitError(f"{samples_path} holds samples of library '{samples.header['library']}', "
+                       f"not of '{library.name}'")
+    return calibrate(library, samples, **options)
+
+
+def summary(models: dict[str, Any]) -> str:
+    """One line per implementation, then each fitted model's coefficients."""
+    lines = [f"{'implementation':<16} {'status':<9} {'kept terms':>10} {'R²':>7} {'fit MRE':>8} "
+             f"{'verif. MRE':>10} {'samples':>8}"]
+    details = []
+    for name, record in models["implementations"].items():
+        entry = record["time"]
+        status = entry["status"]
+        if status == "fitted":
+            verification = f"{entry['verification_mre']:.3f}" if entry["verification_mre"] is not None else "—"
+            lines.append(f"{name:<16} {status:<9} {len(entry['kept']):>10} {entry['r2']:>7.4f} "
+                         f"{entry['mre']:>8.3f} {verification:>10} {entry['samples']:>8}")
+            details.append(f"{name}: " + " + ".join(
+                f"{entry['coefficients'][t]:.4g}(±{entry['half_widths'][t]:.2g})"
+                + ("" if t == CONSTANT else f"·{t}") for t in entry["kept"]))
+            details += [f"  warning: {w}" for w in entry["warnings"]]
+        elif status == "factored":
+            verification = entry.get("verification_mre")
+            lines.append(f"{name:<16} {status:<9} {'—':>10} {'—':>7} {'—':>8} "
+                         f"{(f'{verification:.3f}' if verification else '—'):>10} {entry['samples']:>8}")
+        else:
+            lines.append(f"{name:<16} {status:<9} {entry['cause']}")
+    return "\n".join(lines + [""] + details)

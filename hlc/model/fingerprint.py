@@ -1,0 +1,73 @@
+"""What a calibration depends on: this machine, these versions, these sources.
+
+Models are valid for the machine and software they were measured on.  The
+fingerprint records everything that can invalidate them — like an autotuner's
+cache key — so a build can tell, when it is imported elsewhere, what changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from hlc.language import ast
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def source_files(library: ast.Library) -> list[Path]:
+    """The description and every source file it imports from."""
+    files = {(library.directory / i.source).resolve() for i in library.imports if i.is_file}
+    if not library.filename.startswith("<"):
+        files.add(Path(library.filename).resolve())
+    return sorted(files)
+
+
+def machine() -> dict[str, Any]:
+    """The parts of the fingerprint that describe this machine and its software."""
+    return {
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "numpy": _version("numpy"),
+        "cython": _version("cython"),
+        "mpi4py": _version("mpi4py"),
+        "platform": os.environ.get("HLC_PLATFORM", "native"),
+    }
+
+
+def fingerprint(library: ast.Library, *, quick: bool = False) -> dict[str, Any]:
+    """Machine, versions and the hashes of the description and its sources."""
+    base = library.directory
+    sources = {}
+    for path in source_files(library):
+        try:
+            name = str(path.relative_to(base))
+        except ValueError:
+            name = str(path)
+        sources[name] = digest(path)
+    return {**machine(), "quick": quick, "sources": sources}

@@ -1,0 +1,212 @@
+"""Weighted least squares by SVD, with automatic removal of irrelevant terms.
+
+The model is y = Σ β_k f_k(x) (thesis §2.3).  Weighted least squares is
+ordinary least squares on whitened rows: every row is divided by its weight
+w_i, so one fit path serves both error measures —
+
+* relative error (the default, thesis §2.3.2): w_i = y_i / ȳ, so the fit
+  minimizes Σ ((y_i − ŷ_i) / y_i)² up to a constant;
+* absolute error: w_i = 1.
+
+The system is solved by singular value decomposition: singular values below a
+relative tolerance are treated as zero, so dependent or duplicate columns do
+not break the fit — duplicates share the weight (minimum-norm solution).
+
+Relevance (thesis §2.2.5, eq. 28–30): each coefficient gets a half-width
+h_i = t · sqrt(V · C_i), with t the two-sided Student-t quantile for the
+confidence level and n − r degrees of freedom, V the whitened residual
+variance and C_i the i-th diagonal element of (AᵀA)⁻¹.  While the term with
+the smallest |β_i / h_i| has a ratio of at most 1 its interval includes 0: it
+is dropped (coefficient 0) and the rest refitted.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import stats
+
+CONSTANT = "1"
+# Singular values below this fraction of the largest are treated as zero.
+SINGULAR_TOLERANCE = 1e-10
+
+
+class FitError(ValueError):
+    """The samples cannot support the requested fit."""
+
+
+class RankWarning(UserWarning):
+    """The design matrix is rank-deficient: some columns are (nearly) dependent."""
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The result of :func:`fit`: every statistic of the final model."""
+
+    terms: tuple[str, ...]  # every term offered, the constant first when offered
+    coefficients: dict[str, float]  # kept terms only
+    half_widths: dict[str, float]  # kept terms only
+    dropped: list[str]  # in the order the relevance rule removed them
+    relative: bool
+    confidence: float
+    samples: int
+    residuals: np.ndarray = field(repr=False)  # y − ŷ, one per sample
+    predicted: np.ndarray = field(repr=False)
+    times: np.ndarray = field(repr=False)
+    weights: np.ndarray = field(repr=False)
+
+    @property
+    def kept(self) -> list[str]:
+        """Terms with a coefficient, in the order they were offered."""
+        return [t for t in self.terms if t in self.coefficients]
+
+    @property
+    def r2(self) -> float:
+        """R² = 1 − Σ((y − ŷ)/w)² / Σ((y − ȳ_w)/w)², ȳ_w the mean weighted by 1/w²."""
+        inverse = 1.0 / self.weights**2
+        mean = float(np.sum(self.times * inverse) / np.sum(inverse))
+        total = float(np.sum(((self.times - mean) / self.weights) ** 2))
+        if total == 0.0:
+            return 1.0
+        return 1.0 - float(np.sum((self.residuals / self.weights) ** 2)) / total
+
+    @property
+    def mre(self) -> float:
+        """Mean relative error: geometric mean of 1 + |(y − ŷ)/y| (1.053 is 5.3%)."""
+        return mean_relative_error(self.times, self.predicted)
+
+    @property
+    def variance(self) -> float:
+        """V = Σ((y − ŷ)/w)² / (n − r), r the number of kept terms."""
+        freedom = self.samples - len(self.coefficients)
+        return float(np.sum((self.residuals / self.weights) ** 2) / freedom) if freedom > 0 else math.nan
+
+    def coefficient(self, term: str) -> float:
+        """β of ``term``; 0.0 for a dropped term."""
+        if term not in self.terms:
+            raise KeyError(f"'{term}' is not a term of this fit; terms: {', '.join(self.terms)}")
+        return self.coefficients.get(term, 0.0)
+
+    def predict(self, terms: Mapping[str, ArrayLike]) -> np.ndarray:
+        """ŷ for new values of the (kept, non-constant) terms."""
+        length = _length(terms)
+        total = np.zeros(length)
+        for term, beta in self.coefficients.items():
+            total = total + beta * (1.0 if term == CONSTANT else np.asarray(terms[term], dtype=float))
+        return total
+
+    def mre_on(self, terms: Mapping[str, ArrayLike], times: ArrayLike) -> float:
+        """MRE of this model on other samples (verification, thesis §3.6.3)."""
+        return mean_relative_error(np.asarray(times, dtype=float), self.predict(terms))
+
+    def summary(self) -> str:
+        """The model as a table: coefficients with half-widths, and the fit statistics."""
+        lines = [f"{'term':<28} {'coefficient':>14} {'± half-width':>14}"]
+        for term in self.kept:
+            lines.append(f"{term:<28} {self.coefficients[term]:>14.6g} {self.half_widths[term]:>14.3g}")
+        if self.dropped:
+            lines.append("dropped as irrelevant: " + ", ".join(self.dropped))
+        kind = "relative" if self.relative else "absolute"
+        lines.append(f"{self.samples} samples, {kind} error, {self.confidence:.0%} confidence: "
+                     f"R² = {self.r2:.4f}, MRE = {self.mre:.4f}")
+        return "\n".join(lines)
+
+
+def mean_relative_error(times: np.ndarray, predicted: np.ndarray) -> float:
+    """Geometric mean of 1 + |(y − ŷ)/y| (thesis eq. 9–10)."""
+    times = np.asarray(times, dtype=float)
+    if times.size == 0:
+        return math.nan
+    ratios = 1.0 + np.abs((times - np.asarray(predicted, dtype=float)) / times)
+    return float(np.exp(np.mean(np.log(ratios))))
+
+
+def _length(terms: Mapping[str, ArrayLike]) -> int:
+    lengths = {np.asarray(values).shape[0] for values in terms.values() if np.ndim(values) > 0}
+    if len(lengths) > 1:
+        raise ValueError(f"terms have different numbers of samples: {sorted(lengths)}")
+    return lengths.pop() if lengths else 1
+
+
+def _solve(matrix: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Least squares by SVD: coefficients, the diagonal of the covariance
+    factor (AᵀA)⁺, and whether the matrix was rank-deficient."""
+    u, singular, vt = np.linalg.svd(matrix, full_matrices=False)
+    keep = singular > SINGULAR_TOLERANCE * (singular[0] if singular.size else 0.0)
+    inverse = np.where(keep, 1.0 / np.where(keep, singular, 1.0), 0.0)
+    beta = vt.T @ (inverse * (u.T @ target))
+    covariance_diagonal = np.sum((vt.T * inverse) ** 2, axis=1)
+    return beta, covariance_diagonal, not bool(np.all(keep))
+
+
+def fit(terms: Mapping[str, ArrayLike], times: ArrayLike, *, relative: bool = True,
+        confidence: float = 0.95, constant: bool = True, prune: bool = True) -> Fit:
+    """Fit ``times`` as a linear combination of ``terms`` (name → values per sample).
+
+    The constant term, named ``"1"``, is offered unless ``constant`` is false.
+    Terms whose coefficient is not significantly different from zero at the
+    given ``confidence`` are removed one at a time, least relevant first
+    (unless ``prune`` is false: then every term is kept).
+    """
+    y = np.asarray(times, dtype=float)
+    if y.ndim != 1:
+        raise ValueError(f"times must be one-dimensional, not of shape {y.shape}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be between 0 and 1, not {confidence}")
+    if not np.all(np.isfinite(y)):
+        raise FitError("times contain infinite or missing values")
+    if relative and np.any(y <= 0):
+        raise FitError("a relative-error fit needs positive times")
+    names = ([CONSTANT] if constant else []) + [t for t in terms if t != CONSTANT]
+    if not names:
+        raise FitError("no terms to fit")
+    columns = []
+    for name in names:
+        column = np.ones_like(y) if name == CONSTANT else np.asarray(terms[name], dtype=float)
+        if column.shape != y.shape:
+            raise ValueError(f"term '{name}' has {column.shape[0] if column.ndim else 1} values, "
+                             f"times have {y.shape[0]}")
+        if not np.all(np.isfinite(column)):
+            raise FitError(f"term '{name}' has infinite or missing values")
+        columns.append(column)
+    if y.size <= len(names):
+        raise FitError(f"{y.size} samples cannot fit {len(names)} terms: "
+                       f"at least {len(names) + 1} are needed")
+    weights = y / y.mean() if relative else np.ones_like(y)
+    design = np.column_stack(columns) / weights[:, None]
+    target = y / weights
+
+    active = list(range(len(names)))
+    dropped: list[str] = []
+    rank_deficient = False
+    while True:
+        beta, covariance, deficient = _solve(design[:, active], target)
+        rank_deficient |= deficient
+        residuals = y - (np.column_stack(columns)[:, active] @ beta)
+        freedom = y.size - len(active)
+        variance = float(np.sum((residuals / weights) ** 2) / freedom)
+        quantile = float(stats.t.ppf(1.0 - (1.0 - confidence) / 2.0, freedom))
+        half = quantile * np.sqrt(variance * covariance)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(half > 0, np.abs(beta) / half, np.where(beta != 0, np.inf, 0.0))
+        weakest = int(np.argmin(ratio))
+        if not prune or ratio[weakest] > 1.0 or len(active) == 1:
+            break
+        dropped.append(names[active[weakest]])
+        del active[weakest]
+    if rank_deficient:
+        warnings.warn("the terms are linearly dependent (duplicate or zero columns); "
+                      "dependent terms share their weight", RankWarning, stacklevel=2)
+    kept = [names[i] for i in active]
+    return Fit(
+        terms=tuple(names),
+        coefficients={name: float(b) for name, b in zip(kept, beta, strict=True)},
+        half_widths={name: float(h) for name, h in zip(kept, half, strict=True)},
+        dropped=dropped, relative=relative, confidence=confidence, samples=int(y.size),
+        residuals=residuals, predicted=y - residuals, times=y, weights=weights,
+    )

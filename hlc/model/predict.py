@@ -1,0 +1,118 @@
+"""Evaluating a library's models in Python.
+
+A model is evaluated from its description (the helpers and terms, as
+expressions) and its calibration (the coefficients in the models artefact).
+Factored models are their expression; calls of other models inside an
+expression — hybrid terms, factored models — go through the same predictor,
+which also holds the predictors of the libraries named by ``uses``.
+
+``P`` and ``logP`` are global: a submodel is evaluated with its caller's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from hlc.language import ast
+from hlc.language.check import implementation_signature
+from hlc.language.expressions import EvaluationError, evaluate, unparse
+from hlc.language.nest import constant_values
+
+
+class ModelUnavailable(LookupError):
+    """A model that has no calibration (excluded, not fitted, or its library
+    was never calibrated)."""
+
+
+class Predictor:
+    """Predicted seconds of every model of one library."""
+
+    def __init__(self, library: ast.Library, calibration: Mapping[str, Any],
+                 used: Mapping[str, Predictor] | None = None):
+        self.library = library
+        self.calibration = calibration  # implementation name → its entry of the models artefact
+        self.used = dict(used or {})
+        self.constants = constant_values(library)
+        self._implementations = {i.name: (interface, i) for interface in library.interfaces
+                                 for i in interface.implementations}
+        self._definitions = {m.name: m for m in library.models}
+
+    def functions(self, environment: Mapping[str, Any]) -> dict[str, Callable[..., float]]:
+        """Every model callable from an expression evaluated in ``environment``
+        (whose ``P`` and ``logP`` the submodels inherit)."""
+        context = {"P": environment.get("P", 1), "logP": environment.get("logP", 0.0)}
+        table: dict[str, Callable[..., float]] = {}
+        for name in self._implementations:
+            table[name] = _bind(self.implementation, name, context)
+        for name in self._definitions:
+            table[name] = _bind(self.definition, name, context)
+        for library_name, predictor in self.used.items():
+            for name, function in predictor.functions(context).items():
+                if "." not in name:
+                    table.setdefault(name, function)
+                    table[f"{library_name}.{name}"] = function
+        return table
+
+    def definition(self, name: str, context: Mapping[str, Any], *arguments: float) -> float:
+        model = self._definitions[name]
+        environment = {**self.constants, **context, **dict(zip(model.parameters, arguments, strict=True))}
+        return float(evaluate(model.body, environment, self.functions(environment)))
+
+    def implementation(self, name: str, context: Mapping[str, Any], *arguments: float,
+                       objective: str = "time") -> float:
+        """The implementation's model at its signature's arguments (variables, then parameters)."""
+        interface, implementation = self._implementations[name]
+        signature = implementation_signature(interface, implementation)
+        environment = {**self.constants, **context, **dict(zip(signature.parameters, arguments, strict=True))}
+        return self.evaluate(name, environment, objective)
+
+    def evaluate(self, name: str, environment: Mapping[str, Any], objective: str = "time") -> float:
+        """The implementation's model where variables and parameters are
+        given by name in ``environment``."""
+        _, implementation = self._implementations[name]
+        model = implementation.model(objective)
+        if model is None:
+            raise ModelUnavailable(f"{name} has no {objective} model")
+        environment = self.helpers(implementation, {**self.constants, **environment})
+        functions = self.functions(environment)
+        if not model.fitted:
+            return float(evaluate(model.body, environment, functions))
+        entry = self.calibration.get(name, {}).get(objective)
+        if not entry or entry.get("status") != "fitted":
+            raise ModelUnavailable(f"the {objective} model of {self.library.name}.{name} is not calibrated")
+        coefficients = entry["coefficients"]
+        total = coefficients.get("1", 0.0)
+        for term in model.terms:
+            beta = coefficients.get(unparse(term), 0.0)
+            if beta:
+                total += beta * float(evaluate(term, environment, functions))
+        return total
+
+    def helpers(self, implementation: ast.Implementation, environment: dict[str, Any]) -> dict[str, Any]:
+        """``environment`` with the implementation's ``let`` helpers added."""
+        functions = self.functions(environment)
+        for let in implementation.lets:
+            environment[let.name] = evaluate(let.value, environment, functions)
+        return environment
+
+
+def _bind(method: Callable[..., float], name: str, context: Mapping[str, Any]) -> Callable[..., float]:
+    def model(*arguments: float) -> float:
+        return method(name, context, *arguments)
+
+    return model
+
+
+def term_values(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
+                environment: Mapping[str, Any]) -> dict[str, float]:
+    """The value of each term of a fitted model at one sample."""
+    scope = predictor.helpers(implementation, {**predictor.constants, **environment})
+    functions = predictor.functions(scope)
+    values = {}
+    for term in model.terms:
+        try:
+            values[unparse(term)] = float(evaluate(term, scope, functions))
+        except (EvaluationError, ModelUnavailable) as error:
+            raise EvaluationError(f"term '{unparse(term)}' of {implementation.name}: {error}") from error
+    return values

@@ -1,0 +1,133 @@
+"""The fitter against the thesis's worked example and synthetic models."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hlc.model.fit import FitError, RankWarning, fit, mean_relative_error
+
+# Thesis §2.2, Table 2-2: car weight (1000 lb) and fuel use (gallons per 100 miles).
+WEIGHT = [3.4, 3.8, 4.1, 2.2, 2.6, 2.9, 2.0, 2.7, 1.9, 3.4]
+GALLONS = [5.5, 5.9, 6.5, 3.3, 3.6, 4.6, 2.9, 3.6, 3.1, 4.9]
+
+
+class TestWorkedExample:
+    """The figures the thesis prints, to the digits it prints."""
+
+    def test_absolute_fit_with_constant(self):
+        result = fit({"weight": WEIGHT}, GALLONS, relative=False, prune=False)
+        assert result.coefficients["1"] == pytest.approx(-0.363, abs=5e-4)
+        assert result.coefficients["weight"] == pytest.approx(1.64, abs=5e-3)
+        assert result.r2 == pytest.approx(0.954, abs=5e-4)
+        assert result.mre == pytest.approx(1.053, abs=5e-4)
+
+    def test_the_constants_interval_includes_zero(self):
+        result = fit({"weight": WEIGHT}, GALLONS, relative=False, prune=False)
+        assert abs(result.coefficients["1"]) < result.half_widths["1"]
+        assert abs(result.coefficients["weight"]) > result.half_widths["weight"]
+
+    def test_relevance_rule_drops_the_constant(self):
+        result = fit({"weight": WEIGHT}, GALLONS, relative=False)
+        assert result.dropped == ["1"]
+        assert result.coefficients == {"weight": pytest.approx(1.52, abs=5e-3)}
+        assert result.coefficient("1") == 0.0
+        assert result.r2 == pytest.approx(0.948, abs=1e-3)
+        assert result.mre == pytest.approx(1.058, abs=5e-4)
+
+    def test_relative_fit_through_the_origin(self):
+        result = fit({"weight": WEIGHT}, GALLONS, relative=True, constant=False)
+        assert result.coefficients["weight"] == pytest.approx(1.495, abs=5e-4)
+        # The relevance rule reaches the same model when the constant is offered.
+        assert fit({"weight": WEIGHT}, GALLONS).coefficients == pytest.approx(result.coefficients)
+
+    def test_half_width_uses_the_two_sided_t_quantile(self):
+        # t(0.975, 8) = 2.306; h = t · sqrt(V · C_ii) with V = Σr²/(n − r).
+        x = np.column_stack([np.ones(10), WEIGHT])
+        result = fit({"weight": WEIGHT}, GALLONS, relative=False, prune=False)
+        variance = np.sum(result.residuals**2) / 8
+        expected = 2.306004135 * np.sqrt(variance * np.diag(np.linalg.inv(x.T @ x)))
+        assert [result.half_widths["1"], result.half_widths["weight"]] == pytest.approx(expected, rel=1e-8)
+
+    def test_summary_is_text(self):
+        text = fit({"weight": WEIGHT}, GALLONS, relative=False).summary()
+        assert "weight" in text and "dropped as irrelevant: 1" in text and "R² = 0.9486" in text
+
+
+def synthetic(rng: np.random.Generator, count: int, noise: float):
+    """Times of a known model (3 relevant terms) with multiplicative noise,
+    and two irrelevant terms offered beside them."""
+    n = rng.integers(16, 1 << 20, count).astype(float)
+    width = rng.integers(4, 33, count).astype(float)
+    terms = {"n": n, "n*width": n * width, "width": width, "junk": rng.uniform(0, 100, count),
+             "n*junk2": n * rng.uniform(0, 1e-3, count)}
+    truth = 5e-6 + 2e-9 * n + 3e-10 * n * width
+    return terms, truth * rng.lognormal(0.0, noise, count)
+
+
+def test_synthetic_model_keeps_the_true_terms_and_predicts_held_out_samples():
+    rng = np.random.default_rng(7)
+    terms, times = synthetic(rng, 400, 0.02)
+    result = fit(terms, times)
+    assert {"1", "n", "n*width"} <= set(result.coefficients)
+    assert "junk" in result.dropped
+    assert result.coefficients["n"] == pytest.approx(2e-9, rel=0.05)
+    assert result.coefficients["n*width"] == pytest.approx(3e-10, rel=0.05)
+    held_terms, held_times = synthetic(rng, 200, 0.02)
+    assert result.mre_on(held_terms, held_times) < 1.03
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(0.1, 100.0), min_size=3, max_size=3), st.integers(0, 2**32 - 1))
+def test_exact_data_is_recovered(coefficients, seed):
+    rng = np.random.default_rng(seed)
+    x1, x2 = rng.uniform(1, 50, 60), rng.uniform(1, 50, 60)
+    times = coefficients[0] + coefficients[1] * x1 + coefficients[2] * x1 * x2
+    result = fit({"x1": x1, "x1*x2": x1 * x2}, times)
+    assert [result.coefficient(t) for t in ("1", "x1", "x1*x2")] == pytest.approx(coefficients, rel=1e-6)
+    assert result.mre == pytest.approx(1.0, abs=1e-9)
+
+
+def test_duplicate_columns_share_the_weight():
+    rng = np.random.default_rng(3)
+    n = rng.uniform(1, 1000, 80)
+    times = 1.0 + 4.0 * n
+    with pytest.warns(RankWarning):
+        result = fit({"n": n, "n again": n.copy()}, times)
+    assert result.coefficients["n"] == pytest.approx(2.0)
+    assert result.coefficients["n again"] == pytest.approx(2.0)
+    assert result.predict({"n": [10.0], "n again": [10.0]}) == pytest.approx([41.0])
+
+
+def test_zero_variance_columns_do_not_break_the_fit():
+    rng = np.random.default_rng(4)
+    n = rng.uniform(1, 1000, 50)
+    times = 2.0 + 3.0 * n * rng.lognormal(0, 0.01, 50)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RankWarning)
+        result = fit({"n": n, "zeros": np.zeros(50), "constant again": np.full(50, 7.0)}, times)
+    assert "zeros" in result.dropped
+    assert result.coefficient("n") == pytest.approx(3.0, rel=0.01)
+    assert np.isfinite(result.predict({"n": n, "zeros": np.zeros(50), "constant again": np.full(50, 7.0)})).all()
+
+
+def test_too_few_samples_is_a_clear_error():
+    with pytest.raises(FitError, match="3 samples cannot fit 3 terms: at least 4 are needed"):
+        fit({"a": [1, 2, 3], "b": [3, 1, 2]}, [1.0, 2.0, 3.0])
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match="term 'a' has 2 values, times have 3"):
+        fit({"a": [1, 2]}, [1.0, 2.0, 3.0])
+    with pytest.raises(FitError, match="positive times"):
+        fit({"a": [1, 2, 3]}, [1.0, 0.0, 3.0])
+    with pytest.raises(ValueError, match="confidence"):
+        fit({"a": [1, 2, 3, 4]}, [1.0, 2.0, 3.0, 4.0], confidence=95)
+
+
+def test_mean_relative_error_is_a_geometric_mean():
+    assert mean_relative_error(np.array([1.0, 2.0]), np.array([1.1, 1.8])) == pytest.approx(np.sqrt(1.1 * 1.1))
