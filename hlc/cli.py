@@ -84,9 +84,13 @@ def cmd_profile(args: argparse.Namespace) -> int:
     library = parse_file(args.description)
     build = _build_folder(args, library.name)
     samples = Path(args.out) if args.out else build / "samples.jsonl"
-    with ProgressBar(f"profiling {library.name}") as bar:
-        result = profile(library, samples, build, ranks=args.procs, budget=args.budget, resume=args.resume,
-                         seed=args.seed, timeout=args.timeout, progress=bar.update)
+    try:
+        with ProgressBar(f"profiling {library.name}") as bar:
+            result = profile(library, samples, build, ranks=args.procs, budget=args.budget, resume=args.resume,
+                             seed=args.seed, timeout=args.timeout, progress=bar.update)
+    except KeyboardInterrupt:
+        print(f"interrupted: the samples so far are in {samples}; add --resume to continue", file=sys.stderr)
+        return 130
     print(f"profiling program: {result.program}")
     print(f"samples: {result.samples} (rank counts {', '.join(map(str, result.ranks))})")
     for failure in result.failures:

@@ -93,6 +93,10 @@ class Import(Node):
     is_file: bool
     name: str
     alias: str
+    alias_line: int = 0  # where the alias is written (the name it defines)
+    alias_column: int = 0
+    source_line: int = 0  # where the file path or module name is written
+    source_column: int = 0
 
     @property
     def describe(self) -> str:
@@ -175,6 +179,7 @@ class CostModel(Node):
     terms: tuple[Expression, ...]
     constant: bool
     body: Expression | None
+    numbers: tuple[Number, ...] = ()  # number terms as written (0 withdraws the constant, 1 offers it)
 
 
 @dataclass(frozen=True)

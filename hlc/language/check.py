@@ -22,8 +22,15 @@ from hlc.language import ast
 from hlc.language.errors import Diagnostic, HLError, make_diagnostic
 from hlc.language.expressions import EvaluationError, calls, evaluate, names, unparse, walk
 from hlc.language.functions import ARGUMENT, BUILTINS, GLOBALS, MATH
-from hlc.language.nest import NestError, constant_values, count_points, relevant_loops
-from hlc.language.sources import SOURCE_SUFFIXES, SourceError, file_defines, module_attribute, split_dotted
+from hlc.language.nest import NestError, constant_values, count_points, is_integer, relevant_loops
+from hlc.language.sources import (
+    SOURCE_SUFFIXES,
+    SourceError,
+    attribute_problem,
+    file_defines,
+    module_problem,
+    split_dotted,
+)
 
 ELEMENT_TYPES = (
     "int", "float", "bool",
@@ -33,6 +40,7 @@ ELEMENT_TYPES = (
 OBJECTIVES = ("time", "memory")
 PROFILE_NAMES = {"seed": "an integer seed, different for every sample"}
 SETTING_MINIMUM = {"verify": 1, "repeat": 1, "ranks": 1}
+INT64_MAX = 2**63 - 1
 # Beyond this many fitting samples per implementation, a profile is surely a mistake.
 LARGE_NEST = 100_000
 
@@ -150,29 +158,40 @@ class Checker:
 
     def check_imports(self) -> None:
         seen: dict[str, ast.Node] = {}
+        broken_sources: set[tuple[int, int]] = set()  # a source's problem is reported once, at the source
         for item in self.library.imports:
-            if not self.declare(seen, item.alias, item, "import"):
+            alias = ast.Name(item.alias_line or item.line, item.alias_column or item.column, item.alias)
+            if not self.declare(seen, item.alias, alias, "import"):
                 continue
             self.known[item.alias] = f"the Python helper {item.describe}"
-            if item.is_file:
-                self.check_file_import(item)
-            else:
-                problem = module_attribute(item.source, item.name)
-                if problem:
-                    self.error(item, problem)
+            where = (item.source_line or item.line, item.source_column or item.column)
+            problem, at_source = self.import_problem(item)
+            if problem and at_source:
+                if where not in broken_sources:
+                    broken_sources.add(where)
+                    self.error(where, problem)
+            elif problem:
+                self.error(item, problem)
 
-    def check_file_import(self, item: ast.Import) -> None:
+    def import_problem(self, item: ast.Import) -> tuple[str | None, bool]:
+        """What is wrong with an import, and whether it is the source's fault
+        (reported at the source) or the name's (reported at the name)."""
+        if not item.is_file:
+            problem = module_problem(item.source)
+            if problem:
+                return problem, True
+            return attribute_problem(item.source, item.name), False
         path = self.library.directory / item.source
         if path.suffix not in SOURCE_SUFFIXES:
-            self.error(item, f'"{item.source}": only .py and .pyx files can be imported')
-        elif not path.is_file():
-            self.error(item, f'no such source file "{item.source}" (looked for {path})')
-        else:
-            try:
-                if not file_defines(path, item.name):
-                    self.error(item, f'"{item.source}" does not define \'{item.name}\'')
-            except SourceError as error:
-                self.error(item, str(error))
+            return f'"{item.source}": only .py and .pyx files can be imported', True
+        if not path.is_file():
+            return f'no such source file "{item.source}" (looked for {path})', True
+        try:
+            if not file_defines(path, item.name):
+                return f'"{item.source}" does not define \'{item.name}\'', False
+        except SourceError as error:
+            return str(error), True
+        return None, False
 
     def check_constants(self) -> None:
         seen: dict[str, ast.Node] = dict(self._import_nodes())
@@ -272,7 +291,8 @@ class Checker:
             else:
                 values[argument.name] = f"the scalar argument '{argument.name}'"
             if argument.mutable and not argument.type.dimensions:
-                self.error(argument, f"only arrays can be mutable; '{argument.name}' is a {argument.type}")
+                self.error(argument, f"only arrays can be mutable; '{argument.name}' is the scalar type "
+                                     f"'{argument.type}'")
         if interface.returns is not None:
             self.check_type(interface.returns)
         variables: dict[str, str] = {}
@@ -280,9 +300,15 @@ class Checker:
             scope = Scope(f"variable '{variable.name}'", {**values, **variables},
                           frozenset({"math", "argument", "import"}), arrays)
             self.check_expression(variable.value, scope)
-            if self.declare(seen, variable.name, variable, "variable"):
-                variables[variable.name] = "an explanatory variable"
-                self.known[variable.name] = f"an explanatory variable of {interface.name}"
+            self.declare(seen, variable.name, variable, "variable")
+            # In scope even when its name was refused, so its uses do not repeat the error.
+            variables.setdefault(variable.name, "an explanatory variable")
+            self.known.setdefault(variable.name, f"an explanatory variable of {interface.name}")
+        if interface.profile is not None:  # known before the implementations, for messages about them
+            for loop in interface.profile.loops:
+                self.known.setdefault(loop.variable, "an iteration variable of the profile")
+            for let in interface.profile.lets:
+                self.known.setdefault(let.name, "a value of the profile")
         if not interface.implementations:
             self.error(interface, f"interface '{interface.name}' has no implementation")
         if interface.reference is not None and interface.implementation(interface.reference.id) is None:
@@ -357,7 +383,7 @@ class Checker:
         if module in self.imports:
             self.error(where, f"'{module}' is an imported function, not a module")
             return
-        problem = module_attribute(module, name)
+        problem = module_problem(module) or attribute_problem(module, name)
         if problem:
             self.error(where, f"implementation '{implementation.name}': {problem}")
 
@@ -384,7 +410,7 @@ class Checker:
         except EvaluationError:
             return None  # depends on variables: checked when used
         for bound in (low, high):
-            if isinstance(bound, bool) or not isinstance(bound, (int, float)) or bound != int(bound):
+            if not is_integer(bound):
                 self.error(range_, f"the range of {what} must have integer bounds, not {bound!r}")
                 return None
         if low > high:
@@ -422,8 +448,14 @@ class Checker:
             if text in seen:
                 self.warning(term, f"term '{text}' appears twice in the {model.objective} model")
             seen[text] = term
-        if not model.constant and any(_is_one(t) for t in model.terms):
-            self.error(model, "the model both withdraws the constant term (0) and offers it (1)")
+        zeros = [n for n in model.numbers if n.value == 0]
+        others = [n for n in model.numbers if n.value != 0]
+        if zeros and others:
+            self.error(model, f"the model withdraws the constant term (0) and offers it ({others[0].value})")
+        for number in others:
+            if number.value != 1:
+                self.warning(number, f"the constant term is written {number.value}; its coefficient is fitted, "
+                                     f"so write 1")
 
     def check_optimization(self, implementation: ast.Implementation, optimization: ast.Optimization,
                            context: dict[str, str], scope_names: dict[str, str],
@@ -441,7 +473,7 @@ class Checker:
         if optimization.over is not None:
             over = optimization.over
             range_scope = Scope("the range of the reparameterization", dict(context), frozenset({"math"}))
-            if over.variable in names_ or over.variable in self.known:
+            if over.variable in names_:
                 self.error(over, f"'{over.variable}' is already defined; the reparameterization needs a new name")
             self.check_range(over.range, range_scope, f"'{over.variable}'")
             if over.target != optimization.parameter:
@@ -542,15 +574,22 @@ class Checker:
                 amount = None
         node = update if update.line else loop
         if amount is not None:
-            if not isinstance(amount, int) or isinstance(amount, bool):
+            if not is_integer(amount):
                 self.error(node, f"the step of loop '{loop.variable}' must be an integer, not {amount!r}")
                 return
+            amount = int(amount)
             if update.operator == "+=" and amount <= 0:
                 self.error(node, f"loop '{loop.variable}' never terminates: '+= {amount}' does not increase it")
             elif update.operator == "*=" and amount <= 1:
                 self.error(node, f"loop '{loop.variable}' never terminates: '*= {amount}' does not increase it")
             elif update.operator == "<<=" and amount <= 0:
                 self.error(node, f"loop '{loop.variable}' never terminates: '<<= {amount}' does not increase it")
+            elif update.operator == "<<=" and amount > 62 or abs(amount) > INT64_MAX:
+                self.error(node, f"the step of loop '{loop.variable}' is too large: loop values must fit "
+                                 f"in 64-bit integers")
+        if bounds is not None and max(abs(bounds[0]), abs(bounds[1])) > INT64_MAX:
+            self.error(loop.range, f"the range of loop '{loop.variable}' does not fit in 64-bit integers")
+            return
         if bounds is not None and update.operator in ("*=", "<<=") and bounds[0] <= 0:
             self.error(node, f"loop '{loop.variable}' never terminates: it starts at {bounds[0]}, "
                              f"which '{update.operator}' cannot increase")
@@ -602,9 +641,22 @@ class Checker:
             except NestError as error:
                 self.error(error.loop, str(error))
                 return
+            if count == 0:
+                self.report_empty_nest(relevant_loops(interface, implementation.name), implementation)
+                return
             if count > LARGE_NEST:
                 self.warning(profile, f"{implementation.name} would be profiled at {count:,} points; "
                                       f"coarsen the loop nest")
+
+    def report_empty_nest(self, loops: list[ast.Loop], implementation: ast.Implementation) -> None:
+        """Point at the first loop after which the nest has no point left."""
+        for end in range(1, len(loops) + 1):
+            if count_points(loops[:end], self.constants) == 0:
+                loop = loops[end - 1]
+                outside = " for every value of the loops outside it" if end > 1 else ""
+                self.error(loop.range, f"the range of loop '{loop.variable}' is empty{outside}: "
+                                       f"{implementation.name} would never be profiled")
+                return
 
     # ---- expressions ----------------------------------------------------------------
 
@@ -647,15 +699,17 @@ class Checker:
         name = call.function
         count = len(call.arguments)
         function = BUILTINS.get(name)
+        # The arguments of a misused argument function are names of arrays: reported once, with the call.
+        array_names = {id(a) for a in call.arguments if isinstance(a, ast.Name)}
         if function is not None:
             if function.family not in scope.functions:
                 self.error(call, f"{name}() reads an interface argument; it can be used only where "
                                  f"explanatory variables are defined, not in {scope.place}")
-                return set()
+                return array_names
             if not function.accepts(count):
                 self.error(call, f"{name}() takes {function.arity_text()} argument"
                                  f"{'s' if function.arity_text() != '1' else ''}, not {count}")
-                return set()
+                return array_names if function.family == "argument" else set()
             if function.family == "argument":
                 return self.check_argument_call(call, function, scope)
             return set()
@@ -694,10 +748,6 @@ class Checker:
             self.error(call, f"{call.function}() needs an array of at least {function.array_dimensions} "
                              f"dimensions; '{argument.id}' has {dimensions}")
         return {id(argument)}
-
-
-def _is_one(term: ast.Expression) -> bool:
-    return isinstance(term, ast.Number) and term.value == 1
 
 
 def _loop_expressions(loop: ast.Loop) -> list[ast.Name]:

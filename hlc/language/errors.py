@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Longer source lines are shown as a window around the error's column.
+SHOWN_WIDTH = 100
+
 
 @dataclass(frozen=True)
 class Diagnostic:
@@ -26,9 +29,15 @@ class Diagnostic:
         """``path:line:col: error: message``, then the line and a caret."""
         text = f"{self.filename}:{self.line}:{self.column}: {self.severity}: {self.message}"
         if context and self.source_line:
-            shown = self.source_line.expandtabs(1).rstrip("\n")
-            caret = " " * (max(self.column, 1) - 1) + "^"
-            text += f"\n    {shown}\n    {caret}"
+            shown = self.source_line.expandtabs(1)
+            column = max(self.column, 1) - 1
+            if len(shown) > SHOWN_WIDTH:  # a window around the column, so the caret stays in view
+                start = max(0, min(column - SHOWN_WIDTH // 2, len(shown) - SHOWN_WIDTH))
+                prefix = "…" if start else ""
+                suffix = "…" if start + SHOWN_WIDTH < len(shown) else ""
+                shown = prefix + shown[start:start + SHOWN_WIDTH] + suffix
+                column = column - start + len(prefix)
+            text += f"\n    {shown}\n    {' ' * column}^"
         return text
 
     def __str__(self) -> str:
@@ -59,9 +68,15 @@ class HLError(Exception):
         return "\n".join(error.format() for error in self.errors)
 
 
+def source_lines(source: str) -> list[str]:
+    """The lines of ``source`` as the parser counts them: split at "\n" only
+    (form feeds and other separators Python's splitlines() knows are text)."""
+    return [line.removesuffix("\r") for line in source.split("\n")]
+
+
 def source_line(source: str, line: int) -> str:
     """The text of 1-based ``line`` of ``source`` ('' when out of range)."""
-    lines = source.splitlines()
+    lines = source_lines(source)
     return lines[line - 1] if 1 <= line <= len(lines) else ""
 
 

@@ -35,16 +35,17 @@ COMPARISONS = {"<", "<=", ">", ">=", "==", "!="}
 
 
 def walk(expression: Expression) -> Iterator[Expression]:
-    """Every node of ``expression``, parents before children."""
-    yield expression
-    if isinstance(expression, Call):
-        for argument in expression.arguments:
-            yield from walk(argument)
-    elif isinstance(expression, Unary):
-        yield from walk(expression.operand)
-    elif isinstance(expression, Binary):
-        yield from walk(expression.left)
-        yield from walk(expression.right)
+    """Every node of ``expression``, parents before children, left to right."""
+    pending = [expression]
+    while pending:
+        node = pending.pop()
+        yield node
+        if isinstance(node, Call):
+            pending += reversed(node.arguments)
+        elif isinstance(node, Unary):
+            pending.append(node.operand)
+        elif isinstance(node, Binary):
+            pending += [node.right, node.left]
 
 
 def names(expression: Expression) -> list[Name]:
@@ -59,9 +60,31 @@ def calls(expression: Expression) -> list[Call]:
 
 def split_terms(expression: Expression) -> list[Expression]:
     """Split a model formula at its top-level ``+`` into basis functions."""
-    if isinstance(expression, Binary) and expression.operator == "+":
-        return split_terms(expression.left) + split_terms(expression.right)
-    return [expression]
+    terms: list[Expression] = []
+    pending = [expression]
+    while pending:  # iterative: a formula may have many terms
+        node = pending.pop()
+        if isinstance(node, Binary) and node.operator == "+":
+            pending += [node.right, node.left]
+        else:
+            terms.append(node)
+    return terms
+
+
+def depth(expression: Expression) -> int:
+    """How deeply the expression nests (a name or number is 1)."""
+    deepest = 0
+    pending = [(expression, 1)]
+    while pending:  # iterative, so that any input can be measured
+        node, level = pending.pop()
+        deepest = max(deepest, level)
+        if isinstance(node, Call):
+            pending += [(argument, level + 1) for argument in node.arguments]
+        elif isinstance(node, Unary):
+            pending.append((node.operand, level + 1))
+        elif isinstance(node, Binary):
+            pending += [(node.left, level + 1), (node.right, level + 1)]
+    return deepest
 
 
 def _level(expression: Expression) -> int:

@@ -9,6 +9,7 @@ implementations of the same interface.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -38,8 +39,15 @@ def constant_values(library: Library) -> dict[str, Any]:
     return values
 
 
+def is_integer(value: Any) -> bool:
+    """An int, or a finite float with an integer value (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return isinstance(value, int) or (math.isfinite(value) and value == int(value))
+
+
 def _integer(loop: Loop, what: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+    if not is_integer(value):
         raise NestError(loop, f"the {what} of loop '{loop.variable}' must be an integer, not {value!r}")
     return int(value)
 
@@ -60,7 +68,7 @@ def loop_values(loop: Loop, environment: Mapping[str, Any]) -> list[int]:
         values.append(value)
         if len(values) > MAX_LOOP_VALUES:
             raise NestError(loop, f"loop '{loop.variable}' takes more than {MAX_LOOP_VALUES:,} values")
-        following = _advance(loop.update.operator, value, amount)
+        following = _advance(loop.update.operator, value, amount, stop)
         if following <= value:
             raise NestError(loop, f"loop '{loop.variable}' never terminates: "
                                   f"{loop.update.operator} {amount} takes {value} to {following}")
@@ -68,14 +76,18 @@ def loop_values(loop: Loop, environment: Mapping[str, Any]) -> list[int]:
     return values
 
 
-def _advance(operator: str, value: int, amount: int) -> int:
+def _advance(operator: str, value: int, amount: int, stop: int) -> int:
     if operator == "++":
         return value + 1
     if operator == "+=":
         return value + amount
     if operator == "*=":
         return value * amount
-    return value << amount if amount >= 0 else value
+    if amount < 0:
+        return value
+    if value > 0 and amount > stop.bit_length():  # past the stop already; do not build a huge number
+        return stop + 1
+    return value << amount
 
 
 def relevant_loops(interface: Interface, implementation_name: str) -> list[Loop]:
@@ -101,11 +113,34 @@ def points(loops: Sequence[Loop], environment: Mapping[str, Any]) -> Iterator[di
             yield {first.variable: value, **point}
 
 
+def count_values(loop: Loop, environment: Mapping[str, Any]) -> int:
+    """How many values ``loop`` takes; additive loops are counted without listing them."""
+    if loop.update.operator in ("++", "+="):
+        try:
+            start = _integer(loop, "start", evaluate(loop.range.low, environment))
+            stop = _integer(loop, "stop", evaluate(loop.range.high, environment))
+            step = 1 if loop.update.amount is None else _integer(
+                loop, "step", evaluate(loop.update.amount, environment))
+        except EvaluationError as error:
+            raise NestError(loop, f"loop '{loop.variable}': {error}") from None
+        if step <= 0:
+            if start <= stop:
+                raise NestError(loop, f"loop '{loop.variable}' never terminates: += {step}")
+            return 0
+        count = max(0, (stop - start) // step + 1)
+        if count > MAX_LOOP_VALUES:
+            raise NestError(loop, f"loop '{loop.variable}' takes more than {MAX_LOOP_VALUES:,} values")
+        return count
+    return len(loop_values(loop, environment))
+
+
 def count_points(loops: Sequence[Loop], environment: Mapping[str, Any]) -> int:
     """How many points the nest has, without enumerating independent loops."""
     if not loops:
         return 1
     first, rest = loops[0], loops[1:]
+    if not rest:
+        return count_values(first, environment)
     values = loop_values(first, environment)
     depends = any(first.variable in {n.id for n in _loop_names(loop)} for loop in rest)
     if not depends:

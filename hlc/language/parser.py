@@ -11,7 +11,8 @@ from __future__ import annotations
 import ast as python_ast
 import inspect
 import warnings
-from dataclasses import replace
+from collections.abc import Iterator
+from dataclasses import fields, is_dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,8 @@ from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from hlc.language import ast
-from hlc.language.errors import Diagnostic, HLError, file_error, make_diagnostic
-from hlc.language.expressions import split_terms
+from hlc.language.errors import Diagnostic, HLError, file_error, make_diagnostic, source_lines
+from hlc.language.expressions import depth, split_terms
 from hlc.resources import read_text
 
 
@@ -69,12 +70,12 @@ class _Marked:
         self.kind, self.value = kind, value
 
 
-class _BadLiteral(Exception):
-    """A string literal Python cannot read; becomes an HLError at its token."""
+class _Problem(Exception):
+    """A problem found while building the tree; becomes an HLError at its position."""
 
-    def __init__(self, token: Token, reason: str):
-        super().__init__(reason)
-        self.token, self.reason = token, reason
+    def __init__(self, line: int, column: int, message: str):
+        super().__init__(message)
+        self.line, self.column, self.message = line, column, message
 
 
 def _string_value(token: Token) -> str:
@@ -83,7 +84,7 @@ def _string_value(token: Token) -> str:
             warnings.simplefilter("ignore")
             value = python_ast.literal_eval(str(token))
     except (SyntaxError, ValueError) as error:
-        raise _BadLiteral(token, f"invalid string literal: {error}") from None
+        raise _Problem(token.line, token.column, f"invalid string literal: {error}") from None
     return inspect.cleandoc(value) if str(token).startswith('"""') else value
 
 
@@ -137,19 +138,21 @@ class _ToAst(Transformer):
 
     def import_file(self, children):
         path = children[0]
-        source = _string_value(path)
-        return [ast.Import(line=n.line, column=n.column, source=source, is_file=True, name=n, alias=a)
-                for n, a in children[1:]]
+        return self._imports(_string_value(path), True, path.line, path.column, children[1:])
 
     def import_module(self, children):
         module = children[0]
-        return [ast.Import(line=n.line, column=n.column, source=str(module), is_file=False, name=n, alias=a)
-                for n, a in children[1:]]
+        return self._imports(str(module), False, module.line, module.column, children[1:])
+
+    def _imports(self, source, is_file, line, column, names):
+        return [ast.Import(line=name.line, column=name.column, source=source, is_file=is_file, name=str(name),
+                           alias=str(alias), alias_line=alias.line, alias_column=alias.column,
+                           source_line=line, source_column=column) for name, alias in names]
 
     def import_name(self, children):
         name = children[0]
         alias = children[1] if len(children) > 1 else name
-        return (_Dotted.at(str(name), name.line, name.column), str(alias))
+        return (name, alias)
 
     def let(self, children):
         name, value = children
@@ -240,7 +243,7 @@ class _ToAst(Transformer):
         withdrawn = any(n.value == 0 for n in numbers)
         return ast.CostModel(line=name.line, column=name.column, objective=str(name), fitted=True,
                              terms=tuple(t for t in terms if not isinstance(t, ast.Number)),
-                             constant=not withdrawn, body=None)
+                             constant=not withdrawn, body=None, numbers=tuple(numbers))
 
     def factored_model(self, children):
         name, body = children
@@ -354,6 +357,9 @@ _TERMINAL_WORDS = {
 }
 
 
+_COMPARISONS = {"LT", "LE", "GT", "GE", "EQ", "NE"}
+
+
 def _describe_terminal(name: str) -> str:
     if name in _TERMINAL_WORDS:
         return _TERMINAL_WORDS[name]
@@ -386,7 +392,7 @@ def _expected_text(expected: set[str]) -> str:
 
 def _end_position(source: str) -> tuple[int, int]:
     """Where the end of file is reported: just after the last visible text."""
-    lines = source.splitlines() or [""]
+    lines = source_lines(source)
     for index in range(len(lines) - 1, -1, -1):
         text = lines[index].split("#", 1)[0].rstrip()
         if text:
@@ -395,12 +401,14 @@ def _end_position(source: str) -> tuple[int, int]:
 
 
 def _syntax_error(error: UnexpectedInput, filename: str, source: str) -> HLError:
-    if not source.strip() or all(not ln.split("#", 1)[0].strip() for ln in source.splitlines()):
+    if all(not line.split("#", 1)[0].strip() for line in source_lines(source)):
         return HLError(make_diagnostic(filename, source, 1, 1,
                                        "empty description: it must start with 'library NAME'"))
     if isinstance(error, UnexpectedCharacters):
         character = source[error.pos_in_stream] if error.pos_in_stream < len(source) else ""
         message = f"unexpected character {character!r}"
+        if character == '"':
+            message = "unterminated string: it needs a closing \" on the same line (or use \"\"\"…\"\"\")"
         return HLError(make_diagnostic(filename, source, error.line, error.column, message))
     if isinstance(error, UnexpectedToken) and error.token.type != "$END":
         token = error.token
@@ -409,6 +417,8 @@ def _syntax_error(error: UnexpectedInput, filename: str, source: str) -> HLError
         else:
             expected = set(getattr(error, "accepts", None) or error.expected)
             message = f"unexpected {_describe_token(token)}{_expected_text(expected)}"
+            if token.type in _COMPARISONS and not expected & _COMPARISONS:
+                message += " (comparisons cannot be chained: write 'a < b and b < c')"
         return HLError(make_diagnostic(filename, source, token.line, token.column, message))
     expected = set(getattr(error, "expected", ()) or ())
     line, column = _end_position(source)
@@ -425,9 +435,35 @@ def parse_syntax(source: str, filename: str = "<string>") -> ast.Library:
         library = _parser().parse(source)
     except (UnexpectedToken, UnexpectedCharacters, UnexpectedEOF) as error:
         raise _syntax_error(error, filename, source) from None
-    except _BadLiteral as error:
-        raise HLError(make_diagnostic(filename, source, error.token.line, error.token.column, error.reason)) from None
+    except _Problem as error:
+        raise HLError(make_diagnostic(filename, source, error.line, error.column, error.message)) from None
+    _check_depth(library, filename, source)
     return replace(library, filename=filename, source=source)
+
+
+# Deeper expressions are refused: the printers and the evaluator recurse.
+MAX_DEPTH = 100
+
+
+def _expressions(node: Any) -> Iterator[ast.Expression]:
+    """Every expression held by the tree (each root once), found iteratively."""
+    pending = [node]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, ast.Number | ast.Name | ast.Call | ast.Unary | ast.Binary):
+            yield item
+        elif isinstance(item, tuple | list):
+            pending += item
+        elif is_dataclass(item):
+            pending += [getattr(item, f.name) for f in fields(item) if f.name not in ("used", "warnings")]
+
+
+def _check_depth(library: ast.Library, filename: str, source: str) -> None:
+    for expression in _expressions(library):
+        if depth(expression) > MAX_DEPTH:
+            raise HLError(make_diagnostic(filename, source, expression.line, expression.column,
+                                          f"expression nested more than {MAX_DEPTH} levels deep; "
+                                          f"split it with 'let' helpers"))
 
 
 def read_description(path: str | Path) -> str:
@@ -450,6 +486,7 @@ def read_description(path: str | Path) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
         line = data.count(b"\n", 0, error.start) + 1
-        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+        line_start = data.rfind(b"\n", 0, error.start) + 1
+        column = len(data[line_start:error.start].decode("utf-8", errors="replace")) + 1
         message = f"not UTF-8 text: invalid byte 0x{data[error.start]:02x}"
         raise HLError(Diagnostic(name, line, column, message)) from None

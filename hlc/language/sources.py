@@ -43,7 +43,10 @@ def _definitions(path: Path, modified: float) -> frozenset[str]:
     try:
         module = ast.parse(text, filename=str(path))
     except SyntaxError as error:
-        raise SourceError(f"{path.name} does not parse: {error.msg} (line {error.lineno})") from None
+        where = f" (line {error.lineno})" if error.lineno else ""
+        raise SourceError(f"{path.name} does not parse: {error.msg}{where}") from None
+    except ValueError as error:  # e.g. NUL bytes
+        raise SourceError(f"{path.name} does not parse: {error}") from None
     return _python_definitions(module)
 
 
@@ -76,15 +79,20 @@ def file_defines(path: Path, name: str) -> bool:
 
 
 @lru_cache(maxsize=256)
-def module_attribute(module: str, name: str) -> str | None:
-    """``None`` when ``module.name`` can be imported, else why not."""
+def module_problem(module: str) -> str | None:
+    """``None`` when ``module`` can be imported, else why not."""
     try:
-        imported = importlib.import_module(module)
+        importlib.import_module(module)
     except ImportError as error:
         return f"cannot import module '{module}': {error}"
     except Exception as error:  # a broken third-party module must not crash the check
         return f"importing module '{module}' failed: {type(error).__name__}: {error}"
-    if not hasattr(imported, name):
+    return None
+
+
+def attribute_problem(module: str, name: str) -> str | None:
+    """``None`` when ``module.name`` exists, else why not (the module imports)."""
+    if not hasattr(importlib.import_module(module), name):
         return f"module '{module}' has no attribute '{name}'"
     return None
 
