@@ -10,4 +10,15 @@ from hlc.language.errors import Diagnostic, HLError
 from hlc.language.parse import parse, parse_file
 
 __version__ = "0.1.0"
-__all__ = ["Diagnostic", "HLError", "Library", "parse", "parse_file", "__version__"]
+__all__ = ["Diagnostic", "Fit", "HLError", "Library", "fit", "parse", "parse_file", "__version__"]
+
+# Imported on first use: the fitter needs SciPy, which `hlc check` does not.
+_LAZY = {"fit": "hlc.model.fit", "Fit": "hlc.model.fit"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'hlc' has no attribute '{name}'")

@@ -41,7 +41,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hlc.calibrate.timing import MAXIMUM_REPEAT, Clock, Timing, calibrate_clock, repeat_count, time_calls
+from hlc.calibrate.timing import (
+    MAXIMUM_REPEAT,
+    RETAKES,
+    Clock,
+    Timing,
+    calibrate_clock,
+    repeat_count,
+    time_calls,
+)
 
 SAMPLES_FORMAT = 1
 # How many candidate points verification draws at most, per sample wanted.
@@ -362,7 +370,7 @@ class Profiler:
                 "verify": verify, "P": size, "index": index, "seed": seed, "point": point,
                 "parameters": settings, "variables": variables, "seconds": timing.seconds,
                 "timings": list(timing.timings), "repeat": repeat, "spread": round(timing.spread, 4),
-                "noisy": timing.noisy,
+                "noisy": not timing.settled,
             })
         records.append({"kind": "point", "interface": interface.name, "P": size, "verify": verify, "index": index})
         self.write(records)
@@ -457,12 +465,21 @@ class Profiler:
 
     def time_rounds(self, interface: Interface, candidates: list[tuple[Implementation, dict, int]],
                     arguments: tuple, point: dict) -> list[list[float]]:
-        """k rounds; each round times every candidate once, starting one further along."""
+        """k rounds; each round times every candidate once, starting one further
+        along.  Then extra rounds, for the candidates whose median has not settled."""
         timings: list[list[float]] = [[] for _ in candidates]
-        count = len(candidates)
-        for round_ in range(interface.repeat):
-            for offset in range(count):
-                position = (round_ + offset) % count
+        for round_ in range(interface.repeat * RETAKES):
+            if round_ < interface.repeat:
+                pending = list(range(len(candidates)))
+            else:
+                pending = [p for p, values in enumerate(timings) if values
+                           and not Timing(tuple(values), candidates[p][2]).settled]
+                if self.context.size > 1:  # every rank must time the same candidates
+                    pending = [p for p in range(len(candidates)) if self.context.any(p in pending)]
+                if not pending:
+                    break
+            for offset in range(len(pending)):
+                position = pending[(round_ + offset) % len(pending)]
                 implementation, settings, repeat = candidates[position]
                 if (interface.name, implementation.name) in self.state.excluded:
                     continue

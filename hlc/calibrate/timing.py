@@ -5,7 +5,9 @@
 * A timing repeats the task enough times to last at least
   max(1 ms, 1000 × resolution); the repeat count is divided out.
 * A sample's time is the median of k timings (k = 3 by default): a median is
-  wrong only if two of the three timings are disturbed.
+  wrong only if two of the three timings are disturbed.  When no other timing
+  agrees with the median within 5%, the sample is timed again, up to 3k
+  timings, and flagged noisy if it still has not settled.
 * The garbage collector is off while a timing runs.
 """
 
@@ -22,7 +24,10 @@ from typing import Any
 MINIMUM_TIMING = 1e-3  # seconds one timing must last at least
 RESOLUTION_FACTOR = 1000  # ... and at least this many clock ticks
 MAXIMUM_REPEAT = 1_000_000
-NOISY_SPREAD = 0.25  # (max − min) / median above which a sample is flagged
+# A median is trusted when another timing agrees with it this closely; otherwise
+# the sample is timed again (up to RETAKES × k timings in all), then flagged noisy.
+AGREEMENT = 0.05
+RETAKES = 3
 
 
 @dataclass(frozen=True)
@@ -108,5 +113,15 @@ class Timing:
         return (max(self.timings) - min(self.timings)) / median if median > 0 else 0.0
 
     @property
-    def noisy(self) -> bool:
-        return self.spread > NOISY_SPREAD
+    def settled(self) -> bool:
+        """Whether another timing lies within AGREEMENT of the median, so that
+        the median is not a disturbed timing (thesis §3.4: a median of three is
+        wrong only if two are hit)."""
+        ordered = sorted(self.timings)
+        middle = len(ordered) // 2
+        if len(ordered) < 2:
+            return False
+        if len(ordered) % 2 == 0:  # the median is the mean of the two middle timings
+            return ordered[middle] - ordered[middle - 1] <= AGREEMENT * self.seconds
+        neighbours = [ordered[middle - 1]] + ordered[middle + 1:middle + 2]
+        return min(abs(t - ordered[middle]) for t in neighbours) <= AGREEMENT * ordered[middle]

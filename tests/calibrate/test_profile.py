@@ -1,0 +1,132 @@
+"""Profiling end to end: the generated program, failures, budget, resume, interruption."""
+
+from __future__ import annotations
+
+import collections
+import json
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import hlc
+from hlc.calibrate.harness import read_samples
+from hlc.calibrate.run import prepare, profile
+from hlc.model.calibration import Samples, calibrate
+
+ROOT = Path(__file__).resolve().parents[2]
+DESCRIPTIONS = ROOT / "tests" / "descriptions"
+
+
+def points_of(samples: Path) -> list[tuple]:
+    return [(r["interface"], r["P"], r["verify"], r["index"]) for r in read_samples(samples)
+            if r["kind"] == "point"]
+
+
+def test_generated_program_runs_on_its_own(tmp_path):
+    library = hlc.parse_file(DESCRIPTIONS / "vector.hl")
+    program = prepare(library, tmp_path / "build")
+    source = program.read_text()
+    assert source.startswith("#!/usr/bin/env python3\n")
+    assert "do not edit" in source and "def total_points():" in source
+    compile(source, str(program), "exec")
+    out = tmp_path / "samples.jsonl"
+    subprocess.run([sys.executable, str(program), "--out", str(out)], check=True, cwd=tmp_path, timeout=300)
+    records = read_samples(out)
+    assert records[0]["kind"] == "header" and records[0]["library"] == "vector"
+    samples = [r for r in records if r["kind"] == "sample"]
+    fitting = collections.Counter(r["implementation"] for r in samples if not r["verify"])
+    # 8 sizes; kahan only where n <= 100000 (7 sizes); blocked at 12 block sizes each.
+    assert fitting == {"numpy": 8, "fsum": 8, "kahan": 7, "blocked": 96}
+    verification = collections.Counter(r["implementation"] for r in samples if r["verify"])
+    assert verification == {"numpy": 10, "fsum": 10, "kahan": 10, "blocked": 10}
+    for sample in samples:
+        assert 3 <= len(sample["timings"]) <= 9  # retaken when no other timing agrees with the median
+        assert sample["seconds"] == statistics.median(sample["timings"])
+        assert sample["repeat"] >= 1 and sample["variables"]["P"] == 1
+        assert sample["seconds"] * sample["repeat"] > 0
+    assert len(points_of(out)) == len(set(points_of(out)))
+
+
+def test_failing_implementations_are_excluded_and_the_others_calibrate(tmp_path):
+    library = hlc.parse_file(DESCRIPTIONS / "faulty.hl")
+    samples = tmp_path / "samples.jsonl"
+    result = profile(library, samples, tmp_path / "build")
+    causes = {f.implementation: f.cause for f in result.failures}
+    assert set(causes) == {"raises", "crashes", "hanging", "reversed"}
+    assert causes["raises"].startswith("raised ValueError: 128 keys are too many for me")
+    assert "SIGSEGV" in causes["crashes"]
+    assert causes["hanging"].startswith("timed out")
+    assert causes["reversed"].startswith("wrong result") and "reference good returned" in causes["reversed"]
+    models = calibrate(library, Samples.read(samples))["implementations"]
+    assert models["good"]["time"]["status"] == "fitted"
+    assert models["numpy"]["time"]["status"] == "fitted"
+    for name in causes:
+        assert models[name]["time"] == {"status": "excluded", "cause": causes[name]}
+    # Every line of the file is whole JSON, whatever happened to the processes writing it.
+    assert all(line.endswith("}") for line in samples.read_text().splitlines())
+
+
+def test_budget_stops_early_and_resume_completes(tmp_path):
+    library = hlc.parse_file(DESCRIPTIONS / "vector.hl")
+    samples = tmp_path / "samples.jsonl"
+    partial = profile(library, samples, tmp_path / "build", budget=0.0)
+    assert not partial.complete
+    assert "budget ran out after" in partial.coverage and "--resume" in partial.coverage
+    before = points_of(samples)
+    finished = profile(library, samples, tmp_path / "build", resume=True)
+    assert finished.complete
+    after = points_of(samples)
+    assert after[: len(before)] == before
+    assert len(after) == len(set(after))
+    fresh = tmp_path / "fresh.jsonl"
+    profile(library, fresh, tmp_path / "build")
+    assert sorted(after) == sorted(points_of(fresh))
+
+
+def test_interrupted_profile_leaves_a_valid_file_that_resumes(tmp_path):
+    samples = tmp_path / "samples.jsonl"
+    command = [sys.executable, "-m", "hlc", "profile", str(DESCRIPTIONS / "vector.hl"), "-o", str(samples),
+               "--build", str(tmp_path / "build")]
+    child = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(points_of(samples)) < 3:
+        time.sleep(0.05)
+    child.send_signal(signal.SIGINT)
+    _, stderr = child.communicate(timeout=60)
+    assert child.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    for line in samples.read_text().splitlines():
+        json.loads(line)
+    resumed = subprocess.run(command + ["--resume"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    points = points_of(samples)
+    assert len(points) == len(set(points))
+
+
+def test_a_broken_helper_is_a_profile_error(tmp_path):
+    (tmp_path / "helpers.py").write_text("def make(count, seed):\n    raise RuntimeError('no data')\n")
+    (tmp_path / "broken.hl").write_text(
+        'library broken\nfrom "helpers.py" import make\ninterface f(x: float64[])\n    n = len(x)\n'
+        "    impl a = numpy.sort\n        time ~ n\n    profile\n        for i in 1 .. 3 ++\n"
+        "        x = make(i, seed)\n")
+    result = subprocess.run([sys.executable, "-m", "hlc", "profile", str(tmp_path / "broken.hl"),
+                             "--build", str(tmp_path / "build")], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert "failed outside any implementation" in result.stderr and "no data" in result.stderr
+
+
+@pytest.mark.parametrize("ranks", [2])
+def test_profiling_under_mpiexec(tmp_path, ranks):
+    library = hlc.parse_file(DESCRIPTIONS / "comm.hl")
+    samples = tmp_path / "samples.jsonl"
+    result = profile(library, samples, tmp_path / "build", ranks=[1, ranks])
+    assert result.complete and not result.failures
+    by_ranks = collections.Counter(r["P"] for r in read_samples(samples) if r["kind"] == "sample")
+    assert by_ranks[1] == by_ranks[ranks] == 10 + 20
+    logs = {r["variables"]["logP"] for r in read_samples(samples) if r["kind"] == "sample"}
+    assert logs == {0.0, 1.0}

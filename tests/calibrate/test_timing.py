@@ -1,0 +1,50 @@
+"""The timing rules: repeat counts, medians, when a sample has settled."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hlc.calibrate.timing import MAXIMUM_REPEAT, Clock, Timing, calibrate_clock, repeat_count, time_calls
+
+
+def test_clock_is_measured():
+    clock = calibrate_clock(200)
+    assert 0 < clock.resolution < 1e-3
+    assert 0 <= clock.overhead < 1e-4
+    assert clock.minimum_timing >= 1e-3
+
+
+@given(st.floats(1e-9, 10.0))
+def test_repeat_count_makes_a_timing_last_the_minimum(single):
+    clock = Clock(resolution=1e-8, overhead=0.0)
+    repeat = repeat_count(single, clock)
+    assert 1 <= repeat <= MAXIMUM_REPEAT
+    assert repeat * single >= clock.minimum_timing or repeat == MAXIMUM_REPEAT
+    assert repeat == 1 or (repeat - 1) * single < clock.minimum_timing
+
+
+def test_time_calls_divides_out_the_repeat_count():
+    clock = Clock(resolution=1e-9, overhead=0.0)
+    seconds = time_calls(time.sleep, [(0.002,)] * 3, clock)
+    assert 0.002 <= seconds < 0.02
+
+
+@pytest.mark.parametrize(("timings", "settled"), [
+    ((1.0, 1.01, 3.0), True),       # two agree: the median is one of them
+    ((1.0, 2.0, 3.0), False),       # none agree
+    ((1.0, 1.5, 1.52, 9.0), True),  # even count: the two middle timings agree
+    ((1.0, 1.2, 1.5, 9.0), False),
+    ((2.0,), False),
+])
+def test_a_sample_settles_when_another_timing_agrees_with_its_median(timings, settled):
+    assert Timing(timings, repeat=1).settled is settled
+
+
+def test_median_and_spread():
+    timing = Timing((3.0, 1.0, 2.0), repeat=10)
+    assert timing.seconds == 2.0
+    assert timing.spread == pytest.approx(1.0)
