@@ -298,25 +298,26 @@ class Profiler:
             "seed": self.seed, "P": self.context.size, "started": time.time(), "clock": self.clock.as_dict(),
             "python": platform.python_version(), "host": platform.node(),
         }])
-        plans = [(interface, self.plan(interface)) for interface in self.interfaces]
-        total = sum(len(plan) for _, plan in plans)
+        # Points are taken in a seeded random order, fitting and verification
+        # mixed: slow drift of the machine then adds noise instead of biasing
+        # one region of the nest (or all verification samples), and a run cut
+        # short by its budget still samples the whole nest.
+        work = [(interface, *item) for interface in self.interfaces for item in self.plan(interface)]
+        random.Random(f"{self.seed}:order").shuffle(work)
         done = 0
-        for interface, plan in plans:
-            for verify, index, point in plan:
-                key = (interface.name, self.context.size, verify, index)
-                if key not in self.state.done:
-                    if self.deadline is not None and time.time() > self.deadline:
-                        self.emit(event="budget", interface=interface.name, verify=verify, index=index,
-                                  point=point, done=done, total=total)
-                        return 0
-                    self.measure(interface, verify, index, point)
-                done += 1
-                self.emit(event="progress", done=done, total=total)
-        self.emit(event="finished", done=done, total=total)
+        for interface, verify, index, point in work:
+            if (interface.name, self.context.size, verify, index) not in self.state.done:
+                if self.deadline is not None and time.time() > self.deadline:
+                    self.emit(event="budget", done=done, total=len(work))
+                    return 0
+                self.measure(interface, verify, index, point)
+            done += 1
+            self.emit(event="progress", done=done, total=len(work))
+        self.emit(event="finished", done=done, total=len(work))
         return 0
 
     def plan(self, interface: Interface) -> list[tuple[bool, int, dict]]:
-        """Fitting points in nest order, then the verification points, each with its index."""
+        """The fitting points in nest order, then the verification points, each with its index."""
         fitting = [(False, index, point) for index, point in enumerate(interface.points())]
         rng = random.Random(f"{self.seed}:{interface.name}:verify")
         draws = []

@@ -154,9 +154,8 @@ def _run_until_done(program: Path, samples: Path, size: int, seed: int, deadline
         if outcome.kind == "budget":
             event = outcome.event
             return (f"the budget ran out after {event['done']} of {event['total']} points at {size} rank(s); "
-                    f"not taken: interface {event['interface']} from "
-                    f"{'verification' if event['verify'] else 'fitting'} point {event['index']} "
-                    f"{event['point']} on (continue with --resume)")
+                    f"points are taken in a random order, so those taken sample the whole nest "
+                    f"(continue with --resume)")
         if outcome.task is None:
             raise ProfileError(f"the profiling program {program.name} failed outside any implementation "
                                f"({outcome.cause}):\n{outcome.stderr}")
