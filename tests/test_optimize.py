@@ -1,0 +1,92 @@
+"""Integer root finding and minimization (thesis §5.1), and the radix example of §5.3."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hlc.optimize import integer_minimum, integer_minimum_over, integer_root
+
+
+def radix_model(keys: int, width: int, log_p: int):
+    """The CM-5 radix sort model of the thesis (eq. 37), in microseconds."""
+    def time(bpd: int) -> float:
+        return 11.41 * 2**bpd + 9.92 * math.ceil(width / bpd) * keys + 77.36 * log_p
+    return time
+
+
+def digit_width(width: int):
+    return lambda passes: math.ceil(width / passes)
+
+
+def test_thesis_radix_example_minimized_over_passes_gives_seven_bits():
+    time = radix_model(keys=1000, width=28, log_p=6)
+    assert integer_minimum_over(time, 1, 28, digit_width(28)) == 7
+    # "10 bits is 0.31 ms slower" (thesis §5.3.2, footnote)
+    assert time(10) - time(7) == pytest.approx(303.4, abs=0.1)
+
+
+def test_direct_minimization_over_the_digit_width_can_stop_in_another_minimum():
+    time = radix_model(keys=1000, width=8, log_p=6)
+    assert integer_minimum(time, 1, 16) == 4  # a local minimum: two passes of 4 bits
+    assert min(range(1, 17), key=time) == 8  # one pass of 8 bits is faster
+    assert integer_minimum_over(time, 1, 8, digit_width(8)) == 8
+
+
+@pytest.mark.parametrize("width", range(1, 33))
+@pytest.mark.parametrize("keys", [10, 100, 1000, 10_000, 100_000])
+def test_minimizing_over_passes_is_always_optimal_for_the_radix_model(width, keys):
+    time = radix_model(keys, width, log_p=6)
+    chosen = integer_minimum_over(time, max(1, math.ceil(width / 16)), width, digit_width(width))
+    assert time(chosen) == min(time(bpd) for bpd in range(1, 17))
+
+
+@given(st.integers(-1000, 1000), st.integers(0, 2000), st.floats(-50, 50), st.floats(0.01, 10))
+def test_minimum_of_a_convex_function(lo, span, centre, curvature):
+    hi = lo + span
+    calls = []
+
+    def f(x):
+        calls.append(x)
+        return curvature * (x - centre) ** 2
+
+    best = integer_minimum(f, lo, hi)
+    assert len(calls) <= 2 * math.ceil(math.log2(span + 1))  # two evaluations per halving
+    assert lo <= best <= hi
+    assert f(best) == min(f(x) for x in range(lo, hi + 1))
+
+
+@given(st.integers(-1000, 1000), st.integers(1, 2000), st.floats(-3000, 3000), st.booleans())
+def test_root_of_a_monotone_function_is_the_integer_before_the_crossing(lo, span, crossing, decreasing):
+    hi = lo + span
+    sign = -1 if decreasing else 1
+
+    def f(x):
+        return sign * (x - crossing)
+
+    root = integer_root(f, lo, hi)
+    if crossing < lo:
+        assert root == (lo - 1 if decreasing else hi + 1)
+    elif crossing > hi:
+        assert root == (hi + 1 if decreasing else lo - 1)
+    elif crossing == int(crossing):
+        assert root == int(crossing)
+    else:
+        assert root == math.floor(crossing)
+
+
+def test_root_conventions_without_a_sign_change():
+    assert integer_root(lambda x: -1.0, 3, 9) == 2
+    assert integer_root(lambda x: +1.0, 3, 9) == 10
+    assert integer_root(lambda x: x - 5, 5, 9) == 5
+    assert integer_root(lambda x: x - 9, 5, 9) == 9
+
+
+def test_empty_ranges_are_errors():
+    with pytest.raises(ValueError):
+        integer_minimum(abs, 3, 2)
+    with pytest.raises(ValueError):
+        integer_root(abs, 3, 2)
