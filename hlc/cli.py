@@ -136,6 +136,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             library = parse_file(path)
         except HLError as error:
             print(error, file=sys.stderr)
+            for warning in error.warnings:
+                print(warning, file=sys.stderr)
             status = USER_ERROR
             continue
         for warning in library.warnings:

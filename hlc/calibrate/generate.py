@@ -116,6 +116,8 @@ def _interface(interface: ast.Interface, imports: dict[str, ast.Import]) -> dict
     point = _dictionary(point_names)
     argument_expressions = [let.value for let in profile.lets] + [b.value for b in profile.builds]
     argument_lines = _unpack("_point", _used(argument_expressions), point_names)
+    if "logP" in _used(argument_expressions):
+        argument_lines.append("logP = math.log2(P)")
     argument_lines += [f"{safe(let.name)} = {py(let.value)}" for let in profile.lets]
     builds = {b.argument: b for b in profile.builds}
     argument_lines += [f"{safe(a.name)} = {py(builds[a.name].value)}" for a in interface.arguments]
@@ -125,6 +127,8 @@ def _interface(interface: ast.Interface, imports: dict[str, ast.Import]) -> dict
         if not expressions:
             return []
         lines = _unpack("_point", _used(expressions), point_names)
+        if "logP" in _used(expressions):
+            lines.append("logP = math.log2(P)")
         lines.append(f"{', '.join(arguments)}{',' if len(arguments) == 1 else ''} = _arguments")
         return lines + [py(e) for e in expressions]
 

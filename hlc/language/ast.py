@@ -57,6 +57,7 @@ class Binary(Node):
     right: Expression
     operator_line: int = 0  # where the operator itself is, for diagnostics
     operator_column: int = 0
+    parenthesized: bool = False  # written in parentheses: one term of a fitted model
 
 
 Expression = Number | Name | Call | Unary | Binary

@@ -75,7 +75,7 @@ class Checker:
         self.models: dict[str, ModelSignature] = {}
         self.used: dict[str, ast.Library] = {}
         # Everything the description names, for "'x' is a parameter, not …" messages.
-        self.known: dict[str, str] = {}
+        self.known: dict[str, str] = {name: f"predefined ({meaning})" for name, meaning in GLOBALS.items()}
 
     # ---- reporting -----------------------------------------------------------------
 
@@ -240,7 +240,10 @@ class Checker:
         for model in self.library.models:
             seen: dict[str, ast.Node] = {}
             for parameter in model.parameters:
-                if parameter in seen:
+                if parameter in GLOBALS or parameter in BUILTINS:
+                    self.error(model, f"model '{model.name}': parameter '{parameter}' would hide the "
+                                      f"predefined '{parameter}'")
+                elif parameter in seen:
                     self.error(model, f"model '{model.name}' has parameter '{parameter}' twice")
                 seen[parameter] = model
             scope = Scope(f"model '{model.name}'",
@@ -278,7 +281,9 @@ class Checker:
 
     def check_interface(self, interface: ast.Interface) -> None:
         seen: dict[str, ast.Node] = {**self._import_nodes(), **{c.name: c for c in self.library.constants},
-                                     **{m.name: m for m in self.library.models}}
+                                     **{m.name: m for m in self.library.models},
+                                     **{i.name: i for i in self.library.implementations},
+                                     **{i.name: i for i in self.library.interfaces if i is not interface}}
         arrays: dict[str, int] = {}
         values: dict[str, str] = {**self.constant_names(), **GLOBALS}
         for argument in interface.arguments:
@@ -304,7 +309,10 @@ class Checker:
             # In scope even when its name was refused, so its uses do not repeat the error.
             variables.setdefault(variable.name, "an explanatory variable")
             self.known.setdefault(variable.name, f"an explanatory variable of {interface.name}")
-        if interface.profile is not None:  # known before the implementations, for messages about them
+        for implementation in interface.implementations:  # known early, for messages about misuse
+            for parameter in implementation.parameters:
+                self.known.setdefault(parameter.name, f"a parameter of {implementation.name}")
+        if interface.profile is not None:
             for loop in interface.profile.loops:
                 self.known.setdefault(loop.variable, "an iteration variable of the profile")
             for let in interface.profile.lets:
@@ -438,7 +446,7 @@ class Checker:
             self.error(model, f"the {model.objective} model of {implementation.name} has no terms")
         seen: dict[str, ast.Expression] = {}
         for term in model.terms:
-            if isinstance(term, ast.Binary) and term.operator == "-":
+            if isinstance(term, ast.Binary) and term.operator == "-" and not term.parenthesized:
                 self.error((term.operator_line, term.operator_column),
                            "terms of a fitted model are joined by '+', and the fit chooses their signs; "
                            "put a difference in parentheses to make it one term")
@@ -473,7 +481,7 @@ class Checker:
         if optimization.over is not None:
             over = optimization.over
             range_scope = Scope("the range of the reparameterization", dict(context), frozenset({"math"}))
-            if over.variable in names_:
+            if over.variable in names_ or over.variable in BUILTINS or over.variable in GLOBALS:
                 self.error(over, f"'{over.variable}' is already defined; the reparameterization needs a new name")
             self.check_range(over.range, range_scope, f"'{over.variable}'")
             if over.target != optimization.parameter:
@@ -503,7 +511,7 @@ class Checker:
         reserved = {**{v.name: v for v in interface.variables}, **taken}
         seen: dict[str, ast.Node] = {}
         loop_names: dict[str, str] = {}
-        outer: dict[str, str] = {**self.constant_names(), **GLOBALS}
+        outer: dict[str, str] = self.constant_names()  # loop bounds: the nest is the same at every P
         for loop in profile.loops:
             scope = Scope(f"loop '{loop.variable}'", {**outer, **loop_names}, frozenset({"math"}))
             if loop.variable in reserved and loop.variable not in parameters:
@@ -526,11 +534,16 @@ class Checker:
                            f"{unparse(parameter.range.high)} ++'"
                 self.error(parameter, f"parameter '{name}' of {implementation.name} is not covered "
                                       f"by the loop nest{hint}")
-        values: dict[str, str] = {**outer, **loop_names, **PROFILE_NAMES}
+        # Arguments are built once per point, for all parameter values: parameter
+        # loops are not visible there; P and logP are (the arguments are per rank).
+        point_loops = {name: kind for name, kind in loop_names.items() if name not in parameters}
+        values: dict[str, str] = {**outer, **GLOBALS, **point_loops, **PROFILE_NAMES}
         for let in profile.lets:
             self.check_expression(let.value, Scope(f"'{let.name}' of the profile", dict(values),
                                                    frozenset({"math", "import"})))
-            if let.name in values or let.name in reserved:
+            if let.name in BUILTINS or let.name in GLOBALS:
+                self.error(let, f"'{let.name}' is predefined; profile values need new names")
+            elif let.name in values or let.name in reserved:
                 what = values.get(let.name) or self.known.get(let.name, "defined elsewhere")
                 self.error(let, f"'{let.name}' is already defined ({what}); profile values need new names")
             else:
@@ -551,7 +564,8 @@ class Checker:
             if name not in built:
                 self.error(profile, f"the profile does not build argument '{name}' of {interface.name} "
                                     f"(add '{name} = ...')")
-        action_names = {**values, **{a: "a built argument" for a in built}}
+        # Setup and cleanup run around every timing: they see the point and the arguments.
+        action_names = {**outer, **GLOBALS, **point_loops, **{a: "a built argument" for a in built}}
         for action, kind in [(a, "setup") for a in profile.setup] + [(a, "cleanup") for a in profile.cleanup]:
             if not isinstance(action, ast.Call) or action.function not in self.imports:
                 self.error(action, f"{kind} must call an imported Python function, e.g. "
@@ -715,9 +729,12 @@ class Checker:
             return set()
         if name in self.imports:
             if "import" not in scope.functions:
-                self.error(call, f"'{name}' is a Python helper; {scope.place} must compile to C, "
-                                 f"so it may call only math functions and models")
-            return set()
+                reason = ("must compile to C, so it may call only math functions and models"
+                          if "model" in scope.functions else "may call only math functions")
+                self.error(call, f"'{name}' is a Python helper; {scope.place} {reason}")
+                return set()
+            # A helper may read whole arrays (width = key_width(keys)).
+            return {id(a) for a in call.arguments if isinstance(a, ast.Name) and a.id in scope.array_arguments}
         signature = self.resolve_model(name)
         if signature is not None:
             if "model" not in scope.functions:
@@ -731,6 +748,8 @@ class Checker:
         if "argument" in scope.functions:
             candidates += list(ARGUMENT)
         qualifier = name.partition(".")[0]
+        if "." in name and qualifier in {u.library for u in self.library.uses}:
+            return set()  # the 'uses' line already reported why that library is missing
         if "." in name and qualifier not in self.used:
             self.error(call, f"unknown model '{name}': '{qualifier}' is not a used library "
                              f"(add 'uses {qualifier}')")
@@ -783,6 +802,6 @@ def check(library: ast.Library, search_path: Iterable[Path] = (), _stack: tuple[
     diagnostics = Checker(library, search_path, _stack).run()
     errors = [d for d in diagnostics if d.severity == "error"]
     if errors:
-        raise HLError(errors)
+        raise HLError(errors, warnings=[d for d in diagnostics if d.severity == "warning"])
     return replace(library, warnings=tuple(d for d in diagnostics if d.severity == "warning"),
                    used=library.used)

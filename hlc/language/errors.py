@@ -48,15 +48,17 @@ class HLError(Exception):
     """A description that cannot be accepted.
 
     ``filename``, ``line``, ``column`` and ``message`` describe the first
-    error; ``errors`` holds every error found (at least one).
+    error; ``errors`` holds every error found (at least one), ``warnings``
+    the warnings found beside them.
     """
 
-    def __init__(self, errors: list[Diagnostic] | Diagnostic):
+    def __init__(self, errors: list[Diagnostic] | Diagnostic, warnings: list[Diagnostic] | None = None):
         if isinstance(errors, Diagnostic):
             errors = [errors]
         if not errors:
             raise ValueError("HLError needs at least one diagnostic")
         self.errors: list[Diagnostic] = list(errors)
+        self.warnings: list[Diagnostic] = list(warnings or [])  # found beside the errors
         first = self.errors[0]
         self.filename = first.filename
         self.line = first.line

@@ -59,12 +59,13 @@ def calls(expression: Expression) -> list[Call]:
 
 
 def split_terms(expression: Expression) -> list[Expression]:
-    """Split a model formula at its top-level ``+`` into basis functions."""
+    """Split a model formula at its top-level ``+`` into basis functions
+    (a sum in parentheses stays one term)."""
     terms: list[Expression] = []
     pending = [expression]
     while pending:  # iterative: a formula may have many terms
         node = pending.pop()
-        if isinstance(node, Binary) and node.operator == "+":
+        if isinstance(node, Binary) and node.operator == "+" and not node.parenthesized:
             pending += [node.right, node.left]
         else:
             terms.append(node)

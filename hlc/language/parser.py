@@ -1,7 +1,7 @@
 """Text of a description → typed syntax tree (:mod:`hlc.language.ast`).
 
-Lark parses with the LALR algorithm and a contextual lexer, so keywords are
-reserved only where they can appear.  Syntax errors become :class:`HLError`
+Lark parses with the LALR algorithm and a contextual lexer; keywords are
+reserved everywhere (see :class:`_ReservedWords`).  Syntax errors become :class:`HLError`
 with the line, column and what was expected, in words rather than terminal
 names.
 """
@@ -32,15 +32,39 @@ def grammar_text() -> str:
     return read_text("grammar", "hl.lark")
 
 
+class _ReservedWords:
+    """Refuses a keyword used as a name.  The contextual lexer reads a word as
+    a keyword only where one may stand; this makes keywords reserved everywhere,
+    so that whether a word is a name never depends on its position."""
+
+    always_accept = ()
+
+    def __init__(self) -> None:
+        self.keywords: frozenset[str] = frozenset()
+
+    def process(self, stream):
+        for token in stream:
+            if token.type == "NAME" and token.value in self.keywords:
+                raise _Problem(token.line, token.column,
+                               f"'{token.value}' is a keyword and cannot be used as a name")
+            yield token
+
+
 @cache
 def _parser() -> Lark:
-    return Lark(
+    reserved = _ReservedWords()
+    parser = Lark(
         grammar_text(),
         parser="lalr",
         lexer="contextual",
         maybe_placeholders=False,
         transformer=_ToAst(),
+        postlex=reserved,
     )
+    reserved.keywords = frozenset(
+        t.pattern.value for t in parser.terminals
+        if t.pattern.type == "str" and t.pattern.value.isidentifier())
+    return parser
 
 
 # ---- tree → AST -----------------------------------------------------------------
@@ -86,6 +110,16 @@ def _string_value(token: Token) -> str:
     except (SyntaxError, ValueError) as error:
         raise _Problem(token.line, token.column, f"invalid string literal: {error}") from None
     return inspect.cleandoc(value) if str(token).startswith('"""') else value
+
+
+def _constant_term(term: ast.Expression) -> ast.Number | None:
+    """A term that is a number (``1``, ``0``, ``-1``): it stands for the constant term."""
+    if isinstance(term, ast.Number):
+        return term
+    if isinstance(term, ast.Unary) and term.operator in "+-" and isinstance(term.operand, ast.Number):
+        value = term.operand.value if term.operator == "+" else -term.operand.value
+        return ast.Number(line=term.line, column=term.column, value=value)
+    return None
 
 
 def _integer_value(text: str) -> int:
@@ -171,6 +205,10 @@ class _ToAst(Transformer):
         name = children[0]
         returns = _marked(children, "returns")
         references = _marked(children, "reference")
+        if len(references) > 1:
+            second = references[1]
+            raise _Problem(second.line, second.column, f"interface '{name}' names its reference twice "
+                                                       f"(first at line {references[0].line})")
         return ast.Interface(
             line=name.line, column=name.column, name=str(name),
             arguments=tuple(_of(children, ast.Argument)),
@@ -239,10 +277,10 @@ class _ToAst(Transformer):
     def fitted_model(self, children):
         name, formula = children
         terms = split_terms(formula)
-        numbers = [t for t in terms if isinstance(t, ast.Number)]
+        numbers = [_constant_term(t) for t in terms if _constant_term(t) is not None]
         withdrawn = any(n.value == 0 for n in numbers)
         return ast.CostModel(line=name.line, column=name.column, objective=str(name), fitted=True,
-                             terms=tuple(t for t in terms if not isinstance(t, ast.Number)),
+                             terms=tuple(t for t in terms if _constant_term(t) is None),
                              constant=not withdrawn, body=None, numbers=tuple(numbers))
 
     def factored_model(self, children):
@@ -326,6 +364,10 @@ class _ToAst(Transformer):
     def unary(self, children):
         operator, operand = children
         return ast.Unary(line=operator.line, column=operator.column, operator=str(operator), operand=operand)
+
+    def parenthesized(self, children):
+        inner = children[0]
+        return replace(inner, parenthesized=True) if isinstance(inner, ast.Binary) else inner
 
     def name(self, children):
         token = children[0]
@@ -417,6 +459,8 @@ def _syntax_error(error: UnexpectedInput, filename: str, source: str) -> HLError
         else:
             expected = set(getattr(error, "accepts", None) or error.expected)
             message = f"unexpected {_describe_token(token)}{_expected_text(expected)}"
+            if str(token) in _parser().lexer_conf.postlex.keywords:  # a keyword where a name was meant?
+                message += f" ('{token}' is a keyword and cannot be used as a name)"
             if token.type in _COMPARISONS and not expected & _COMPARISONS:
                 message += " (comparisons cannot be chained: write 'a < b and b < c')"
         return HLError(make_diagnostic(filename, source, token.line, token.column, message))

@@ -37,7 +37,7 @@ def _model(model: ast.CostModel) -> str:
     if not model.fitted:
         return f"{model.objective} = {unparse(model.body)}  (factored: not fitted)"
     terms = (["1"] if model.constant else []) + [unparse(t) for t in model.terms]
-    return f"{model.objective} ~ {len(terms)} terms: {', '.join(terms)}"
+    return f"{model.objective} ~ {_plural(len(terms), 'term')}: {', '.join(terms)}"
 
 
 def _loop(loop: ast.Loop, constants: dict) -> str:

@@ -1,0 +1,132 @@
+"""The dispatcher's decisions computed in Python, from the description and the models.
+
+This is the definition of what a generated dispatch module decides (thesis
+§4.2 and §5.5), written plainly:
+
+1. the explanatory variables are computed from the arguments;
+2. an implementation whose precondition fails, or that has no calibrated
+   model, costs ∞;
+3. each parameterized implementation's parameters are set, in declaration
+   order, by its ``choose`` rule (default: minimize ``time`` over the
+   parameter's range) — the first pass;
+4. the implementation with the least predicted time wins — the second pass.
+
+The compiled module mirrors this in C and a test compares their decisions.
+The same class serves as the dispatch module where no C compiler exists.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hlc.language import ast
+from hlc.language.expressions import EvaluationError, evaluate
+from hlc.model.predict import ModelUnavailable, Predictor
+from hlc.optimize import integer_minimum, integer_root
+
+INFINITY = math.inf
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the dispatcher decided for one call."""
+
+    implementation: str | None  # None when no implementation applies
+    parameters: dict[str, int] = field(default_factory=dict)
+    predicted: dict[str, float] = field(default_factory=dict)  # seconds; inf where not applicable
+
+    @property
+    def seconds(self) -> float:
+        """The predicted time of the chosen implementation."""
+        return self.predicted.get(self.implementation, INFINITY) if self.implementation else INFINITY
+
+
+def _bounds(range_: ast.Range, environment: Mapping[str, Any]) -> tuple[int, int]:
+    """An integer range: the low bound rounded up, the high bound rounded down."""
+    low = evaluate(range_.low, environment)
+    high = evaluate(range_.high, environment)
+    return math.ceil(low), math.floor(high)
+
+
+class Decider:
+    """Decisions for one library, in Python."""
+
+    def __init__(self, library: ast.Library, predictor: Predictor):
+        self.library = library
+        self.predictor = predictor
+
+    def applies(self, implementation: ast.Implementation, variables: Mapping[str, Any]) -> bool:
+        environment = {**self.predictor.constants, **variables}
+        return all(evaluate(condition, environment) for condition in implementation.requires)
+
+    def model(self, implementation: ast.Implementation, environment: Mapping[str, Any]) -> float:
+        """Predicted seconds; ∞ where the model cannot be evaluated."""
+        try:
+            value = self.predictor.evaluate(implementation.name, environment)
+        except (EvaluationError, ModelUnavailable, ArithmeticError, ValueError):
+            return INFINITY
+        return value if math.isfinite(value) else INFINITY
+
+    def parameters(self, implementation: ast.Implementation, variables: Mapping[str, Any]) -> dict[str, int]:
+        """First pass: every parameter by its rule, in declaration order.  A
+        parameter not chosen yet takes the low end of its range meanwhile."""
+        environment = {**self.predictor.constants, **variables}
+        for parameter in implementation.parameters:
+            environment[parameter.name] = _bounds(parameter.range, environment)[0]
+        chosen: dict[str, int] = {}
+        for parameter in implementation.parameters:
+            value = self.choose(implementation, parameter, environment)
+            environment[parameter.name] = value
+            chosen[parameter.name] = value
+        return chosen
+
+    def choose(self, implementation: ast.Implementation, parameter: ast.Parameter,
+               environment: dict[str, Any]) -> int:
+        low, high = _bounds(parameter.range, environment)
+        rule = implementation.optimization(parameter.name)
+        objective = rule.objective if rule else ast.Name(0, 0, "time")
+
+        def cost(value: int) -> float:
+            if not low <= value <= high:
+                return INFINITY
+            scope = {**environment, parameter.name: value}
+            scope["time"] = self.model(implementation, scope)
+            try:
+                result = evaluate(objective, scope, self.predictor.functions(scope))
+            except (EvaluationError, ModelUnavailable):
+                return INFINITY
+            return float(result) if math.isfinite(result) else INFINITY
+
+        if rule is not None and rule.method == "root":
+            return min(max(integer_root(cost, low, high), low), high)
+        if rule is not None and rule.over is not None:
+            over = rule.over
+            over_low, over_high = _bounds(over.range, environment)
+
+            def value_at(step: int) -> int:
+                return int(evaluate(over.value, {**environment, over.variable: step}))
+
+            if over_low > over_high:
+                return low
+            best = value_at(integer_minimum(lambda step: cost(value_at(step)), over_low, over_high))
+            return min(max(best, low), high)
+        return integer_minimum(cost, low, high) if low <= high else low
+
+    def decide(self, interface: ast.Interface, variables: Mapping[str, Any]) -> Choice:
+        """Second pass: the least predicted time among the applicable implementations."""
+        predicted: dict[str, float] = {}
+        parameters: dict[str, dict[str, int]] = {}
+        for implementation in interface.implementations:
+            if not self.applies(implementation, variables):
+                predicted[implementation.name] = INFINITY
+                continue
+            chosen = self.parameters(implementation, variables) if implementation.parameters else {}
+            parameters[implementation.name] = chosen
+            predicted[implementation.name] = self.model(implementation, {**variables, **chosen})
+        best = min(predicted, key=predicted.__getitem__, default=None)
+        if best is None or predicted[best] == INFINITY:
+            return Choice(None, {}, predicted)
+        return Choice(best, parameters[best], predicted)
