@@ -10,10 +10,17 @@ from hlc.language.errors import Diagnostic, HLError
 from hlc.language.parse import parse, parse_file
 
 __version__ = "0.1.0"
-__all__ = ["Diagnostic", "Fit", "HLError", "Library", "fit", "parse", "parse_file", "__version__"]
+__all__ = ["Choice", "Diagnostic", "ExtrapolationWarning", "Fit", "HLError", "Library", "StaleModelError",
+           "StaleModelWarning", "build", "fit", "load", "parse", "parse_file", "recalibrate", "__version__"]
 
 # Imported on first use: the fitter needs SciPy, which `hlc check` does not.
-_LAZY = {"fit": "hlc.model.fit", "Fit": "hlc.model.fit"}
+_LAZY = {
+    "fit": "hlc.model.fit", "Fit": "hlc.model.fit",
+    "load": "hlc.dispatch.build", "build": "hlc.dispatch.build", "recalibrate": "hlc.dispatch.build",
+    "Choice": "hlc.dispatch.reference",
+    "StaleModelWarning": "hlc.dispatch.support", "StaleModelError": "hlc.dispatch.support",
+    "ExtrapolationWarning": "hlc.dispatch.support",
+}
 
 
 def __getattr__(name: str):

@@ -34,7 +34,7 @@ def create_parser() -> argparse.ArgumentParser:
                                               "(under mpiexec for several ranks) and write the samples.")
     profile.add_argument("description", metavar="LIB.hl")
     profile.add_argument("-o", "--out", metavar="SAMPLES", help="samples file (default BUILD/samples.jsonl)")
-    profile.add_argument("--build", metavar="DIR", help="where the program goes (default build/<library>)")
+    profile.add_argument("--build", metavar="DIR", help="where the program goes (default build/<library>.profile)")
     profile.add_argument("--procs", metavar="P[,P…]", type=_rank_list,
                          help="rank counts to profile with (default: the description's 'ranks')")
     profile.add_argument("--budget", metavar="SECONDS", type=float,
@@ -55,7 +55,30 @@ def create_parser() -> argparse.ArgumentParser:
     fit.add_argument("--description", metavar="LIB.hl", help="description (default: the one the samples name)")
     fit.add_argument("--uses", action="append", default=[], metavar="NAME=MODELS",
                      help="models file of a used library (default build/NAME/models.json)")
+    build = commands.add_parser("build", help="profile, fit, generate and compile a library's dispatch module",
+                                description="Check the description, profile every implementation, fit and "
+                                            "verify the models, generate the dispatch module and compile it "
+                                            "into an importable package.")
+    build.add_argument("description", metavar="LIB.hl")
+    _build_options(build)
+
+    recalibrate = commands.add_parser("recalibrate", help="profile and fit again on this machine, atomically",
+                                      description="Re-profile, refit, regenerate and recompile a built library "
+                                                  "on this machine; the previous build stays importable until "
+                                                  "the new one is complete.")
+    recalibrate.add_argument("target", metavar="BUILD|LIB.hl", help="a build folder or a description")
+    _build_options(recalibrate)
     return parser
+
+
+def _build_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--out", metavar="DIR", help="the package folder (default build/<library>)")
+    command.add_argument("--procs", metavar="P[,P…]", type=_rank_list, help="rank counts to calibrate for")
+    command.add_argument("--budget", metavar="SECONDS", type=float, help="stop profiling after this long")
+    command.add_argument("--quick", action="store_true", default=None,
+                         help="a reduced loop nest, for a smoke build (recorded in the fingerprint)")
+    command.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    command.add_argument("--timeout", type=float, metavar="SECONDS", help="longest one timing may take")
 
 
 def _rank_list(text: str) -> list[int]:
@@ -69,9 +92,10 @@ def _rank_list(text: str) -> list[int]:
 
 
 def _build_folder(args: argparse.Namespace, library_name: str):
+    """Where `hlc profile` works: beside the build of the library, never inside it."""
     from pathlib import Path
 
-    return Path(args.build) if args.build else Path("build") / library_name
+    return Path(args.build) if args.build else Path("build") / f"{library_name}.profile"
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
@@ -125,6 +149,41 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report_build(result) -> None:
+    from hlc.dispatch.build import summary_table
+
+    print(summary_table(result))
+    print(f"\nbuilt {result.library} in {result.seconds:.0f} s: {result.path}")
+    print(f"use it:  python -c \"import hlc; {result.library} = hlc.load('{result.path}'); "
+          f"help({result.library})\"")
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from hlc.calibrate.progress import ProgressBar
+    from hlc.dispatch.build import build
+
+    with ProgressBar("profiling") as bar:
+        result = build(args.description, out=args.out, ranks=args.procs, budget=args.budget,
+                       quick=bool(args.quick), seed=args.seed, timeout=args.timeout, progress=bar.update)
+    _report_build(result)
+    return 0
+
+
+def cmd_recalibrate(args: argparse.Namespace) -> int:
+    from hlc.calibrate.progress import ProgressBar
+    from hlc.dispatch.build import recalibrate
+
+    options = {"ranks": args.procs, "budget": args.budget, "seed": args.seed, "timeout": args.timeout}
+    if args.out:
+        options["out"] = args.out
+    if args.quick is not None:
+        options["quick"] = args.quick
+    with ProgressBar("profiling") as bar:
+        result = recalibrate(args.target, progress=bar.update, **options)
+    _report_build(result)
+    return 0
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from hlc.language import HLError
     from hlc.language.parse import parse_file
@@ -153,6 +212,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check,
     "profile": cmd_profile,
     "fit": cmd_fit,
+    "build": cmd_build,
+    "recalibrate": cmd_recalibrate,
 }
 
 

@@ -95,11 +95,17 @@ class Decider:
             scope = {**environment, parameter.name: value}
             scope["time"] = self.model(implementation, scope)
             try:
+                scope = self.predictor.helpers(implementation, scope, [objective])
+            except (EvaluationError, ModelUnavailable, ArithmeticError, ValueError):
+                return INFINITY
+            try:
                 result = evaluate(objective, scope, self.predictor.functions(scope))
             except (EvaluationError, ModelUnavailable):
                 return INFINITY
             return float(result) if math.isfinite(result) else INFINITY
 
+        if low > high:
+            return low
         if rule is not None and rule.method == "root":
             return min(max(integer_root(cost, low, high), low), high)
         if rule is not None and rule.over is not None:
@@ -113,7 +119,7 @@ class Decider:
                 return low
             best = value_at(integer_minimum(lambda step: cost(value_at(step)), over_low, over_high))
             return min(max(best, low), high)
-        return integer_minimum(cost, low, high) if low <= high else low
+        return integer_minimum(cost, low, high)
 
     def decide(self, interface: ast.Interface, variables: Mapping[str, Any]) -> Choice:
         """Second pass: the least predicted time among the applicable implementations."""

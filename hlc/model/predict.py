@@ -16,7 +16,7 @@ from typing import Any
 
 from hlc.language import ast
 from hlc.language.check import implementation_signature
-from hlc.language.expressions import EvaluationError, evaluate, unparse
+from hlc.language.expressions import EvaluationError, evaluate, names, unparse
 from hlc.language.nest import constant_values
 
 
@@ -74,25 +74,28 @@ class Predictor:
         model = implementation.model(objective)
         if model is None:
             raise ModelUnavailable(f"{name} has no {objective} model")
-        environment = self.helpers(implementation, {**self.constants, **environment})
-        functions = self.functions(environment)
         if not model.fitted:
-            return float(evaluate(model.body, environment, functions))
+            environment = self.helpers(implementation, {**self.constants, **environment}, [model.body])
+            return float(evaluate(model.body, environment, self.functions(environment)))
         entry = self.calibration.get(name, {}).get(objective)
         if not entry or entry.get("status") != "fitted":
             raise ModelUnavailable(f"the {objective} model of {self.library.name}.{name} is not calibrated")
         coefficients = entry["coefficients"]
+        kept = [term for term in model.terms if coefficients.get(unparse(term), 0.0)]
+        environment = self.helpers(implementation, {**self.constants, **environment}, kept)
+        functions = self.functions(environment)
         total = coefficients.get("1", 0.0)
-        for term in model.terms:
-            beta = coefficients.get(unparse(term), 0.0)
-            if beta:
-                total += beta * float(evaluate(term, environment, functions))
+        for term in kept:
+            total += coefficients[unparse(term)] * float(evaluate(term, environment, functions))
         return total
 
-    def helpers(self, implementation: ast.Implementation, environment: dict[str, Any]) -> dict[str, Any]:
-        """``environment`` with the implementation's ``let`` helpers added."""
+    def helpers(self, implementation: ast.Implementation, environment: dict[str, Any],
+                needed_by: list[ast.Expression] | None = None) -> dict[str, Any]:
+        """``environment`` with the implementation's ``let`` helpers added: all
+        of them, or only those the expressions ``needed_by`` depend on."""
         functions = self.functions(environment)
-        for let in implementation.lets:
+        lets = implementation.lets if needed_by is None else helpers_for(implementation, needed_by)
+        for let in lets:
             environment[let.name] = evaluate(let.value, environment, functions)
         return environment
 
@@ -116,3 +119,13 @@ def term_values(predictor: Predictor, implementation: ast.Implementation, model:
         except (EvaluationError, ModelUnavailable) as error:
             raise EvaluationError(f"term '{unparse(term)}' of {implementation.name}: {error}") from error
     return values
+
+
+def helpers_for(implementation: ast.Implementation, expressions: list[ast.Expression]) -> list[ast.Let]:
+    """The helpers ``expressions`` depend on, directly or through other helpers,
+    in definition order."""
+    needed = {n.id for expression in expressions for n in names(expression)}
+    for let in reversed(implementation.lets):
+        if let.name in needed:
+            needed |= {n.id for n in names(let.value)}
+    return [let for let in implementation.lets if let.name in needed]

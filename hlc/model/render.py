@@ -12,7 +12,8 @@ from typing import Any
 
 from hlc.language import ast
 from hlc.language.check import implementation_signature
-from hlc.language.expressions import names, to_c, to_python, unparse
+from hlc.language.expressions import to_c, to_python, unparse
+from hlc.model.predict import helpers_for
 
 
 def function_name(model: str, objective: str = "time") -> str:
@@ -37,8 +38,9 @@ def _accuracy(entry: dict[str, Any]) -> str:
     return ", ".join(parts) or "not verified"
 
 
-def _sum(implementation: ast.Implementation, model: ast.CostModel, entry: dict[str, Any],
-         spell: Any) -> str:
+def model_sum(model: ast.CostModel, entry: dict[str, Any], spell: Any) -> str:
+    """The model's value as source: the kept terms with their coefficients, or
+    the factored expression; ``spell`` prints an expression."""
     if not model.fitted:
         return spell(model.body)
     coefficients = entry["coefficients"]
@@ -55,14 +57,10 @@ def _atomic(term: ast.Expression) -> bool:
         isinstance(term, ast.Binary) and term.operator in ("*", "**"))
 
 
-def _used_helpers(implementation: ast.Implementation, model: ast.CostModel, entry: dict[str, Any]) -> list[ast.Let]:
+def used_helpers(implementation: ast.Implementation, model: ast.CostModel, entry: dict[str, Any]) -> list[ast.Let]:
     """The helpers the kept terms need, in definition order (with their own needs)."""
     kept = [t for t in model.terms if entry["coefficients"].get(unparse(t))] if model.fitted else [model.body]
-    needed = {n.id for term in kept for n in names(term)}
-    for let in reversed(implementation.lets):
-        if let.name in needed:
-            needed |= {n.id for n in names(let.value)}
-    return [let for let in implementation.lets if let.name in needed]
+    return helpers_for(implementation, kept)
 
 
 def python_source(interface: ast.Interface, implementation: ast.Implementation, entry: dict[str, Any],
@@ -72,9 +70,9 @@ def python_source(interface: ast.Interface, implementation: ast.Implementation, 
     arguments = ", ".join([*signature, "P=1", "logP=0.0"])
     lines = [f"def {function_name(implementation.name, objective)}({arguments}):  # {_accuracy(entry)}"]
     spell = functools.partial(to_python, spell_call=_spell_call)
-    for let in _used_helpers(implementation, model, entry):
+    for let in used_helpers(implementation, model, entry):
         lines.append(f"    {let.name} = {spell(let.value)}")
-    lines.append(f"    return {_sum(implementation, model, entry, spell)}")
+    lines.append(f"    return {model_sum(model, entry, spell)}")
     return "\n".join(lines) + "\n"
 
 
@@ -86,8 +84,8 @@ def c_source(interface: ast.Interface, implementation: ast.Implementation, entry
     lines = [f"static inline double {function_name(implementation.name, objective)}({arguments}) {{ "
              f"/* {_accuracy(entry)} */"]
     spell = functools.partial(to_c, spell_call=_spell_call)
-    for let in _used_helpers(implementation, model, entry):
+    for let in used_helpers(implementation, model, entry):
         lines.append(f"    double {let.name} = {spell(let.value)};")
-    lines.append(f"    return {_sum(implementation, model, entry, spell)};")
+    lines.append(f"    return {model_sum(model, entry, spell)};")
     lines.append("}")
     return "\n".join(lines) + "\n"

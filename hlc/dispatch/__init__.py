@@ -1,0 +1,1 @@
+"""Stage 4: the dispatch compiler — generated modules that choose on every call."""

@@ -1,0 +1,202 @@
+"""``hlc build`` and ``hlc recalibrate``: check → profile → fit → generate → compile.
+
+A build is a folder ``build/<lib>/`` that Python imports as a package: the
+compiled dispatch module, the models, the samples, and every generated source
+kept for reading.  ``build/<lib>`` is a symbolic link to a versioned folder
+(``build/.<lib>.<stamp>``); a new build is made beside it and the link is
+swapped in one atomic step, so an interrupted or failed build or
+recalibration leaves the previous one importable.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import shutil
+import sys
+import sysconfig
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from hlc.calibrate.run import Failure, Progress, profile
+from hlc.compile import compile_extensions
+from hlc.dispatch.generate import dispatch_source
+from hlc.language import ast
+from hlc.language.nest import loop_values
+from hlc.language.parse import parse_file
+from hlc.model.calibration import Samples, calibrate
+
+QUICK_VALUES = 4  # values per loop in a --quick build
+QUICK_VERIFY = 5
+
+
+@dataclass
+class BuildResult:
+    library: str
+    path: Path  # the importable folder (the link)
+    models: dict[str, Any]
+    failures: list[Failure] = field(default_factory=list)
+    coverage: str | None = None
+    compiled: bool = True
+    seconds: float = 0.0
+
+
+def quick_profile(library: ast.Library) -> ast.Library:
+    """The description with a coarser nest: at most QUICK_VALUES values per loop."""
+    interfaces = []
+    for interface in library.interfaces:
+        profile_ = interface.profile
+        if profile_ is None:
+            interfaces.append(interface)
+            continue
+        loops = tuple(_coarser(loop) for loop in profile_.loops)
+        settings = tuple(s for s in profile_.settings if s.name != "verify")
+        settings += (ast.Setting(profile_.line, profile_.column, "verify", (min(profile_.verify, QUICK_VERIFY),)),)
+        interfaces.append(replace(interface, profile=replace(profile_, loops=loops, settings=settings)))
+    return replace(library, interfaces=tuple(interfaces), used=library.used)
+
+
+def _coarser(loop: ast.Loop) -> ast.Loop:
+    try:
+        values = loop_values(loop, {})
+    except Exception:  # bounds that depend on outer loops stay as they are
+        return loop
+    if len(values) <= QUICK_VALUES:
+        return loop
+    stride = math.ceil((len(values) - 1) / (QUICK_VALUES - 1))
+    if loop.update.operator in ("++", "+="):
+        step = (values[1] - values[0]) * stride
+        update = ast.Update(loop.update.line, loop.update.column, "+=", ast.Number(0, 0, step))
+    else:  # geometric: multiply the factor
+        factor = values[1] // values[0] if values[0] else 2
+        update = ast.Update(loop.update.line, loop.update.column, "*=", ast.Number(0, 0, factor**stride))
+    return replace(loop, update=update)
+
+
+def has_compiler() -> bool:
+    compiler = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()[0]
+    return shutil.which(compiler) is not None
+
+
+def _used_models(library: ast.Library, folder: Path) -> dict[str, Path]:
+    return {name: folder / name / "models.json" for name in library.used}
+
+
+def package(library: ast.Library, models: dict[str, Any], used_models: dict[str, dict[str, Any]],
+            folder: Path) -> bool:
+    """Write the dispatch module into ``folder`` and compile it; returns whether
+    it was compiled (else the package runs the same decisions in Python)."""
+    (folder / "models.json").write_text(json.dumps(models, indent=1) + "\n", encoding="utf-8")
+    (folder / "used_models.json").write_text(json.dumps(used_models) + "\n", encoding="utf-8")
+    module = f"dispatch_{library.name}"
+    source = folder / f"{module}.pyx"
+    source.write_text(dispatch_source(library, models, used_models), encoding="utf-8")
+    compiled = has_compiler()
+    if compiled:
+        compile_extensions([source], folder)
+        body = f"from .{module} import *  # noqa: F403\nfrom .{module} import __doc__, __models__  # noqa: F401\n"
+    else:
+        warnings.warn("no C compiler: the dispatch module runs its decisions in Python (same decisions, slower)",
+                      RuntimeWarning, stacklevel=2)
+        body = ("from hlc.dispatch.fallback import python_module\n\n"
+                "globals().update(python_module(__file__))\n")
+    (folder / "__init__.py").write_text(
+        f'"""Library {library.name}, built by hlc — do not edit; rebuild with `hlc build`."""\n\n{body}',
+        encoding="utf-8")
+    return compiled
+
+
+def _swap(link: Path, version: Path) -> None:
+    """Point ``link`` at ``version`` in one step; remove the version it replaced."""
+    previous = link.resolve() if link.is_symlink() else None
+    if link.exists() and not link.is_symlink():  # a plain folder from elsewhere: keep it aside
+        link.rename(link.with_name(f".{link.name}.replaced.{int(time.time())}"))
+    temporary = link.with_name(f".{link.name}.link.{os.getpid()}")
+    temporary.unlink(missing_ok=True)
+    temporary.symlink_to(version.name)
+    os.replace(temporary, link)
+    if previous is not None and previous != version.resolve() and previous.exists():
+        shutil.rmtree(previous, ignore_errors=True)
+
+
+def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[int] | None = None,
+          budget: float | None = None, quick: bool = False, seed: int = 0, progress: Progress | None = None,
+          timeout: float | None = None) -> BuildResult:
+    """Build the library described in ``description`` on this machine."""
+    started = time.monotonic()
+    library = parse_file(description)
+    link = Path(out) if out else Path("build") / library.name
+    link.parent.mkdir(parents=True, exist_ok=True)
+    version = link.parent / f".{link.name}.{time.strftime('%Y%m%d-%H%M%S')}.{os.getpid()}"
+    version.mkdir()
+    try:
+        profiled = quick_profile(library) if quick else library
+        samples = version / "samples.jsonl"
+        result = profile(profiled, samples, version, ranks=ranks, budget=budget, seed=seed, timeout=timeout,
+                         progress=progress)
+        used_paths = _used_models(library, link.parent)
+        models = calibrate(library, Samples.read(samples), models_of=used_paths, quick=quick)
+        used_models = {name: json.loads(path.read_text()) for name, path in used_paths.items() if path.exists()}
+        compiled = package(library, models, used_models, version)
+    except BaseException:
+        shutil.rmtree(version, ignore_errors=True)  # the previous build stays as it was
+        raise
+    _swap(link, version)
+    return BuildResult(library.name, link, models, result.failures, result.coverage, compiled,
+                       time.monotonic() - started)
+
+
+def recalibrate(target: str | Path, **options: Any) -> BuildResult:
+    """Build again, on this machine, the library of a build folder or description."""
+    target = Path(target)
+    if target.suffix == ".hl":
+        return build(target, **options)
+    models = json.loads((target / "models.json").read_text(encoding="utf-8"))
+    options.setdefault("quick", models.get("fingerprint", {}).get("quick", False))
+    return build(models["description"], out=target, **options)
+
+
+def load(path: str | Path) -> ModuleType:
+    """Import a built library from its folder (``hlc.load("build/sort")``)."""
+    folder = Path(path).resolve()
+    init = folder / "__init__.py"
+    if not init.exists():
+        raise FileNotFoundError(f"{path} is not a built library (no __init__.py); run `hlc build` first")
+    name = f"hlc_built_{folder.name.strip('.').replace('.', '_').replace('-', '_')}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(folder)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def summary_table(result: BuildResult) -> str:
+    """Implementation, terms kept, verification MRE and warnings, one line each."""
+    lines = [f"{'implementation':<18} {'status':<10} {'terms kept':>10} {'verification MRE':>17}  warnings"]
+    for name, record in result.models["implementations"].items():
+        entry = record["time"]
+        kept = len(entry.get("kept", [])) if entry.get("status") == "fitted" else "—"
+        mre = entry.get("verification_mre")
+        shown = f"{mre:.3f}" if mre is not None else "—"
+        notes = "; ".join(entry.get("warnings", [])) or entry.get("cause", "")
+        lines.append(f"{name:<18} {entry['status']:<10} {kept!s:>10} {shown:>17}  {notes}")
+    if result.models.get("fingerprint", {}).get("quick"):
+        lines.append("(quick build: a reduced loop nest; the models are rough)")
+    if result.coverage:
+        lines.append(result.coverage)
+    if not result.compiled:
+        lines.append("(no C compiler: the decisions run in Python)")
+    return "\n".join(lines)

@@ -1,0 +1,123 @@
+"""A built library without a C compiler: the same decisions, made in Python.
+
+The package's ``__init__.py`` calls :func:`python_module`, which offers the
+same names as the compiled module (the interface functions, ``choose_*``,
+``explain_*``, ``variables_*``, ``choose``, ``explain``, ``predict``,
+``__models__``), with decisions from :mod:`hlc.dispatch.reference` — the
+definition the compiled module is tested against.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy
+
+from hlc.calibrate.harness import load_attribute
+from hlc.dispatch.reference import Decider
+from hlc.dispatch.support import ModuleState, none_applies
+from hlc.language import ast
+from hlc.language.check import implementation_signature
+from hlc.language.expressions import evaluate
+from hlc.language.parse import parse_file
+from hlc.model.predict import Predictor
+
+_KINDS = {"int": "iu", "float": "f", "bool": "b"}
+
+
+def check_arguments(interface: ast.Interface, arguments: tuple) -> None:
+    """The argument checks of the compiled module, in Python."""
+    if len(arguments) != len(interface.arguments):
+        raise TypeError(f"{interface.name}() takes {len(interface.arguments)} arguments, not {len(arguments)}")
+    for declared, value in zip(interface.arguments, arguments, strict=True):
+        where = f"{interface.name}(): argument '{declared.name}'"
+        type_ = declared.type
+        if type_.dimensions == 0:
+            continue
+        if not isinstance(value, numpy.ndarray):
+            raise TypeError(f"{where} must be a NumPy array, not {type(value).__name__}")
+        kinds = _KINDS.get(type_.element)
+        if (kinds and value.dtype.kind not in kinds) or (not kinds and value.dtype != numpy.dtype(type_.element)):
+            raise TypeError(f"{where} must hold {type_.element}, not {value.dtype}")
+        if value.ndim != type_.dimensions:
+            raise ValueError(f"{where} must be {type_.dimensions}-dimensional, not {value.ndim}-dimensional")
+
+
+def python_module(init_file: str) -> dict[str, Any]:
+    folder = Path(init_file).parent
+    models = json.loads((folder / "models.json").read_text(encoding="utf-8"))
+    used = json.loads((folder / "used_models.json").read_text(encoding="utf-8"))
+    library = parse_file(models["description"])
+    predictor = Predictor(library, models["implementations"],
+                          {name: Predictor(sub, used.get(name, {}).get("implementations", {}))
+                           for name, sub in library.used.items()})
+    decider = Decider(library, predictor)
+    state = ModuleState(init_file, models)
+    helpers = {i.alias: (state.sources.load(i.source, i.name) if i.is_file else load_attribute(i.source, i.name))
+               for i in library.imports}
+    namespace: dict[str, Any] = {"__models__": models, "__doc__": library.doc}
+
+    for interface in library.interfaces:
+        callables = {}
+        for implementation in interface.implementations:
+            target = implementation.callable
+            if target in helpers:
+                callables[implementation.name] = helpers[target]
+            else:
+                module, _, attribute = target.rpartition(".")
+                callables[implementation.name] = load_attribute(module, attribute)
+        namespace.update(_interface_functions(interface, decider, state, helpers, callables))
+
+    def predict(implementation: str, **variables: float) -> float:
+        for interface in library.interfaces:
+            found = interface.implementation(implementation)
+            if found is not None:
+                signature = implementation_signature(interface, found).parameters
+                missing = [n for n in signature if n not in variables]
+                if missing:
+                    raise TypeError(f"predict({implementation!r}, ...): missing {', '.join(missing)}")
+                environment = {"P": state.P, "logP": state.logP, **variables}
+                return decider.model(found, environment)
+        raise ValueError(f"no implementation '{implementation}'")
+
+    first = library.interfaces[0].name
+    namespace.update(predict=predict, choose=namespace[f"choose_{first}"], explain=namespace[f"explain_{first}"])
+    return namespace
+
+
+def _interface_functions(interface: ast.Interface, decider: Decider, state: ModuleState,
+                         helpers: dict[str, Callable], callables: dict[str, Callable]) -> dict[str, Callable]:
+    def variables_of(*arguments: Any) -> dict[str, float]:
+        check_arguments(interface, arguments)
+        environment = {**decider.predictor.constants, **dict(zip((a.name for a in interface.arguments), arguments,
+                                                                   strict=True))}
+        values = {}
+        for variable in interface.variables:
+            values[variable.name] = environment[variable.name] = evaluate(variable.value, environment, helpers)
+        return {**values, "P": state.P, "logP": state.logP}
+
+    def choose(*arguments: Any):
+        return decider.decide(interface, variables_of(*arguments))
+
+    def call(*arguments: Any):
+        variables = variables_of(*arguments)
+        choice = decider.decide(interface, variables)
+        if state.forcing and state.forced(interface.name, list(callables)) is not None:
+            name, parameters = state.force
+            choice = type(choice)(name, {**choice.parameters, **parameters}, choice.predicted)
+        if state.logging:
+            state.log(interface.name, [choice.implementation], 0 if choice.implementation else -1,
+                      choice.parameters, variables)
+        if choice.implementation is None:
+            none_applies(interface.name, variables)
+        return callables[choice.implementation](*arguments, **choice.parameters)
+
+    def explain(*arguments: Any) -> str:
+        return state.explain(interface.name, variables_of(*arguments), choose(*arguments))
+
+    call.__name__, call.__doc__ = interface.name, interface.doc
+    return {interface.name: call, f"choose_{interface.name}": choose, f"explain_{interface.name}": explain,
+            f"variables_{interface.name}": variables_of}

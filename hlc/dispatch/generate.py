@@ -1,0 +1,140 @@
+"""Description + models → the dispatch module's source (``templates/dispatch.pyx.j2``).
+
+The C part comes from :mod:`hlc.dispatch.cmodels`; this module prepares the
+Python-level part: argument checks, variables, the calls of the
+implementations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from hlc.calibrate.generate import py, safe
+from hlc.dispatch.cmodels import Interface, Library, c_source, v
+from hlc.language import ast
+from hlc.language.check import implementation_signature
+from hlc.resources import read_text
+
+_KINDS = {"int": "iu", "float": "f", "bool": "b"}
+_TYPE_WORDS = {"int": "integers", "float": "floating-point numbers", "bool": "booleans"}
+
+
+def argument_checks(interface: ast.Interface) -> list[str]:
+    """Lines that raise TypeError/ValueError naming a bad argument."""
+    lines = []
+    for argument in interface.arguments:
+        name, type_ = safe(argument.name), argument.type
+        where = f"{interface.name}(): argument '{argument.name}'"
+        if type_.dimensions == 0:
+            if type_.element == "float":
+                accepted = "(int, float, _support.numpy.integer, _support.numpy.floating)"
+            elif type_.element == "bool":
+                accepted = "(bool, _support.numpy.bool_)"
+            else:
+                accepted = "(int, _support.numpy.integer)"
+            lines += [f"if not isinstance({name}, {accepted}) or "
+                      f"({type_.element != 'bool'} and isinstance({name}, bool)):",
+                      f"    raise TypeError(f\"{where} must be {type_.element}, not {{type({name}).__name__}}\")"]
+            continue
+        elements = _TYPE_WORDS.get(type_.element, type_.element)
+        lines += [f"if not isinstance({name}, _support.numpy.ndarray):",
+                  f"    raise TypeError(f\"{where} must be a NumPy array of {elements}, "
+                  f"not {{type({name}).__name__}}\")"]
+        if type_.element in _KINDS:
+            lines += [f"if {name}.dtype.kind not in {_KINDS[type_.element]!r}:",
+                      f"    raise TypeError(f\"{where} must hold {elements}, not {{{name}.dtype}}\")"]
+        else:
+            lines += [f"if {name}.dtype != _support.numpy.dtype({type_.element!r}):",
+                      f"    raise TypeError(f\"{where} must hold {type_.element}, not {{{name}.dtype}}\")"]
+        lines += [f"if {name}.ndim != {type_.dimensions}:",
+                  f"    raise ValueError(f\"{where} must be {type_.dimensions}-dimensional, "
+                  f"not {{{name}.ndim}}-dimensional\")"]
+    return lines
+
+
+def _implementation(library: Library, interface: Interface, index: int, implementation: ast.Implementation,
+                    imports: Mapping[str, ast.Import]) -> dict[str, Any]:
+    arguments = [safe(a.name) for a in interface.interface.arguments]
+    parameters = [{"name": p.name, "field": interface.parameter_field(implementation, p)}
+                  for p in implementation.parameters]
+    call_arguments = arguments + [f"{p['name']}=<long>s.{p['field']}" for p in parameters]
+    if "." in implementation.callable and implementation.callable not in imports:
+        call = f"_impl_{implementation.name}"
+    else:
+        call = safe(implementation.callable)
+    return {
+        "name": implementation.name, "index": index, "call": call, "arguments": ", ".join(call_arguments),
+        "parameters": parameters,
+        "parameter_dict": "{" + ", ".join(f"{p['name']!r}: <long>s.{p['field']}" for p in parameters) + "}",
+    }
+
+
+def _interface(library: Library, interface: ast.Interface, imports: Mapping[str, ast.Import]) -> dict[str, Any]:
+    generator = Interface(library, interface)
+    arguments = [safe(a.name) for a in interface.arguments]
+    variable_dict = "{" + ", ".join(f"{name!r}: s.{v(name)}" for name in generator.variables) + "}"
+    return {
+        "name": interface.name,
+        "signature": f"{interface.name}({', '.join(f'{a.name}: {a.type}' for a in interface.arguments)})",
+        "doc": (interface.doc or f"The {interface.name} operation of the library.").replace('"""', "'''"),
+        "state": generator.state, "fields": generator.fields(),
+        "decide": f"hlc_decide_{library.library.name}__{interface.name}",
+        "outside": f"hlc_outside_{library.library.name}__{interface.name}",
+        "arguments": ", ".join(arguments), "argument_names": ", ".join(arguments),
+        "checks": argument_checks(interface),
+        "variables": [(var.name, py(var.value)) for var in interface.variables],
+        "variable_dict": variable_dict,
+        "variable_list": [var.name for var in interface.variables],
+        "variable_names": ", ".join(var.name for var in interface.variables),
+        "implementation_names": [i.name for i in interface.implementations],
+        "implementations": [_implementation(library, generator, index, i, imports)
+                            for index, i in enumerate(interface.implementations)],
+    }
+
+
+def _models(library: Library) -> list[dict[str, Any]]:
+    """The model functions predict() exposes: every implementation of the library."""
+    models = []
+    for interface in library.library.interfaces:
+        for implementation in interface.implementations:
+            names_ = list(implementation_signature(interface, implementation).parameters)
+            models.append({
+                "implementation": implementation.name,
+                "function": library.time_function(implementation.name),
+                "c_parameters": ", ".join("double" for _ in [*names_, "P", "logP"]),
+                "py_parameters": ", ".join([f"double {v(n)}" for n in names_] + ["double P", "double logP"]),
+                "call_arguments": ", ".join([v(n) for n in names_] + ["P", "logP"]),
+            })
+    return models
+
+
+def dispatch_source(library: ast.Library, models: Mapping[str, Any],
+                    used_models: Mapping[str, Mapping[str, Any]]) -> str:
+    """The text of the dispatch module (Cython) of ``library``."""
+    from hlc.calibrate.generate import _environment
+
+    imports = {i.alias: i for i in library.imports}
+    top = Library(library, models["implementations"], {})
+    import_lines = []
+    for item in library.imports:
+        if item.is_file:
+            load = f"_module.sources.load({item.source!r}, {item.name!r})"
+        else:
+            load = f"_support.load_attribute({item.source!r}, {item.name!r})"
+        import_lines.append({"alias": safe(item.alias), "load": load})
+    for implementation in library.implementations:
+        if "." in implementation.callable and implementation.callable not in imports:
+            module, _, attribute = implementation.callable.rpartition(".")
+            import_lines.append({"alias": f"_impl_{implementation.name}",
+                                 "load": f"_support.load_attribute({module!r}, {attribute!r})"})
+    template = _environment().from_string(read_text("templates", "dispatch.pyx.j2"))
+    description = library.filename if library.filename.startswith("<") else str(Path(library.filename).resolve())
+    return template.render(
+        library=library.name, description=description,
+        doc=(library.doc or f"The library {library.name}.").replace('"""', "'''"),
+        c_source=c_source(library, models, used_models), imports=import_lines,
+        interfaces=[_interface(top, i, imports) for i in library.interfaces],
+        models=_models(top), first=library.interfaces[0].name,
+    )

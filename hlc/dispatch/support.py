@@ -1,0 +1,163 @@
+"""Run-time support of generated dispatch modules (the part that is not hot).
+
+The compiled module decides in C; this module does what happens once per
+import (reading the models, checking the fingerprint, loading the
+implementations, reading ``HLC_FORCE``/``HLC_LOG``) or only when asked
+(``choose``, ``explain``, ``predict``, warnings).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy
+
+from hlc.calibrate.harness import Sources, load_attribute
+from hlc.dispatch.reference import Choice
+from hlc.model.fingerprint import digest, machine
+
+__all__ = ["Choice", "ExtrapolationWarning", "ModuleState", "StaleModelError", "StaleModelWarning",
+           "clock", "load_attribute", "numpy"]
+
+LOG = logging.getLogger("hlc.dispatch")
+clock = time.perf_counter
+
+
+class StaleModelWarning(UserWarning):
+    """The models were calibrated on another machine, other versions or other sources."""
+
+
+class StaleModelError(RuntimeError):
+    """A stale model under ``HLC_STRICT=1``."""
+
+
+class ExtrapolationWarning(UserWarning):
+    """A call's variables lie outside the range the models were calibrated on."""
+
+
+def read_models(module_file: str) -> dict[str, Any]:
+    return json.loads((Path(module_file).parent / "models.json").read_text(encoding="utf-8"))
+
+
+def stale_reasons(models: Mapping[str, Any]) -> list[str]:
+    """What differs between the calibration and now: machine, versions, sources."""
+    recorded = models.get("fingerprint", {})
+    reasons = []
+    for key, value in machine().items():
+        if recorded.get(key) != value:
+            reasons.append(f"{key}: calibrated with {recorded.get(key)!r}, now {value!r}")
+    description = models.get("description", "")
+    base = Path(description).parent
+    for name, recorded_digest in recorded.get("sources", {}).items():
+        path = base / name
+        if not path.exists():
+            reasons.append(f"source {name}: missing")
+        elif digest(path) != recorded_digest:
+            reasons.append(f"source {name}: changed since calibration")
+    return reasons
+
+
+def _parse_force(text: str) -> tuple[str, dict[str, int]]:
+    """``radix:bpd=8`` → ("radix", {"bpd": 8})."""
+    name, _, rest = text.partition(":")
+    parameters = {}
+    for item in filter(None, rest.split(",")):
+        key, _, value = item.partition("=")
+        try:
+            parameters[key.strip()] = int(value)
+        except ValueError:
+            raise ValueError(f"HLC_FORCE={text!r}: parameter values are integers ({item!r})") from None
+    return name.strip(), parameters
+
+
+class ModuleState:
+    """What one imported dispatch module knows beside its C code."""
+
+    def __init__(self, module_file: str, models: dict[str, Any]):
+        folder = Path(module_file).parent
+        self.models = models
+        used = folder / "used_models.json"
+        self.used_models = json.loads(used.read_text(encoding="utf-8")) if used.exists() else {}
+        self.sources = Sources(str(Path(models["description"]).parent), str(folder / "ext"))
+        self.P = 1.0
+        if os.environ.get("PMI_SIZE") or os.environ.get("OMPI_COMM_WORLD_SIZE"):
+            from mpi4py import MPI
+
+            self.P = float(MPI.COMM_WORLD.Get_size())
+        self.logP = math.log2(self.P)
+        self.logging = os.environ.get("HLC_LOG", "") not in ("", "0")
+        force = os.environ.get("HLC_FORCE", "")
+        self.force = _parse_force(force) if force else None
+        self.forcing = self.force is not None
+        self._extrapolated: set[tuple[str, str]] = set()
+        self._library = None
+        reasons = stale_reasons(models)
+        if reasons:
+            message = f"the models of library {models['library']} may not fit: " + "; ".join(reasons)
+            if os.environ.get("HLC_STRICT", "") not in ("", "0"):
+                raise StaleModelError(message + " (HLC_STRICT is set)")
+            warnings.warn(message + ". Run `hlc recalibrate` to refit them here.", StaleModelWarning, stacklevel=3)
+
+    def forced(self, interface: str, names: list[str]) -> tuple[int, dict[str, int]] | None:
+        name, parameters = self.force
+        if name not in names:
+            return None
+        return names.index(name), parameters
+
+    def log(self, interface: str, names: list[str], chosen: int, parameters: dict, variables: dict) -> None:
+        LOG.info("%s%s: %s%s", interface, variables, names[chosen] if chosen >= 0 else "none", parameters or "")
+
+    def extrapolating(self, interface: str, variables: dict[str, float]) -> None:
+        """Warn once per variable that leaves the calibrated range."""
+        for name, value in variables.items():
+            for implementation, record in self.models["implementations"].items():
+                low, high = record.get("time", {}).get("domain", {}).get(name, (value, value))
+                if (value < low or value > high) and (interface, name) not in self._extrapolated:
+                    self._extrapolated.add((interface, name))
+                    warnings.warn(f"{interface}: {name} = {value:g} lies outside the calibrated range "
+                                  f"{low:g} .. {high:g} (of {implementation}); predictions extrapolate",
+                                  ExtrapolationWarning, stacklevel=3)
+
+    def library(self):
+        """The description, parsed on first use (explain needs the terms)."""
+        if self._library is None:
+            from hlc.language.parse import parse_file
+
+            self._library = parse_file(self.models["description"])
+        return self._library
+
+    def explain(self, interface: str, variables: dict[str, float], choice: Choice) -> str:
+        from hlc.dispatch.explain import explanation
+
+        return explanation(self.library(), self.models, interface, variables, choice, self.used_models)
+
+
+def choice(names: list[str], chosen: int, predicted: list[float], parameters: dict[str, int]) -> Choice:
+    return Choice(names[chosen] if chosen >= 0 else None, dict(parameters), dict(zip(names, predicted, strict=True)))
+
+
+def none_applies(interface: str, variables: Mapping[str, float]) -> None:
+    shown = ", ".join(f"{k}={v:g}" for k, v in variables.items())
+    raise ValueError(f"{interface}(): no implementation applies to {shown} "
+                     f"(every precondition fails, or no model is calibrated)")
+
+
+def predict(predictors: Mapping[str, Callable[..., float]], implementation: str, variables: Mapping[str, float],
+            P: float, logP: float) -> float:
+    if implementation not in predictors:
+        raise ValueError(f"no implementation '{implementation}'; there are {', '.join(predictors)}")
+    function = predictors[implementation]
+    arguments = {f"v_{k}": float(v) for k, v in variables.items() if k not in ("P", "logP")}
+    try:
+        return function(**arguments, P=float(variables.get("P", P)),
+                        logP=float(variables.get("logP", math.log2(variables["P"]) if "P" in variables else logP)))
+    except TypeError as error:
+        raise TypeError(f"predict({implementation!r}, ...): {error}".replace("v_", "")) from None
