@@ -235,7 +235,8 @@ class Interface:
         helper_expressions = [let.value for let in implementation.lets]
         used = {n.id for e in [objective, parameter.range.low, parameter.range.high, *helper_expressions]
                 for n in names(e)} | set(signature) | {"P", "logP"}
-        time_call = f"{library.time_function(implementation.name)}({', '.join(v(n) for n in [*signature, 'P', 'logP'])})"
+        time_arguments = ", ".join(v(n) for n in [*signature, "P", "logP"])
+        time_call = f"{library.time_function(implementation.name)}({time_arguments})"
         lines = [f"static double {prefix}__objective(long value, void *state) {{",
                  f"    const {self.state} *s = (const {self.state} *)state;",
                  *self.unpack(implementation, used - {parameter.name}),
@@ -310,7 +311,8 @@ class Interface:
             for parameter in implementation.parameters:
                 field = self.parameter_field(implementation, parameter)
                 lines.append(f"        s->{field} = (double){prefix}__{parameter.name}__choose(s);")
-            lines.append(f"        t = hlc_finite({library.time_function(implementation.name)}({', '.join(arguments)}));")
+            model = library.time_function(implementation.name)
+            lines.append(f"        t = hlc_finite({model}({', '.join(arguments)}));")
             lines.append("    }")
             lines.append(f"    if (predicted) predicted[{index}] = t;")
             lines.append(f"    if (t < best) {{ best = t; chosen = {index}; }}")
