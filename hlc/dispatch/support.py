@@ -113,7 +113,11 @@ class ModuleState:
         return names.index(name), parameters
 
     def log(self, interface: str, names: list[str], chosen: int, parameters: dict, variables: dict) -> None:
-        LOG.info("%s%s: %s%s", interface, variables, names[chosen] if chosen >= 0 else "none", parameters or "")
+        """HLC_LOG=1: one line per call, "sort(n=1000, width=12, P=1, logP=0) → radix(bpd=6)"."""
+        shown = ", ".join(f"{k}={v:g}" for k, v in variables.items())
+        target = names[chosen] if chosen >= 0 else "no implementation"
+        settings = ", ".join(f"{k}={v}" for k, v in parameters.items())
+        LOG.info("%s(%s) → %s%s", interface, shown, target, f"({settings})" if settings else "")
 
     def extrapolating(self, interface: str, variables: dict[str, float]) -> None:
         """Warn once per variable that leaves the calibrated range."""

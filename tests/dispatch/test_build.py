@@ -1,0 +1,163 @@
+"""hlc build end to end: a real library is profiled, fitted, compiled, imported and called."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import timeit
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hlc
+from hlc.dispatch.build import build, load
+
+ROOT = Path(__file__).resolve().parents[2]
+DESCRIPTIONS = ROOT / "tests" / "descriptions"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """comm, then vector (whose hybrid term uses comm's model), built into one folder."""
+    folder = tmp_path_factory.mktemp("build")
+    build(DESCRIPTIONS / "comm.hl", out=folder / "comm")
+    result = build(DESCRIPTIONS / "vector.hl", out=folder / "vector")
+    return folder, result
+
+
+def run_python(code: str, **environment: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **environment}, cwd=ROOT)
+
+
+def test_build_makes_an_importable_package(built):
+    folder, result = built
+    package = folder / "vector"
+    assert package.is_symlink()
+    for name in ("__init__.py", "dispatch_vector.pyx", "models.json", "samples.jsonl", "profile_vector.py"):
+        assert (package / name).exists(), name
+    assert result.compiled and not result.failures
+    statuses = {name: record["time"]["status"] for name, record in result.models["implementations"].items()}
+    assert statuses == dict.fromkeys(("numpy", "fsum", "kahan", "blocked"), "fitted")
+    vector = load(package)
+    x = np.random.default_rng(3).standard_normal(1000)
+    assert vector.total(x) == pytest.approx(float(np.sum(x)))
+    assert "Sum a vector" in vector.__doc__ and "The sum of the values" in vector.total.__doc__
+    choice = vector.choose(x)
+    assert choice.implementation in statuses
+    assert choice.predicted[choice.implementation] == min(choice.predicted.values())
+    assert vector.predict(choice.implementation, n=1000, **choice.parameters) == pytest.approx(choice.seconds)
+
+
+def test_bad_arguments_name_the_argument(built):
+    vector = load(built[0] / "vector")
+    with pytest.raises(TypeError, match="argument 'values' must be a NumPy array"):
+        vector.total([1.0, 2.0])
+    with pytest.raises(TypeError, match="argument 'values' must hold float64, not int64"):
+        vector.total(np.arange(5))
+    with pytest.raises(ValueError, match="argument 'values' must be 1-dimensional, not 2-dimensional"):
+        vector.total(np.zeros((2, 2)))
+
+
+def seconds(call) -> float:
+    number = max(1, int(2e-3 / max(timeit.timeit(call, number=1), 1e-7)))
+    return statistics.median(timeit.repeat(call, number=number, repeat=7)) / number
+
+
+def test_the_module_picks_the_measured_fastest_away_from_crossovers(built):
+    vector = load(built[0] / "vector")
+    module = vector.dispatch_vector
+    callables = {"numpy": module._impl_numpy, "fsum": module._impl_fsum, "kahan": module.kahan_sum,
+                 "blocked": module.blocked_sum}
+    rng = np.random.default_rng(5)
+    clear = []
+    for n in [2, 3, 4, 5, 6, 7, 8, 30_000, 50_000, 70_000, 90_000, 110_000, 130_000]:
+        x = rng.standard_normal(n)
+        choice = vector.choose(x)
+        measured = {}
+        for name, function in callables.items():
+            if not np.isfinite(choice.predicted[name]):
+                continue
+            settings = [{"block": block} for block in range(1, 7)] if name == "blocked" else [{}]
+            measured[name] = min(seconds(lambda f=function, p=p, x=x: f(x, **p)) for p in settings)
+        ranked = sorted(measured, key=measured.get)
+        if measured[ranked[1]] > 1.3 * measured[ranked[0]]:  # a clear winner: away from a crossover
+            clear.append((n, ranked[0], choice.implementation))
+    assert len(clear) >= 10, clear
+    wrong = [(n, fastest, chosen) for n, fastest, chosen in clear if fastest != chosen]
+    assert not wrong, f"chosen differs from the measured fastest at {wrong} (of {clear})"
+
+
+def test_a_stale_fingerprint_warns_and_strict_mode_raises(built, tmp_path):
+    copy = tmp_path / "vector"
+    subprocess.run(["cp", "-rL", str(built[0] / "vector"), str(copy)], check=True)
+    models = json.loads((copy / "models.json").read_text())
+    models["fingerprint"]["cpu"] = "a CPU of another machine"
+    (copy / "models.json").write_text(json.dumps(models))
+    code = f"import hlc, warnings; warnings.simplefilter('always'); hlc.load({str(copy)!r})"
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    assert "StaleModelWarning" in result.stderr and "cpu: calibrated with 'a CPU of another machine'" in result.stderr
+    strict = run_python(code, HLC_STRICT="1")
+    assert strict.returncode != 0 and "StaleModelError" in strict.stderr and "HLC_STRICT" in strict.stderr
+
+
+def test_force_and_log(built):
+    code = (f"import hlc, logging, numpy; logging.basicConfig(level=logging.INFO); "
+            f"v = hlc.load({str(built[0] / 'vector')!r}); x = numpy.ones(1000); print(v.total(x))")
+    forced = run_python(code, HLC_FORCE="blocked:block=3", HLC_LOG="1")
+    assert forced.returncode == 0, forced.stderr
+    assert float(forced.stdout) == 1000.0
+    assert "total(n=1000, P=1, logP=0) → blocked(block=3)" in forced.stderr
+
+
+def test_calls_outside_the_calibrated_range_warn_once(built):
+    vector = load(built[0] / "vector")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        vector.total(np.ones(500_000))
+        vector.total(np.ones(600_000))
+    extrapolation = [w for w in caught if issubclass(w.category, hlc.ExtrapolationWarning)]
+    assert len(extrapolation) == 1 and "n = 500000 lies outside the calibrated range" in str(extrapolation[0].message)
+
+
+def test_killed_recalibration_leaves_the_previous_build_working(built):
+    folder = built[0]
+    before = (folder / "vector").resolve()
+    child = subprocess.Popen([sys.executable, "-m", "hlc", "recalibrate", str(folder / "vector")], cwd=ROOT,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    time.sleep(3)
+    os.killpg(child.pid, signal.SIGKILL)
+    child.wait()
+    assert (folder / "vector").resolve() == before
+    result = run_python(f"import hlc, numpy; v = hlc.load({str(folder / 'vector')!r}); "
+                        f"x = numpy.arange(100.0); print(v.total(x))")
+    assert result.returncode == 0, result.stderr
+    assert float(result.stdout) == 4950.0
+
+
+def test_without_a_c_compiler_the_same_decisions_are_made_in_python(built, tmp_path, monkeypatch):
+    from hlc.dispatch.build import package
+
+    folder, result = built
+    compiled = load(folder / "vector")
+    library = hlc.parse_file(DESCRIPTIONS / "vector.hl")
+    used = {"comm": json.loads((folder / "comm" / "models.json").read_text())}
+    monkeypatch.setenv("CC", "no-such-compiler")
+    with pytest.warns(RuntimeWarning, match="no C compiler"):
+        assert not package(library, result.models, used, tmp_path)
+    python = load(tmp_path)
+    rng = np.random.default_rng(9)
+    for n in [1, 2, 5, 17, 100, 1000, 20_000, 100_000]:
+        x = rng.standard_normal(n)
+        expected, actual = compiled.choose(x), python.choose(x)
+        assert (actual.implementation, actual.parameters) == (expected.implementation, expected.parameters)
+        assert python.total(x) == pytest.approx(float(np.sum(x)))
+    assert "chosen" in python.explain(rng.standard_normal(50))
