@@ -60,6 +60,9 @@ def create_parser() -> argparse.ArgumentParser:
                                             "verify the models, generate the dispatch module and compile it "
                                             "into an importable package.")
     build.add_argument("description", metavar="LIB.hl")
+    build.add_argument("--static", nargs="+", metavar="VAR=VALUE", type=_assignment,
+                       help="decide at build time for this workload: calls go straight to the chosen "
+                            "implementation (thesis §4.6)")
     _build_options(build)
 
     recalibrate = commands.add_parser("recalibrate", help="profile and fit again on this machine, atomically",
@@ -79,6 +82,14 @@ def _build_options(command: argparse.ArgumentParser) -> None:
                          help="a reduced loop nest, for a smoke build (recorded in the fingerprint)")
     command.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     command.add_argument("--timeout", type=float, metavar="SECONDS", help="longest one timing may take")
+
+
+def _assignment(text: str) -> tuple[str, float]:
+    name, _, value = text.partition("=")
+    try:
+        return name.strip(), float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected VAR=NUMBER, not {text!r}") from None
 
 
 def _rank_list(text: str) -> list[int]:
@@ -164,7 +175,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     with ProgressBar("profiling") as bar:
         result = build(args.description, out=args.out, ranks=args.procs, budget=args.budget,
-                       quick=bool(args.quick), seed=args.seed, timeout=args.timeout, progress=bar.update)
+                       quick=bool(args.quick), seed=args.seed, timeout=args.timeout, progress=bar.update,
+                       static=dict(args.static) if args.static else None)
     _report_build(result)
     return 0
 

@@ -90,14 +90,14 @@ def _used_models(library: ast.Library, folder: Path) -> dict[str, Path]:
 
 
 def package(library: ast.Library, models: dict[str, Any], used_models: dict[str, dict[str, Any]],
-            folder: Path) -> bool:
+            folder: Path, static: dict[str, float] | None = None) -> bool:
     """Write the dispatch module into ``folder`` and compile it; returns whether
     it was compiled (else the package runs the same decisions in Python)."""
     (folder / "models.json").write_text(json.dumps(models, indent=1) + "\n", encoding="utf-8")
     (folder / "used_models.json").write_text(json.dumps(used_models) + "\n", encoding="utf-8")
     module = f"dispatch_{library.name}"
     source = folder / f"{module}.pyx"
-    source.write_text(dispatch_source(library, models, used_models), encoding="utf-8")
+    source.write_text(dispatch_source(library, models, used_models, static), encoding="utf-8")
     compiled = has_compiler()
     if compiled:
         compile_extensions([source], folder)
@@ -128,7 +128,7 @@ def _swap(link: Path, version: Path) -> None:
 
 def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[int] | None = None,
           budget: float | None = None, quick: bool = False, seed: int = 0, progress: Progress | None = None,
-          timeout: float | None = None) -> BuildResult:
+          timeout: float | None = None, static: dict[str, float] | None = None) -> BuildResult:
     """Build the library described in ``description`` on this machine."""
     started = time.monotonic()
     library = parse_file(description)
@@ -144,7 +144,9 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
         used_paths = _used_models(library, link.parent)
         models = calibrate(library, Samples.read(samples), models_of=used_paths, quick=quick)
         used_models = {name: json.loads(path.read_text()) for name, path in used_paths.items() if path.exists()}
-        compiled = package(library, models, used_models, version)
+        if static:
+            models["static"] = static
+        compiled = package(library, models, used_models, version, static)
     except BaseException:
         shutil.rmtree(version, ignore_errors=True)  # the previous build stays as it was
         raise

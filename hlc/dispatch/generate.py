@@ -7,6 +7,7 @@ implementations.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -110,9 +111,45 @@ def _models(library: Library) -> list[dict[str, Any]]:
     return models
 
 
+def static_choices(library: ast.Library, models: Mapping[str, Any], used_models: Mapping[str, Mapping[str, Any]],
+                   workload: Mapping[str, float]) -> dict[str, dict[str, Any]]:
+    """Compile-time decisions (thesis §4.6) for the interfaces whose variables
+    ``workload`` gives: the implementation index and the parameter fields."""
+    from hlc.dispatch.reference import Decider
+    from hlc.model.predict import Predictor
+
+    predictor = Predictor(library, models["implementations"],
+                          {name: Predictor(sub, used_models.get(name, {}).get("implementations", {}))
+                           for name, sub in library.used.items()})
+    decider = Decider(library, predictor)
+    choices = {}
+    for interface in library.interfaces:
+        names_ = [var.name for var in interface.variables]
+        if not all(name in workload for name in names_):
+            continue
+        ranks = workload.get("P", 1)
+        variables = {**{name: workload[name] for name in names_}, "P": ranks, "logP": math.log2(ranks)}
+        choice = decider.decide(interface, variables)
+        if choice.implementation is None:
+            raise ValueError(f"--static {variables}: no implementation of {interface.name} applies")
+        implementation = interface.implementation(choice.implementation)
+        generator = Interface(Library(library, models["implementations"], {}), interface)
+        choices[interface.name] = {
+            "variables": ", ".join(f"{k}={v:g}" for k, v in variables.items()),
+            "index": interface.implementations.index(implementation),
+            "fields": [(generator.parameter_field(implementation, p), float(choice.parameters[p.name]))
+                       for p in implementation.parameters],
+        }
+    if not choices:
+        raise ValueError(f"--static gives {', '.join(workload)}, which is not every variable of any interface")
+    return choices
+
+
 def dispatch_source(library: ast.Library, models: Mapping[str, Any],
-                    used_models: Mapping[str, Mapping[str, Any]]) -> str:
-    """The text of the dispatch module (Cython) of ``library``."""
+                    used_models: Mapping[str, Mapping[str, Any]], static: Mapping[str, float] | None = None) -> str:
+    """The text of the dispatch module (Cython) of ``library``; with ``static``
+    (variable values), calls of the interfaces it covers go straight to the
+    implementation chosen for them at build time."""
     from hlc.calibrate.generate import _environment
 
     imports = {i.alias: i for i in library.imports}
@@ -129,12 +166,13 @@ def dispatch_source(library: ast.Library, models: Mapping[str, Any],
             module, _, attribute = implementation.callable.rpartition(".")
             import_lines.append({"alias": f"_impl_{implementation.name}",
                                  "load": f"_support.load_attribute({module!r}, {attribute!r})"})
+    decided = static_choices(library, models, used_models, static) if static else {}
     template = _environment().from_string(read_text("templates", "dispatch.pyx.j2"))
     description = library.filename if library.filename.startswith("<") else str(Path(library.filename).resolve())
     return template.render(
         library=library.name, description=description,
         doc=(library.doc or f"The library {library.name}.").replace('"""', "'''"),
         c_source=c_source(library, models, used_models), imports=import_lines,
-        interfaces=[_interface(top, i, imports) for i in library.interfaces],
+        interfaces=[{**_interface(top, i, imports), "static": decided.get(i.name)} for i in library.interfaces],
         models=_models(top), first=library.interfaces[0].name,
     )

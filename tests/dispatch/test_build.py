@@ -161,3 +161,23 @@ def test_without_a_c_compiler_the_same_decisions_are_made_in_python(built, tmp_p
         assert (actual.implementation, actual.parameters) == (expected.implementation, expected.parameters)
         assert python.total(x) == pytest.approx(float(np.sum(x)))
     assert "chosen" in python.explain(rng.standard_normal(50))
+
+
+def test_static_build_calls_the_implementation_chosen_at_build_time(built, tmp_path):
+    from hlc.dispatch.build import package
+
+    folder, result = built
+    dynamic = load(folder / "vector")
+    library = hlc.parse_file(DESCRIPTIONS / "vector.hl")
+    used = {"comm": json.loads((folder / "comm" / "models.json").read_text())}
+    decided = dynamic.choose_total_at(n=50_000)
+    package(library, result.models, used, tmp_path, static={"n": 50_000})
+    source = (tmp_path / "dispatch_vector.pyx").read_text()
+    assert "Static build (thesis §4.6): decided at build time for n=50000, P=1, logP=0." in source
+    static = load(tmp_path)
+    assert static.total(np.ones(7)) == 7.0  # a small input still goes to the implementation chosen for 50000
+    index = [i.name for i in library.implementations].index(decided.implementation)
+    assert f"cdef int chosen = {index}\n" in source
+    (tmp_path / "other").mkdir()
+    with pytest.raises(ValueError, match="not every variable"):
+        package(library, result.models, used, tmp_path / "other", static={"m": 3})
