@@ -70,6 +70,9 @@ def create_parser() -> argparse.ArgumentParser:
                                                   "on this machine; the previous build stays importable until "
                                                   "the new one is complete.")
     recalibrate.add_argument("target", metavar="BUILD|LIB.hl", help="a build folder or a description")
+    recalibrate.add_argument("--check", action="store_true",
+                             help="take only fresh verification samples; refit only the implementations "
+                                  "whose models no longer predict them (nothing, when all do)")
     _build_options(recalibrate)
     return parser
 
@@ -191,7 +194,7 @@ def cmd_recalibrate(args: argparse.Namespace) -> int:
     if args.quick is not None:
         options["quick"] = args.quick
     with ProgressBar("profiling") as bar:
-        result = recalibrate(args.target, progress=bar.update, **options)
+        result = recalibrate(args.target, check=args.check, progress=bar.update, **options)
     _report_build(result)
     return 0
 

@@ -256,6 +256,8 @@ class Profiler:
         self.interfaces = interfaces
         self.output = Path(options.out)
         self.deadline = options.deadline
+        self.verification_only = options.verification_only
+        self.only = set(options.implementations.split(",")) if options.implementations else None
         self.context = Context(options.ranks)
         self.events = options.events and self.context.rank == 0
         self.state = read_state(self.output)  # every rank reads it before rank 0 appends
@@ -318,7 +320,8 @@ class Profiler:
 
     def plan(self, interface: Interface) -> list[tuple[bool, int, dict]]:
         """The fitting points in nest order, then the verification points, each with its index."""
-        fitting = [(False, index, point) for index, point in enumerate(interface.points())]
+        fitting = [] if self.verification_only else [
+            (False, index, point) for index, point in enumerate(interface.points())]
         rng = random.Random(f"{self.seed}:{interface.name}:verify")
         draws = []
         for _ in range(VERIFY_DRAWS * interface.verify):
@@ -346,7 +349,8 @@ class Profiler:
         rng = random.Random(f"{self.seed}:{interface.name}:settings:{index}")
         candidates: list[tuple[Implementation, dict]] = []
         for implementation in interface.implementations:
-            if (interface.name, implementation.name) in self.state.excluded or not implementation.applies(variables):
+            if (interface.name, implementation.name) in self.state.excluded or not implementation.applies(variables) \
+                    or (self.only is not None and implementation.name not in self.only):
                 continue
             if verify:
                 if not self.verification_needed(interface, implementation):
@@ -499,5 +503,8 @@ def main(library: str, description: str, interfaces: list[Interface], argv: list
                         help="number of ranks (set by mpiexec)")
     parser.add_argument("--deadline", type=float, help="stop taking new points after this UNIX time")
     parser.add_argument("--events", action="store_true", help="report progress as JSON lines on stdout")
+    parser.add_argument("--verification-only", action="store_true",
+                        help="take only the random verification samples (for a quick check of the models)")
+    parser.add_argument("--implementations", metavar="NAME,…", help="profile only these implementations")
     options = parser.parse_args(argv)
     return Profiler(library, description, interfaces, options).run()

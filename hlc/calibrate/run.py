@@ -110,7 +110,8 @@ def failures_in(samples: Path) -> list[Failure]:
 
 def profile(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence[int] | None = None,
             budget: float | None = None, resume: bool = False, seed: int = 0, timeout: float | None = None,
-            progress: Progress | None = None) -> ProfileResult:
+            progress: Progress | None = None, verification_only: bool = False,
+            implementations: Sequence[str] | None = None) -> ProfileResult:
     """Profile every implementation of ``library`` into the samples file."""
     program = prepare(library, build)
     if not resume and samples.exists():
@@ -124,7 +125,8 @@ def profile(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence
     deadline = time.time() + budget if budget is not None else None
     result = ProfileResult(samples=samples, program=program, ranks=list(ranks))
     for size in ranks:
-        coverage = _run_until_done(program, samples, size, seed, deadline, timeout, progress)
+        selection = _selection(verification_only, implementations)
+        coverage = _run_until_done(program, samples, size, seed, deadline, timeout, progress, selection)
         if coverage is not None:
             result.coverage = coverage
             break
@@ -132,9 +134,16 @@ def profile(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence
     return result
 
 
-def _command(program: Path, samples: Path, size: int, seed: int, deadline: float | None) -> list[str]:
+def _selection(verification_only: bool, implementations: Sequence[str] | None) -> list[str]:
+    """Program options that restrict what is profiled."""
+    options = ["--verification-only"] if verification_only else []
+    return options + (["--implementations", ",".join(implementations)] if implementations else [])
+
+
+def _command(program: Path, samples: Path, size: int, seed: int, deadline: float | None,
+             selection: list[str]) -> list[str]:
     command = [sys.executable, str(program), "--out", str(samples), "--seed", str(seed), "--events",
-               "--ranks", str(size)]
+               "--ranks", str(size), *selection]
     if deadline is not None:
         command += ["--deadline", repr(deadline)]
     if size > 1:
@@ -143,12 +152,12 @@ def _command(program: Path, samples: Path, size: int, seed: int, deadline: float
 
 
 def _run_until_done(program: Path, samples: Path, size: int, seed: int, deadline: float | None,
-                    timeout: float, progress: Progress | None) -> str | None:
+                    timeout: float, progress: Progress | None, selection: list[str]) -> str | None:
     """Run (and restart) the program at one rank count; returns the coverage
     message when the budget ran out, else None."""
     restarts = 0
     while True:
-        outcome = _run_once(_command(program, samples, size, seed, deadline), timeout, size, progress)
+        outcome = _run_once(_command(program, samples, size, seed, deadline, selection), timeout, size, progress)
         if outcome.kind == "finished":
             return None
         if outcome.kind == "budget":

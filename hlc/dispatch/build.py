@@ -17,6 +17,7 @@ import os
 import shutil
 import sys
 import sysconfig
+import tempfile
 import time
 import warnings
 from collections.abc import Sequence
@@ -31,7 +32,9 @@ from hlc.dispatch.generate import dispatch_source
 from hlc.language import ast
 from hlc.language.nest import loop_values
 from hlc.language.parse import parse_file
-from hlc.model.calibration import Samples, calibrate
+from hlc.model.calibration import VERIFICATION_LIMIT, Samples, calibrate
+from hlc.model.fit import mean_relative_error
+from hlc.model.predict import Predictor
 
 QUICK_VALUES = 4  # values per loop in a --quick build
 QUICK_VERIFY = 5
@@ -46,6 +49,8 @@ class BuildResult:
     coverage: str | None = None
     compiled: bool = True
     seconds: float = 0.0
+    checked: dict[str, float] = field(default_factory=dict)  # recalibrate --check: MRE on new samples
+    refitted: list[str] | None = None  # None: everything was (re)built
 
 
 def quick_profile(library: ast.Library) -> ast.Library:
@@ -128,8 +133,12 @@ def _swap(link: Path, version: Path) -> None:
 
 def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[int] | None = None,
           budget: float | None = None, quick: bool = False, seed: int = 0, progress: Progress | None = None,
-          timeout: float | None = None, static: dict[str, float] | None = None) -> BuildResult:
-    """Build the library described in ``description`` on this machine."""
+          timeout: float | None = None, static: dict[str, float] | None = None,
+          refit: Sequence[str] | None = None, previous: dict[str, Any] | None = None) -> BuildResult:
+    """Build the library described in ``description`` on this machine.
+
+    With ``refit``, only those implementations are profiled and fitted again;
+    the others keep their models from ``previous`` (a models artefact)."""
     started = time.monotonic()
     library = parse_file(description)
     link = Path(out) if out else Path("build") / library.name
@@ -140,9 +149,13 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
         profiled = quick_profile(library) if quick else library
         samples = version / "samples.jsonl"
         result = profile(profiled, samples, version, ranks=ranks, budget=budget, seed=seed, timeout=timeout,
-                         progress=progress)
+                         progress=progress, implementations=refit)
         used_paths = _used_models(library, link.parent)
         models = calibrate(library, Samples.read(samples), models_of=used_paths, quick=quick)
+        if refit is not None and previous is not None:
+            for name, record in previous["implementations"].items():
+                if name not in refit and name in models["implementations"]:
+                    models["implementations"][name] = record
         used_models = {name: json.loads(path.read_text()) for name, path in used_paths.items() if path.exists()}
         if static:
             models["static"] = static
@@ -152,17 +165,68 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
         raise
     _swap(link, version)
     return BuildResult(library.name, link, models, result.failures, result.coverage, compiled,
-                       time.monotonic() - started)
+                       time.monotonic() - started, refitted=list(refit) if refit is not None else None)
 
 
-def recalibrate(target: str | Path, **options: Any) -> BuildResult:
-    """Build again, on this machine, the library of a build folder or description."""
+def check_models(target: Path, *, ranks: Sequence[int] | None = None, seed: int = 1,
+                 timeout: float | None = None, progress: Progress | None = None) -> dict[str, float]:
+    """The verification MRE of each calibrated model of a build on fresh random
+    samples (a seed other than the calibration's), taking nothing else."""
+    models = json.loads((target / "models.json").read_text(encoding="utf-8"))
+    used_file = target / "used_models.json"
+    used = json.loads(used_file.read_text(encoding="utf-8")) if used_file.exists() else {}
+    library = parse_file(models["description"])
+    with tempfile.TemporaryDirectory(dir=target.resolve().parent, prefix=f".{library.name}.check.") as scratch:
+        scratch = Path(scratch)
+        if (target / "ext").exists():  # the compiled sources, so they are not compiled again
+            shutil.copytree(target / "ext", scratch / "ext")
+        profile(library, scratch / "check.jsonl", scratch, ranks=ranks, seed=seed, timeout=timeout,
+                progress=progress, verification_only=True)
+        samples = Samples.read(scratch / "check.jsonl")
+    predictor = Predictor(library, models["implementations"],
+                          {name: Predictor(sub, used.get(name, {}).get("implementations", {}))
+                           for name, sub in library.used.items()})
+    errors = {}
+    for interface in library.interfaces:
+        for implementation in interface.implementations:
+            taken = samples.of(interface.name, implementation.name, verify=True)
+            status = models["implementations"].get(implementation.name, {}).get("time", {}).get("status")
+            if not taken or status not in ("fitted", "factored"):
+                continue
+            predicted = [predictor.evaluate(implementation.name, {**s["variables"], **s["parameters"]})
+                         for s in taken]
+            errors[implementation.name] = mean_relative_error(
+                [s["seconds"] for s in taken], predicted)
+    return errors
+
+
+def recalibrate(target: str | Path, *, check: bool = False, **options: Any) -> BuildResult:
+    """Build again, on this machine, the library of a build folder or description.
+
+    With ``check``, take only fresh verification samples first and refit only
+    the implementations whose models no longer predict them within
+    VERIFICATION_LIMIT; when all still do, nothing is rebuilt."""
     target = Path(target)
     if target.suffix == ".hl":
-        return build(target, **options)
+        library = parse_file(target)
+        if not check:
+            return build(target, **options)
+        target = Path(options.get("out") or Path("build") / library.name)
     models = json.loads((target / "models.json").read_text(encoding="utf-8"))
     options.setdefault("quick", models.get("fingerprint", {}).get("quick", False))
-    return build(models["description"], out=target, **options)
+    options.pop("out", None)
+    if not check:
+        return build(models["description"], out=target, **options)
+    started = time.monotonic()
+    checked = check_models(target, ranks=options.get("ranks"), timeout=options.get("timeout"),
+                           progress=options.get("progress"))
+    stale = [name for name, error in checked.items() if error > VERIFICATION_LIMIT]
+    if not stale:
+        return BuildResult(models["library"], target, models, seconds=time.monotonic() - started,
+                           checked=checked, refitted=[])
+    result = build(models["description"], out=target, refit=stale, previous=models, **options)
+    result.checked = checked
+    return result
 
 
 def load(path: str | Path) -> ModuleType:
@@ -187,7 +251,17 @@ def load(path: str | Path) -> ModuleType:
 
 def summary_table(result: BuildResult) -> str:
     """Implementation, terms kept, verification MRE and warnings, one line each."""
-    lines = [f"{'implementation':<18} {'status':<10} {'terms kept':>10} {'verification MRE':>17}  warnings"]
+    lines = []
+    if result.checked:
+        lines.append("check on fresh verification samples (MRE of the models as they were):")
+        for name, error in result.checked.items():
+            refitted = name in (result.refitted or [])
+            lines.append(f"  {name:<16} {error:.3f}" + (f"  > {VERIFICATION_LIMIT}: refitted" if refitted else ""))
+        if result.refitted == []:
+            lines.append("every model still fits: nothing was rebuilt")
+            return "\n".join(lines)
+        lines.append("")
+    lines.append(f"{'implementation':<18} {'status':<10} {'terms kept':>10} {'verification MRE':>17}  warnings")
     for name, record in result.models["implementations"].items():
         entry = record["time"]
         kept = len(entry.get("kept", [])) if entry.get("status") == "fitted" else "—"

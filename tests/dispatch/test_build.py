@@ -181,3 +181,25 @@ def test_static_build_calls_the_implementation_chosen_at_build_time(built, tmp_p
     (tmp_path / "other").mkdir()
     with pytest.raises(ValueError, match="not every variable"):
         package(library, result.models, used, tmp_path / "other", static={"m": 3})
+
+
+def test_recalibrate_check_refits_only_the_models_that_no_longer_fit(built, tmp_path):
+    from hlc.dispatch.build import recalibrate
+
+    folder = built[0]
+    for name in ("comm", "vector"):
+        subprocess.run(["cp", "-rL", str(folder / name), str(tmp_path / name)], check=True)
+    models = json.loads((tmp_path / "vector" / "models.json").read_text())
+    coefficients = models["implementations"]["numpy"]["time"]["coefficients"]
+    for term in coefficients:
+        coefficients[term] *= 10  # as if numpy had become ten times faster since calibration
+    (tmp_path / "vector" / "models.json").write_text(json.dumps(models))
+    result = recalibrate(tmp_path / "vector", check=True)
+    assert set(result.checked) == {"numpy", "fsum", "kahan", "blocked"}
+    assert result.checked["numpy"] > 5
+    assert "numpy" in result.refitted
+    refitted = result.models["implementations"]
+    for name in {"fsum", "kahan", "blocked"} - set(result.refitted):
+        assert refitted[name] == models["implementations"][name]  # kept as they were
+    assert refitted["numpy"]["time"]["coefficients"] != coefficients
+    assert load(tmp_path / "vector").total(np.ones(10)) == 10.0
