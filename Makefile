@@ -19,7 +19,9 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/hlc check libraries/*.hl
+	$(BIN)/hlc check -q libraries/*.hl
+	$(BIN)/hlc build libraries/sort.hl --quick
+	$(BIN)/python benchmarks/sort_demo.py build/sort
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
