@@ -54,7 +54,8 @@ class BuildResult:
 
 
 def quick_profile(library: ast.Library) -> ast.Library:
-    """The description with a coarser nest: at most QUICK_VALUES values per loop."""
+    """The description with a coarser nest: at most QUICK_VALUES values per
+    loop, keeping the ends of each range where a stride allows."""
     interfaces = []
     for interface in library.interfaces:
         profile_ = interface.profile
@@ -75,7 +76,10 @@ def _coarser(loop: ast.Loop) -> ast.Loop:
         return loop
     if len(values) <= QUICK_VALUES:
         return loop
-    stride = math.ceil((len(values) - 1) / (QUICK_VALUES - 1))
+    steps = len(values) - 1
+    # The smallest stride that keeps both ends of the range (when one divides the steps).
+    strides = [k for k in range(1, steps + 1) if steps % k == 0 and 3 <= steps // k + 1 <= QUICK_VALUES]
+    stride = strides[0] if strides else math.ceil(steps / (QUICK_VALUES - 1))
     if loop.update.operator in ("++", "+="):
         step = (values[1] - values[0]) * stride
         update = ast.Update(loop.update.line, loop.update.column, "+=", ast.Number(0, 0, step))
