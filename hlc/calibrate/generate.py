@@ -8,28 +8,14 @@ while ≤ stop, update).
 
 from __future__ import annotations
 
-import keyword
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-import jinja2
-
+from hlc.codegen import import_loads, py, render, safe
 from hlc.language import ast
-from hlc.language.expressions import names, to_python
-from hlc.resources import read_text
+from hlc.language.expressions import names
 
-# Names the generated program uses itself; user names equal to them get a "_".
-_PROGRAM_NAMES = {"math", "harness", "sources"}
 _UPDATE = {"++": "+= 1", "+=": "+=", "*=": "*=", "<<=": "<<="}
-
-
-def safe(name: str) -> str:
-    """A description name as a Python identifier of the generated program."""
-    return name + "_" if keyword.iskeyword(name) or name in _PROGRAM_NAMES else name
-
-
-def py(expression: ast.Expression) -> str:
-    return to_python(expression, spell_name=safe)
 
 
 def _used(expressions: Iterable[ast.Expression | None]) -> set[str]:
@@ -150,32 +136,19 @@ def _interface(interface: ast.Interface, imports: dict[str, ast.Import]) -> dict
     }
 
 
-def _environment() -> jinja2.Environment:
-    environment = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                                     trim_blocks=True, lstrip_blocks=True)
-    environment.filters["pyrepr"] = repr
-    return environment
-
-
 def profiling_program(library: ast.Library, compiled: Path | None, program_name: str) -> str:
     """The text of the profiling program of ``library``.
 
     ``compiled`` is the folder holding the compiled ``.pyx`` sources.
     """
     imports = {i.alias: i for i in library.imports}
-    import_lines = []
-    for item in library.imports:
-        if item.is_file:
-            load = f"sources.load({item.source!r}, {item.name!r})"
-        else:
-            load = f"harness.load_attribute({item.source!r}, {item.name!r})"
-        import_lines.append({"alias": safe(item.alias), "load": load})
     profiled = [i for i in library.interfaces if i.profile is not None]
-    template = _environment().from_string(read_text("templates", "profile.py.j2"))
-    return template.render(
+    return render(
+        "profile.py.j2",
         library=library, description=str(Path(library.filename).resolve()) if not library.filename.startswith("<")
         else library.filename, program_name=program_name, base=str(library.directory),
-        compiled=str(compiled) if compiled else None, imports=import_lines,
+        compiled=str(compiled) if compiled else None,
+        imports=import_loads(library, "sources", "harness.load_attribute"),
         constants=[(safe(c.name), py(c.value)) for c in library.constants],
         interfaces=[_interface(i, imports) for i in profiled],
         interface_constants=", ".join(safe(i.name).upper() for i in profiled),

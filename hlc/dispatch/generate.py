@@ -12,11 +12,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hlc.calibrate.generate import py, safe
+from hlc.codegen import import_loads, py, render, safe
 from hlc.dispatch.cmodels import Interface, Library, c_source, v
 from hlc.language import ast
 from hlc.language.check import implementation_signature
-from hlc.resources import read_text
 
 _KINDS = {"int": "iu", "float": "f", "bool": "b"}
 _TYPE_WORDS = {"int": "integers", "float": "floating-point numbers", "bool": "booleans"}
@@ -150,26 +149,18 @@ def dispatch_source(library: ast.Library, models: Mapping[str, Any],
     """The text of the dispatch module (Cython) of ``library``; with ``static``
     (variable values), calls of the interfaces it covers go straight to the
     implementation chosen for them at build time."""
-    from hlc.calibrate.generate import _environment
-
     imports = {i.alias: i for i in library.imports}
     top = Library(library, models["implementations"], {})
-    import_lines = []
-    for item in library.imports:
-        if item.is_file:
-            load = f"_module.sources.load({item.source!r}, {item.name!r})"
-        else:
-            load = f"_support.load_attribute({item.source!r}, {item.name!r})"
-        import_lines.append({"alias": safe(item.alias), "load": load})
+    import_lines = import_loads(library, "_module.sources", "_support.load_attribute")
     for implementation in library.implementations:
         if "." in implementation.callable and implementation.callable not in imports:
             module, _, attribute = implementation.callable.rpartition(".")
             import_lines.append({"alias": f"_impl_{implementation.name}",
                                  "load": f"_support.load_attribute({module!r}, {attribute!r})"})
     decided = static_choices(library, models, used_models, static) if static else {}
-    template = _environment().from_string(read_text("templates", "dispatch.pyx.j2"))
     description = library.filename if library.filename.startswith("<") else str(Path(library.filename).resolve())
-    return template.render(
+    return render(
+        "dispatch.pyx.j2",
         library=library.name, description=description,
         doc=(library.doc or f"The library {library.name}.").replace('"""', "'''"),
         c_source=c_source(library, models, used_models), imports=import_lines,
