@@ -477,7 +477,8 @@ class Checker:
             self.error(optimization, f"parameter '{optimization.parameter}' is chosen twice")
             return
         chosen[optimization.parameter] = optimization
-        names_ = {**scope_names, **{o: f"the {o} model of {implementation.name}" for o in objectives}}
+        # Only the time model can be optimized so far (fitting other objectives is to come).
+        names_ = {**scope_names, **{o: f"the {o} model of {implementation.name}" for o in objectives if o == "time"}}
         if optimization.over is not None:
             over = optimization.over
             range_scope = Scope("the range of the reparameterization", dict(context), frozenset({"math"}))
@@ -487,7 +488,6 @@ class Checker:
             if over.target != optimization.parameter:
                 self.error(over, f"'with' must set the parameter being chosen, '{optimization.parameter}', "
                                  f"not '{over.target}'")
-            names_[over.variable] = "the reparameterization variable"
             self.check_expression(over.value, Scope("the reparameterization", {
                 **context, over.variable: "the reparameterization variable"}, frozenset({"math"})))
         scope = Scope(f"the objective of '{optimization.parameter}'", names_, frozenset({"math", "model"}))
@@ -513,7 +513,10 @@ class Checker:
         loop_names: dict[str, str] = {}
         outer: dict[str, str] = self.constant_names()  # loop bounds: the nest is the same at every P
         for loop in profile.loops:
-            scope = Scope(f"loop '{loop.variable}'", {**outer, **loop_names}, frozenset({"math"}))
+            # A loop over inputs is walked once for all parameter values: it cannot depend on them.
+            visible = loop_names if loop.variable in parameters else {
+                name: kind for name, kind in loop_names.items() if name not in parameters}
+            scope = Scope(f"loop '{loop.variable}'", {**outer, **visible}, frozenset({"math"}))
             if loop.variable in reserved and loop.variable not in parameters:
                 self.error(loop, f"iteration variable '{loop.variable}' clashes with "
                                  f"{self.known.get(loop.variable, 'another name')}; iteration variables "
@@ -543,6 +546,8 @@ class Checker:
                                                    frozenset({"math", "import"})))
             if let.name in BUILTINS or let.name in GLOBALS:
                 self.error(let, f"'{let.name}' is predefined; profile values need new names")
+            elif let.name in loop_names:
+                self.error(let, f"'{let.name}' is already an iteration variable; profile values need new names")
             elif let.name in values or let.name in reserved:
                 what = values.get(let.name) or self.known.get(let.name, "defined elsewhere")
                 self.error(let, f"'{let.name}' is already defined ({what}); profile values need new names")
@@ -700,7 +705,7 @@ class Checker:
             return
         known = self.known.get(node.id)
         if known is None and node.id in PROFILE_NAMES:
-            known = "only defined in the profile"
+            known = "defined only for building arguments"
         if known is not None:
             rule = f"; {what}" if what else ""
             self.error(node, f"'{node.id}' is {known}, which {scope.place} cannot use{rule}")

@@ -46,7 +46,8 @@ class _ReservedWords:
         for token in stream:
             if token.type == "NAME" and token.value in self.keywords:
                 raise _Problem(token.line, token.column,
-                               f"'{token.value}' is a keyword and cannot be used as a name")
+                               f"unexpected keyword '{token.value}': a name or a value was expected here "
+                               f"(keywords cannot be used as names)")
             yield token
 
 

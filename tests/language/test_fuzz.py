@@ -68,7 +68,7 @@ SEEDS = {
             requires m > 0 or k > 0
             time = Tiles(m, k) * tile + m * k
             memory = m * k
-            choose tile minimizing time + memory
+            choose tile minimizing time + tile
           impl plain = flush
             time ~ m * k + 0
           profile

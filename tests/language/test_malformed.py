@@ -488,7 +488,7 @@ MALFORMED = [
           n = len(keys)
           impl numpy = numpy.sort
             time = n * seed
-        """, 5, 16, "'seed' is only defined in the profile"),
+        """, 5, 16, "'seed' is defined only for building arguments"),
     case("python-helper-called-in-term", """\
         library demo
         from "sort/support.py" import flush
