@@ -17,12 +17,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import selectors
+import queue
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -185,12 +186,20 @@ class _Outcome:
     stderr: str = ""
 
 
+def _read_lines(stream, lines: queue.Queue) -> None:
+    """Runs in a thread: every line of the child's output, then None at its end.
+    (A thread, not select(): select cannot see lines already in the pipe's buffer.)"""
+    for line in stream:
+        lines.put(line)
+    lines.put(None)
+
+
 def _run_once(command: list[str], timeout: float, size: int, progress: Progress | None) -> _Outcome:
     with tempfile.TemporaryFile("w+", encoding="utf-8") as errors:
         child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True,
                                  start_new_session=True)
-        selector = selectors.DefaultSelector()
-        selector.register(child.stdout, selectors.EVENT_READ)
+        lines: queue.Queue = queue.Queue()
+        threading.Thread(target=_read_lines, args=(child.stdout, lines), daemon=True).start()
         task: dict | None = None
         started = time.monotonic()
         final: dict | None = None
@@ -200,10 +209,11 @@ def _run_once(command: list[str], timeout: float, size: int, progress: Progress 
                 if task is not None and waited <= 0:
                     _kill(child)
                     return _Outcome("timeout", task, f"timed out: one timing took more than {timeout:g} s")
-                if not selector.select(timeout=max(waited, 0.05) if task is not None else 1.0):
+                try:
+                    line = lines.get(timeout=max(waited, 0.05))
+                except queue.Empty:
                     continue
-                line = child.stdout.readline()
-                if not line:
+                if line is None:
                     break
                 try:
                     event = json.loads(line)
@@ -224,8 +234,6 @@ def _run_once(command: list[str], timeout: float, size: int, progress: Progress 
         except BaseException:
             _kill(child)
             raise
-        finally:
-            selector.close()
         errors.seek(0)
         stderr = _tail(errors.read())
     if code == 0 and final is not None:
