@@ -18,7 +18,7 @@ class CompileError(Exception):
     """A Cython source that does not compile; the message holds the compiler's output."""
 
 
-def extension_name(source: Path, base: Path | None = None) -> str:
+def extension_name(source: Path) -> str:
     """The module name a ``.pyx`` file compiles to: its stem."""
     return Path(source).stem
 

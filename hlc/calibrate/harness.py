@@ -119,7 +119,7 @@ class Sources:
             raise ImportError(f"{path} is Cython and no folder of compiled extensions was given")
         from hlc.compile import extension_name
 
-        name = extension_name(path, self.base)
+        name = extension_name(path)
         if str(self.compiled) not in sys.path:
             sys.path.insert(0, str(self.compiled))
         return importlib.import_module(name)

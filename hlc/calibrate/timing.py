@@ -69,7 +69,10 @@ def repeat_count(single_call: float, clock: Clock) -> int:
     """Calls per timing so that one timing lasts at least the clock's minimum."""
     if single_call <= 0 or not math.isfinite(single_call):
         return MAXIMUM_REPEAT if single_call <= 0 else 1
-    return max(1, min(MAXIMUM_REPEAT, math.ceil(clock.minimum_timing / single_call)))
+    repeat = math.ceil(clock.minimum_timing / single_call)
+    if repeat > 1 and (repeat - 1) * single_call >= clock.minimum_timing:  # the division rounded up
+        repeat -= 1
+    return max(1, min(MAXIMUM_REPEAT, repeat))
 
 
 def time_calls(task: Callable[..., Any], arguments: Sequence[tuple], clock: Clock,

@@ -20,7 +20,7 @@ from typing import Any
 
 from hlc.language import ast
 from hlc.language.check import implementation_signature
-from hlc.language.expressions import C_PRELUDE, names, to_c, unparse
+from hlc.language.expressions import C_PRELUDE, names, to_c
 from hlc.language.functions import BUILTINS
 from hlc.language.nest import constant_values
 from hlc.model.predict import helpers_for
@@ -371,7 +371,3 @@ def c_source(main: ast.Library, models: Mapping[str, Any], used_models: Mapping[
         parts += generator.functions()
     return "\n\n".join(parts) + "\n"
 
-
-def term_names(implementation: ast.Implementation) -> list[str]:
-    model = implementation.model("time")
-    return [unparse(t) for t in model.terms] if model and model.fitted else []
