@@ -17,7 +17,8 @@ import numpy as np
 
 import hlc
 
-INPUTS = [(100, 8), (10_000, 16), (200_000, 12), (1_000_000, 8), (1_000_000, 28)]
+INPUTS = [(100, 8), (10_000, 16), (200_000, 12), (200_000, 30), (1_000_000, 8), (1_000_000, 20), (1_000_000, 28)]
+COLUMNS = ("dispatched", "radix", "counting", "narrow", "numpy")
 
 
 def seconds(call) -> float:
@@ -27,31 +28,35 @@ def seconds(call) -> float:
 
 def measure(sort, module, keys: np.ndarray, radix_bpd: int) -> dict[str, float]:
     """Seconds of the dispatched call and of each implementation, side by side."""
-    return {
+    width = sort.variables_sort(keys)["width"]
+    timings = {
         "dispatched": seconds(lambda: sort.sort(keys)),
         "radix": seconds(lambda: module.radix_sort(keys, bpd=radix_bpd)),
-        "stable": seconds(lambda: module.stable_sort(keys)),
+        "narrow": seconds(lambda: module.narrow_sort(keys)),
         "numpy": seconds(lambda: np.sort(keys)),
     }
+    if width <= 24:
+        timings["counting"] = seconds(lambda: module.counting_sort(keys))
+    return timings
 
 
 def main() -> None:
     sort = hlc.load(sys.argv[1] if len(sys.argv) > 1 else "build/sort")
     module = sort.dispatch_sort
     rng = np.random.default_rng(2026)
-    print(f"{'keys':>9} {'bits':>4}  {'chosen':<14} {'dispatched':>11} {'radix':>8} {'stable':>8} {'numpy':>8}"
-          f"   (times as ratios to numpy.sort)")
+    print(f"{'keys':>9} {'bits':>4}  {'chosen':<15}" + "".join(f"{name:>11}" for name in COLUMNS)
+          + "   (times as ratios to numpy.sort; radix at the bpd its model picks)")
     for count, bits in INPUTS:
         keys = rng.integers(0, 1 << bits, count, dtype=np.int64)
         choice = sort.choose(keys)
         assert np.array_equal(sort.sort(keys), np.sort(keys))
-        radix_bpd = sort.choose_sort_at(n=count, width=int(keys.max()).bit_length()).parameters.get("bpd", 8)
+        variables = sort.variables_sort(keys)
+        radix_bpd = min(range(1, 17), key=lambda bpd: sort.predict("radix", **variables, bpd=bpd))
         timings = measure(sort, module, keys, radix_bpd)
         baseline = timings["numpy"]
         label = choice.implementation + (f" bpd={choice.parameters['bpd']}" if "bpd" in choice.parameters else "")
-        print(f"{count:>9,} {bits:>4}  {label:<14} " + " ".join(
-            f"{timings[name] / baseline:>{width}.2f}" for name, width in
-            (("dispatched", 11), ("radix", 8), ("stable", 8), ("numpy", 8))))
+        print(f"{count:>9,} {bits:>4}  {label:<15}" + "".join(
+            f"{timings[name] / baseline:>11.2f}" if name in timings else f"{'—':>11}" for name in COLUMNS))
 
 
 if __name__ == "__main__":

@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy
+
 from hlc.calibrate.timing import (
     MAXIMUM_REPEAT,
     RETAKES,
@@ -50,6 +52,7 @@ from hlc.calibrate.timing import (
     repeat_count,
     time_calls,
 )
+from hlc.runtime import world
 
 SAMPLES_FORMAT = 1
 # How many candidate points verification draws at most, per sample wanted.
@@ -137,30 +140,31 @@ class Context:
     """Rank and size; the agreements all ranks must reach.  One rank without MPI."""
 
     def __init__(self, ranks: int):
-        self.size = ranks
-        self.rank = 0
-        self.communicator = None
-        if ranks > 1:
-            from mpi4py import MPI
-
-            self.communicator = MPI.COMM_WORLD
-            self.rank = self.communicator.Get_rank()
-            if self.communicator.Get_size() != ranks:
-                raise SystemExit(f"--ranks {ranks} but mpiexec started {self.communicator.Get_size()}")
+        self.world = world()
+        self.size = self.world.size
+        self.rank = self.world.rank
+        if self.size != ranks:
+            raise SystemExit(f"--ranks {ranks} but this program runs on {self.size} rank(s)")
 
     def barrier(self) -> None:
-        if self.communicator is not None:
-            self.communicator.Barrier()
+        self.world.barrier()
 
     def maximum(self, value: float) -> float:
-        if self.communicator is None:
-            return value
-        from mpi4py import MPI
-
-        return self.communicator.allreduce(value, op=MPI.MAX)
+        return float(self.world.reduce(numpy.array([value], dtype=float), "max")[0])
 
     def any(self, flag: bool) -> bool:
         return bool(self.maximum(1.0 if flag else 0.0))
+
+    def agree(self, variables: dict[str, float]) -> dict[str, float]:
+        """Each variable's largest value over the ranks, as the dispatcher takes it."""
+        if self.size == 1:
+            return variables
+        values = self.world.reduce(numpy.array(list(variables.values()), dtype=float), "max")
+        return {name: _plain(value) for name, value in zip(variables, values.tolist(), strict=True)}
+
+
+def _plain(value: float) -> float | int:
+    return int(value) if value.is_integer() else value
 
 
 # ---- comparing results ----------------------------------------------------------------------
@@ -344,7 +348,7 @@ class Profiler:
         size = self.context.size
         seed = self.sample_seed(interface, verify, index)
         arguments = interface.arguments(point, seed, size)
-        variables = dict(interface.variables(*arguments))
+        variables = self.context.agree(dict(interface.variables(*arguments)))
         variables.update(P=size, logP=math.log2(size))
         rng = random.Random(f"{self.seed}:{interface.name}:settings:{index}")
         candidates: list[tuple[Implementation, dict]] = []

@@ -12,10 +12,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hlc.codegen import import_loads, py, render, safe
+from hlc.codegen import import_loads, render, safe
 from hlc.dispatch.cmodels import Interface, Library, c_source, v
 from hlc.language import ast
 from hlc.language.check import implementation_signature
+from hlc.language.expressions import to_python
 
 _KINDS = {"int": "iu", "float": "f", "bool": "b"}
 _TYPE_WORDS = {"int": "integers", "float": "floating-point numbers", "bool": "booleans"}
@@ -71,6 +72,11 @@ def _implementation(library: Library, interface: Interface, index: int, implemen
     }
 
 
+def _compiled_call(call: ast.Call, arguments: list[str]) -> str | None:
+    """Argument functions the dispatch module computes in C (see its template)."""
+    return f"_bitwidth({arguments[0]})" if call.function == "bitwidth" else None
+
+
 def _interface(library: Library, interface: ast.Interface, imports: Mapping[str, ast.Import]) -> dict[str, Any]:
     generator = Interface(library, interface)
     arguments = [safe(a.name) for a in interface.arguments]
@@ -84,7 +90,8 @@ def _interface(library: Library, interface: ast.Interface, imports: Mapping[str,
         "outside": f"hlc_outside_{library.library.name}__{interface.name}",
         "arguments": ", ".join(arguments), "argument_names": ", ".join(arguments),
         "checks": argument_checks(interface),
-        "variables": [(var.name, py(var.value)) for var in interface.variables],
+        "variables": [(var.name, to_python(var.value, spell_name=safe, spell_call=_compiled_call))
+                      for var in interface.variables],
         "variable_dict": variable_dict,
         "variable_list": [var.name for var in interface.variables],
         "variable_names": ", ".join(var.name for var in interface.variables),

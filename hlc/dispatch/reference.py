@@ -37,6 +37,8 @@ class Choice:
     implementation: str | None  # None when no implementation applies
     parameters: dict[str, int] = field(default_factory=dict)
     predicted: dict[str, float] = field(default_factory=dict)  # seconds; inf where not applicable
+    # each applicable parameterized implementation's parameters, as its choose rule set them
+    settings: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def seconds(self) -> float:
@@ -135,4 +137,5 @@ class Decider:
         best = min(predicted, key=predicted.__getitem__, default=None)
         if best is None or predicted[best] == INFINITY:
             return Choice(None, {}, predicted)
-        return Choice(best, parameters[best], predicted)
+        settings = {name: values for name, values in parameters.items() if values and predicted[name] < INFINITY}
+        return Choice(best, parameters[best], predicted, settings)

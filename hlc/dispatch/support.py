@@ -23,6 +23,7 @@ import numpy
 from hlc.calibrate.harness import Sources, load_attribute
 from hlc.dispatch.reference import Choice
 from hlc.model.fingerprint import digest, machine
+from hlc.runtime import world
 
 __all__ = ["Choice", "ExtrapolationWarning", "ModuleState", "StaleModelError", "StaleModelWarning",
            "clock", "load_attribute", "numpy"]
@@ -87,11 +88,8 @@ class ModuleState:
         used = folder / "used_models.json"
         self.used_models = json.loads(used.read_text(encoding="utf-8")) if used.exists() else {}
         self.sources = Sources(str(Path(models["description"]).parent), str(folder / "ext"))
-        self.P = 1.0
-        if os.environ.get("PMI_SIZE") or os.environ.get("OMPI_COMM_WORLD_SIZE"):
-            from mpi4py import MPI
-
-            self.P = float(MPI.COMM_WORLD.Get_size())
+        self.world = world()
+        self.P = float(self.world.size)
         self.logP = math.log2(self.P)
         self.logging = os.environ.get("HLC_LOG", "") not in ("", "0")
         force = os.environ.get("HLC_FORCE", "")
@@ -105,6 +103,12 @@ class ModuleState:
             if os.environ.get("HLC_STRICT", "") not in ("", "0"):
                 raise StaleModelError(message + " (HLC_STRICT is set)")
             warnings.warn(message + ". Run `hlc recalibrate` to refit them here.", StaleModelWarning, stacklevel=3)
+
+    def agree(self, values: tuple[float, ...]) -> list[float]:
+        """Under MPI every rank must take the same implementation, or their
+        collectives would not match: each variable becomes its largest value
+        over the ranks (one small all-reduce per call)."""
+        return self.world.reduce(numpy.array(values, dtype=float), "max").tolist()
 
     def forced(self, interface: str, names: list[str]) -> tuple[int, dict[str, int]] | None:
         name, parameters = self.force
@@ -120,15 +124,20 @@ class ModuleState:
         LOG.info("%s(%s) → %s%s", interface, shown, target, f"({settings})" if settings else "")
 
     def extrapolating(self, interface: str, variables: dict[str, float]) -> None:
-        """Warn once per variable that leaves the calibrated range."""
+        """Warn once per variable whose value lies outside the range calibrated
+        for every implementation (one calibrated only at P > 1 does not make
+        P = 1 an extrapolation)."""
+        domains = [record["time"]["domain"] for record in self.models["implementations"].values()
+                   if record.get("interface", interface) == interface and "domain" in record.get("time", {})]
         for name, value in variables.items():
-            for implementation, record in self.models["implementations"].items():
-                low, high = record.get("time", {}).get("domain", {}).get(name, (value, value))
-                if (value < low or value > high) and (interface, name) not in self._extrapolated:
-                    self._extrapolated.add((interface, name))
-                    warnings.warn(f"{interface}: {name} = {value:g} lies outside the calibrated range "
-                                  f"{low:g} .. {high:g} (of {implementation}); predictions extrapolate",
-                                  ExtrapolationWarning, stacklevel=3)
+            ranges = [domain[name] for domain in domains if name in domain]
+            if not ranges or (interface, name) in self._extrapolated:
+                continue
+            low, high = min(low for low, _ in ranges), max(high for _, high in ranges)
+            if value < low or value > high:
+                self._extrapolated.add((interface, name))
+                warnings.warn(f"{interface}: {name} = {value:g} lies outside the calibrated range "
+                              f"{low:g} .. {high:g}; predictions extrapolate", ExtrapolationWarning, stacklevel=3)
 
     def library(self):
         """The description, parsed on first use (explain needs the terms)."""
@@ -144,8 +153,12 @@ class ModuleState:
         return explanation(self.library(), self.models, interface, variables, choice, self.used_models)
 
 
-def choice(names: list[str], chosen: int, predicted: list[float], parameters: dict[str, int]) -> Choice:
-    return Choice(names[chosen] if chosen >= 0 else None, dict(parameters), dict(zip(names, predicted, strict=True)))
+def choice(names: list[str], chosen: int, predicted: list[float], settings: dict[int, dict[str, int]]) -> Choice:
+    """A Choice from the C decision: ``settings`` maps the index of each
+    parameterized implementation to its parameters (kept where it applies)."""
+    applicable = {names[i]: dict(values) for i, values in settings.items() if math.isfinite(predicted[i])}
+    return Choice(names[chosen] if chosen >= 0 else None, applicable.get(names[chosen], {}) if chosen >= 0 else {},
+                  dict(zip(names, predicted, strict=True)), applicable)
 
 
 def none_applies(interface: str, variables: Mapping[str, float]) -> None:

@@ -1,78 +1,446 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""Least-significant-digit radix sort with the digit width as a parameter.
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Integer sorts that look at the bits of the keys: LSD radix sort with the
+digit width as a parameter, and counting sort — sequential and SPMD.
 
-Keys of any integer dtype are first mapped, order-preserving, to unsigned
-offsets from the smallest key, so only the bits of the span actually present
-are sorted: ceil(width / bpd) passes of counting, prefix sums and scatter.
+Keys of any integer dtype are sorted as unsigned offsets from the smallest
+key, so only the bits of the span actually present are sorted (key width w).
+Offsets of spans up to 32 bits are held in uint32: half the memory traffic.
+
+Radix sort makes ceil(w / bpd) passes, each a stable counting sort on one
+digit of bpd bits: count → prefix sums → scatter.  The counts of every digit
+are taken in one read of the input; the first pass reads the caller's keys
+and the last writes the result in the caller's dtype, so no pass is spent on
+conversions, and a pass whose digit is the same for every key is skipped.
+
+Under MPI (thesis Fig. 4-11) each pass's counts are combined over the ranks
+with a vector scan and a reduce, which gives every key its global position;
+the keys then move with one all-to-all-v per pass.  Rank r ends with the
+positions [s_r, s_r + n_r) of the sorted keys, s_r = n_0 + … + n_(r−1): as
+many keys as it passed in.
+
+Counting sort counts the occurrences of each of the 2**w values and writes
+the runs out in order; no scatter at all.  Under MPI only the counts travel.
 """
 
 import numpy as np
 
-from libc.stdint cimport uint32_t, uint64_t
+cimport numpy as cnp
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdlib cimport calloc, free
 from libc.string cimport memset
 
+from hlc.runtime import world
+
+cnp.import_array()
+
 ctypedef fused key_t:
+    int8_t
+    int16_t
+    int32_t
+    int64_t
+    uint8_t
+    uint16_t
     uint32_t
     uint64_t
 
-cdef uint64_t SIGN_BIT = 0x8000000000000000
+ctypedef fused offset_t:
+    uint32_t
+    uint64_t
+
+ctypedef fused narrow_t:
+    uint16_t
+    uint32_t
+    uint64_t
+
+#: Digit widths allowed (bits per digit); 2**16 counters per pass at most.
+MAX_BPD = 16
 
 
-cdef void _passes(key_t[::1] keys, key_t[::1] scratch, int width, int bpd, Py_ssize_t[::1] counts) noexcept nogil:
-    """Sort ``keys`` in place by its low ``width`` bits, ``bpd`` bits per pass."""
-    cdef Py_ssize_t n = keys.shape[0], i, total, count
-    cdef Py_ssize_t bins = (<Py_ssize_t>1) << bpd
-    cdef key_t mask = <key_t>(bins - 1)
-    cdef key_t[::1] source = keys
-    cdef key_t[::1] target = scratch
-    cdef key_t[::1] swap
-    cdef int shift = 0
-    cdef size_t digit
-    while shift < width:
-        memset(&counts[0], 0, bins * sizeof(Py_ssize_t))
-        for i in range(n):
-            counts[(source[i] >> shift) & mask] += 1
-        total = 0
-        for i in range(bins):
-            count = counts[i]
-            counts[i] = total
-            total += count
-        for i in range(n):
-            digit = (source[i] >> shift) & mask
-            target[counts[digit]] = source[i]
-            counts[digit] += 1
-        swap = source
-        source = target
-        target = swap
-        shift += bpd
-    if &source[0] != &keys[0]:
-        keys[:] = source
+# ---- checking the arguments ----------------------------------------------------------------
+
+
+def _checked(keys, int bpd):
+    if not isinstance(keys, np.ndarray):
+        raise TypeError(f"keys must be a NumPy array, not {type(keys).__name__}")
+    if keys.dtype.kind not in "iu":
+        raise TypeError(f"keys must hold integers, not {keys.dtype}")
+    if keys.ndim != 1:
+        raise ValueError(f"keys must be 1-D, not {keys.ndim}-D")
+    if not 1 <= bpd <= MAX_BPD:
+        raise ValueError(f"bpd must be in 1 .. {MAX_BPD}, not {bpd}")
+    return np.ascontiguousarray(keys)
+
+
+# ---- the span of the keys ------------------------------------------------------------------
+
+
+def _global_span(array):
+    """The smallest key over all ranks and the bits its span needs; (None, 0) when
+    there are no keys anywhere."""
+    team = world()
+    low, high = (int(array.min()), int(array.max())) if array.shape[0] else (None, None)
+    if team.size > 1:  # combine as int64 pairs; empty ranks contribute the identity
+        info = np.iinfo(array.dtype)
+        lows = team.reduce(np.array([info.max if low is None else low], dtype=array.dtype), "min")
+        highs = team.reduce(np.array([info.min if high is None else high], dtype=array.dtype), "max")
+        if team.reduce(np.array([array.shape[0]], dtype=np.int64))[0] == 0:
+            return None, 0
+        low, high = int(lows[0]), int(highs[0])
+    if low is None:
+        return None, 0
+    return low, (high - low).bit_length()
+
+
+cdef inline uint64_t _as_u64(key_t key) noexcept nogil:
+    """The key's two's-complement bits, sign-extended to 64: differences of two
+    such values are the exact differences of the keys, modulo 2**64."""
+    if key_t is int8_t or key_t is int16_t or key_t is int32_t or key_t is int64_t:
+        return <uint64_t><int64_t>key
+    return <uint64_t>key
+
+
+# ---- the passes ----------------------------------------------------------------------------
+
+
+cdef void _count_digits(key_t[::1] keys, uint64_t low, int passes, int bpd, Py_ssize_t *counts) noexcept nogil:
+    """counts[p * 2**bpd + d]: how many keys have digit d in pass p."""
+    cdef Py_ssize_t i, bins = (<Py_ssize_t>1) << bpd
+    cdef uint64_t offset, mask = <uint64_t>(bins - 1)
+    cdef int p
+    for i in range(keys.shape[0]):
+        offset = _as_u64(keys[i]) - low
+        for p in range(passes):
+            counts[p * bins + ((offset >> (p * bpd)) & mask)] += 1
+
+
+cdef bint _to_starts(Py_ssize_t *counts, Py_ssize_t bins, Py_ssize_t n) noexcept nogil:
+    """Counts → exclusive prefix sums, in place; False when one digit holds all
+    n keys (the pass would not move anything)."""
+    cdef Py_ssize_t d, total = 0, count
+    for d in range(bins):
+        count = counts[d]
+        if count == n:
+            return False
+        counts[d] = total
+        total += count
+    return True
+
+
+cdef void _scatter_keys(key_t[::1] keys, offset_t[::1] target, uint64_t low, int shift, uint64_t mask,
+                        Py_ssize_t *starts) noexcept nogil:
+    """First pass: caller's keys → offsets, by digit."""
+    cdef Py_ssize_t i
+    cdef uint64_t offset
+    for i in range(keys.shape[0]):
+        offset = _as_u64(keys[i]) - low
+        target[starts[(offset >> shift) & mask]] = <offset_t>offset
+        starts[(offset >> shift) & mask] += 1
+
+
+cdef void _scatter_offsets(offset_t[::1] source, offset_t[::1] target, int shift, uint64_t mask,
+                           Py_ssize_t *starts) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef offset_t offset
+    for i in range(source.shape[0]):
+        offset = source[i]
+        target[starts[(offset >> shift) & mask]] = offset
+        starts[(offset >> shift) & mask] += 1
+
+
+cdef void _scatter_back(offset_t[::1] source, key_t[::1] out, uint64_t low, int shift, uint64_t mask,
+                        Py_ssize_t *starts) noexcept nogil:
+    """Last pass: offsets → the caller's dtype, by digit."""
+    cdef Py_ssize_t i
+    cdef offset_t offset
+    for i in range(source.shape[0]):
+        offset = source[i]
+        out[starts[(offset >> shift) & mask]] = <key_t>(offset + low)
+        starts[(offset >> shift) & mask] += 1
+
+
+cdef void _scatter_direct(key_t[::1] keys, key_t[::1] out, uint64_t low, int shift, uint64_t mask,
+                          Py_ssize_t *starts) noexcept nogil:
+    """The only pass: the caller's keys → the result, by digit."""
+    cdef Py_ssize_t i
+    cdef uint64_t offset
+    for i in range(keys.shape[0]):
+        offset = _as_u64(keys[i]) - low
+        out[starts[(offset >> shift) & mask]] = keys[i]
+        starts[(offset >> shift) & mask] += 1
+
+
+cdef void _restore(narrow_t[::1] offsets, key_t[::1] out, uint64_t low) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(offsets.shape[0]):
+        out[i] = <key_t>(offsets[i] + low)
+
+
+cdef void _narrow(key_t[::1] keys, narrow_t[::1] offsets, uint64_t low) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(keys.shape[0]):
+        offsets[i] = <narrow_t>(_as_u64(keys[i]) - low)
+
+
+cdef void _sort_local(key_t[::1] keys, key_t[::1] out, offset_t[::1] one, offset_t[::1] two,
+                      uint64_t low, int width, int bpd, Py_ssize_t *counts) noexcept nogil:
+    """LSD radix sort of ``keys`` into ``out``; ``one`` and ``two`` are scratch.
+    Reads the keys once to count every digit, then one scatter per pass that
+    moves something: the first from ``keys``, the last into ``out``."""
+    cdef int passes = (width + bpd - 1) // bpd, p, active = 0, done = 0
+    cdef Py_ssize_t n = keys.shape[0], bins = (<Py_ssize_t>1) << bpd
+    cdef uint64_t mask = <uint64_t>(bins - 1)
+    cdef offset_t[::1] source = one
+    cdef offset_t[::1] target = two
+    cdef offset_t[::1] swap
+    _count_digits(keys, low, passes, bpd, counts)
+    for p in range(passes):  # counts → starts; a skipped pass keeps its first count at n
+        if _to_starts(counts + p * bins, bins, n):
+            active += 1
+        else:
+            counts[p * bins] = -1
+    if active == 0:  # every key has the same digits: already in order
+        out[:] = keys
+        return
+    for p in range(passes):
+        if counts[p * bins] == -1:
+            continue
+        done += 1
+        if done == 1 and active == 1:
+            _scatter_direct(keys, out, low, p * bpd, mask, counts + p * bins)
+        elif done == 1:
+            _scatter_keys(keys, source, low, p * bpd, mask, counts + p * bins)
+        elif done == active:
+            _scatter_back(source, out, low, p * bpd, mask, counts + p * bins)
+        else:
+            _scatter_offsets(source, target, p * bpd, mask, counts + p * bins)
+            swap = source
+            source = target
+            target = swap
+
+
+def _radix_local(key_t[::1] keys, key_t[::1] out, low, int width, int bpd):
+    cdef int passes = (width + bpd - 1) // bpd
+    cdef Py_ssize_t n = keys.shape[0], bins = (<Py_ssize_t>1) << bpd
+    cdef uint64_t base = <uint64_t>(low & 0xFFFFFFFFFFFFFFFF)
+    cdef Py_ssize_t *counts = <Py_ssize_t *>calloc(passes * bins, sizeof(Py_ssize_t))
+    cdef uint32_t[::1] one32, two32
+    cdef uint64_t[::1] one64, two64
+    if counts == NULL:
+        raise MemoryError()
+    try:
+        if width <= 32:
+            one32 = np.empty(n if passes > 1 else 0, dtype=np.uint32)
+            two32 = np.empty(n if passes > 2 else 0, dtype=np.uint32)
+            with nogil:
+                _sort_local(keys, out, one32, two32, base, width, bpd, counts)
+        else:
+            one64 = np.empty(n if passes > 1 else 0, dtype=np.uint64)
+            two64 = np.empty(n if passes > 2 else 0, dtype=np.uint64)
+            with nogil:
+                _sort_local(keys, out, one64, two64, base, width, bpd, counts)
+    finally:
+        free(counts)
+
+
+# ---- one digit at a time, for the parallel sort ----------------------------------------------
+
+
+def _offsets(key_t[::1] keys, low):
+    """The keys as uint64 offsets from ``low``."""
+    cdef Py_ssize_t i
+    cdef uint64_t base = <uint64_t>(low & 0xFFFFFFFFFFFFFFFF)
+    cdef uint64_t[::1] offsets = np.empty(keys.shape[0], dtype=np.uint64)
+    with nogil:
+        for i in range(keys.shape[0]):
+            offsets[i] = _as_u64(keys[i]) - base
+    return np.asarray(offsets)
+
+
+def _digit_counts(uint64_t[::1] offsets, int shift, int bpd):
+    """How many offsets have each digit value at ``shift``."""
+    cdef Py_ssize_t i
+    cdef uint64_t mask = (<uint64_t>1 << bpd) - 1
+    cdef cnp.int64_t[::1] counts = np.zeros((<Py_ssize_t>1) << bpd, dtype=np.int64)
+    with nogil:
+        for i in range(offsets.shape[0]):
+            counts[(offsets[i] >> shift) & mask] += 1
+    return np.asarray(counts)
+
+
+def _by_digit(uint64_t[::1] offsets, int shift, int bpd, cnp.int64_t[::1] counts):
+    """The offsets stably ordered by their digit at ``shift`` (``counts`` from _digit_counts)."""
+    cdef Py_ssize_t i, d, total = 0, bins = (<Py_ssize_t>1) << bpd
+    cdef uint64_t mask = <uint64_t>(bins - 1)
+    cdef cnp.int64_t[::1] starts = np.empty(bins, dtype=np.int64)
+    cdef uint64_t[::1] target = np.empty(offsets.shape[0], dtype=np.uint64)
+    with nogil:
+        for d in range(bins):
+            starts[d] = total
+            total += counts[d]
+        for i in range(offsets.shape[0]):
+            d = (offsets[i] >> shift) & mask
+            target[starts[d]] = offsets[i]
+            starts[d] += 1
+    return np.asarray(target)
+
+
+def _keys_from(uint64_t[::1] offsets, key_t[::1] out, low):
+    cdef uint64_t base = <uint64_t>(low & 0xFFFFFFFFFFFFFFFF)
+    with nogil:
+        _restore(offsets, out, base)
+
+
+def _radix_parallel(array, low, int width, int bpd, team):
+    """Thesis Fig. 4-11: per pass, global counts by scan and reduce, then one
+    all-to-all-v that sends every key to the rank owning its new position."""
+    cdef Py_ssize_t n = array.shape[0]
+    sizes = team.allgather(np.array([n], dtype=np.int64))[:, 0]
+    bounds = np.concatenate(([0], np.cumsum(sizes)))  # rank r owns positions bounds[r] .. bounds[r+1]
+    offsets = _offsets(array, low)
+    for shift in range(0, width, bpd):
+        counts = _digit_counts(offsets, shift, bpd)
+        before = team.scan(counts)        # keys with each digit on the ranks before this one
+        totals = team.reduce(counts)      # keys with each digit on all ranks
+        if totals.max() == bounds[-1]:    # one digit everywhere: nothing moves
+            continue
+        local = _by_digit(offsets, shift, bpd, counts)
+        # Positions are increasing along ``local``: digit by digit, and within a
+        # digit rank by rank, so each destination rank receives one stretch.
+        digit_starts = np.cumsum(totals) - totals + before
+        first = digit_starts[counts > 0]
+        positions = np.repeat(first - np.concatenate(([0], np.cumsum(counts[counts > 0])[:-1])),
+                              counts[counts > 0]) + np.arange(n)
+        sending = np.diff(np.searchsorted(positions, bounds))
+        received = team.alltoallv(local, sending)
+        # What arrived is ordered by source rank, each source's keys by digit:
+        # a stable sort on the digit puts them in global order.
+        offsets = _by_digit(received, shift, bpd, _digit_counts(received, shift, bpd))
+    out = np.empty_like(array)
+    _keys_from(offsets, out, low)
+    return out
+
+
+# ---- the implementations -----------------------------------------------------------------------
 
 
 def radix_sort(keys, int bpd=8):
-    """Return ``keys`` (a 1-D integer array) sorted, using ``bpd`` bits per digit."""
-    array = np.asarray(keys)
-    if array.ndim != 1 or array.dtype.kind not in "iu":
-        raise TypeError(f"keys must be a 1-D integer array, not {array.dtype} with {array.ndim} dimensions")
-    if not 1 <= bpd <= 16:
-        raise ValueError(f"bpd must be in 1 .. 16, not {bpd}")
+    """Return ``keys`` (a 1-D integer array) sorted, ``bpd`` bits per digit.
+
+    Under MPI each rank passes its keys and gets back as many: its part of the
+    keys of all ranks, sorted, ranks in order.
+    """
+    array = _checked(keys, bpd)
+    team = world()
+    low, width = _global_span(array)
+    if team.size > 1:
+        return _radix_parallel(array, low, width, bpd, team) if low is not None else array.copy()
+    out = np.empty_like(array)
+    if width == 0:
+        out[:] = array
+    else:
+        _radix_local(array, out, low, width, bpd)
+    return out
+
+
+cdef void _count_values(key_t[::1] keys, uint64_t low, cnp.int64_t[::1] counts) noexcept nogil:
+    """counts[v]: how many keys equal low + v.  Few values and many keys make
+    long chains of increments of one counter, each waiting for the last:
+    then four tables take turns and are summed."""
+    cdef Py_ssize_t i, n = keys.shape[0], bins = counts.shape[0], v
+    cdef cnp.int64_t *tables
+    if bins > 4096 or n < 4 * bins:
+        for i in range(n):
+            counts[_as_u64(keys[i]) - low] += 1
+        return
+    tables = <cnp.int64_t *>calloc(4 * bins, sizeof(cnp.int64_t))
+    if tables == NULL:  # no memory for the tables: one table will do
+        for i in range(n):
+            counts[_as_u64(keys[i]) - low] += 1
+        return
+    for i in range(0, n - 3, 4):
+        tables[_as_u64(keys[i]) - low] += 1
+        tables[bins + (_as_u64(keys[i + 1]) - low)] += 1
+        tables[2 * bins + (_as_u64(keys[i + 2]) - low)] += 1
+        tables[3 * bins + (_as_u64(keys[i + 3]) - low)] += 1
+    for i in range(n - n % 4, n):
+        tables[_as_u64(keys[i]) - low] += 1
+    for v in range(bins):
+        counts[v] += tables[v] + tables[bins + v] + tables[2 * bins + v] + tables[3 * bins + v]
+    free(tables)
+
+
+cdef void _write_runs(key_t[::1] out, cnp.int64_t[::1] counts, Py_ssize_t first, uint64_t low) noexcept nogil:
+    """Write the values in order, each as often as counted, skipping the first
+    ``first`` of them (the positions of the ranks before this one)."""
+    cdef Py_ssize_t v = 0, i = 0, j, n = out.shape[0], repeat
+    cdef key_t value
+    while v < counts.shape[0] and first >= counts[v]:
+        first -= counts[v]
+        v += 1
+    while i < n:
+        repeat = counts[v] - first
+        first = 0
+        value = <key_t>(low + <uint64_t>v)
+        if repeat > n - i:
+            repeat = n - i
+        for j in range(i, i + repeat):
+            out[j] = value
+        i += repeat
+        v += 1
+
+
+def _counting(key_t[::1] keys, key_t[::1] out, low, int width, team):
+    cdef uint64_t base = <uint64_t>(low & 0xFFFFFFFFFFFFFFFF)
+    cdef cnp.int64_t[::1] counts = np.zeros((<Py_ssize_t>1) << width, dtype=np.int64)
+    cdef Py_ssize_t first = 0
+    with nogil:
+        _count_values(keys, base, counts)
+    if team.size > 1:
+        first = team.scan(np.array([keys.shape[0]], dtype=np.int64))[0]
+        counts = team.reduce(np.asarray(counts))
+    with nogil:
+        _write_runs(out, counts, first, base)
+
+
+#: Widest span counting sort takes on: 2**24 counters are 128 MiB.
+MAX_COUNTING_WIDTH = 24
+
+
+def counting_sort(keys):
+    """Return ``keys`` sorted by counting each value of their span (at most
+    2**24 values); under MPI, as radix_sort."""
+    array = _checked(keys, 1)
+    team = world()
+    low, width = _global_span(array)
+    if width > MAX_COUNTING_WIDTH:
+        raise ValueError(f"keys span {width} bits; counting sort takes at most {MAX_COUNTING_WIDTH}")
+    out = np.empty_like(array)
+    if low is not None:
+        _counting(array, out, low, width, team)
+    return out
+
+
+def _narrow_sort(key_t[::1] keys, narrow_t[::1] offsets, key_t[::1] out, low):
+    cdef uint64_t base = <uint64_t>(low & 0xFFFFFFFFFFFFFFFF)
+    with nogil:
+        _narrow(keys, offsets, base)
+    np.asarray(offsets).sort()
+    with nogil:
+        _restore(offsets, out, base)
+
+
+def narrow_sort(keys):
+    """Return ``keys`` sorted by numpy.sort on their offsets from the smallest key,
+    held in the narrowest unsigned dtype of 16, 32 or 64 bits that fits the span:
+    NumPy's vectorized sorts take fewer cycles per key on narrower keys.  One rank."""
+    array = _checked(keys, 1)
     if array.shape[0] <= 1:
         return array.copy()
-    if array.dtype.kind == "i":
-        offsets = array.astype(np.int64).view(np.uint64) ^ SIGN_BIT
-    else:
-        offsets = array.astype(np.uint64)
-    smallest = offsets.min()
-    offsets -= smallest
-    width = int(offsets.max()).bit_length()
-    counts = np.empty((<Py_ssize_t>1) << bpd, dtype=np.intp)
-    if width <= 32:
-        narrow = offsets.astype(np.uint32)
-        _passes[uint32_t](narrow, np.empty_like(narrow), width, bpd, counts)
-        offsets = narrow.astype(np.uint64)
-    else:
-        _passes[uint64_t](offsets, np.empty_like(offsets), width, bpd, counts)
-    offsets += smallest
-    if array.dtype.kind == "i":
-        return (offsets ^ SIGN_BIT).view(np.int64).astype(array.dtype)
-    return offsets.astype(array.dtype)
+    low, high = int(array.min()), int(array.max())
+    width = (high - low).bit_length()
+    narrow = np.uint16 if width <= 16 else np.uint32 if width <= 32 else np.uint64
+    if np.dtype(narrow).itemsize >= array.dtype.itemsize:
+        return np.sort(array)
+    out = np.empty_like(array)
+    _narrow_sort(array, np.empty(array.shape[0], dtype=narrow), out, low)
+    return out

@@ -1,0 +1,158 @@
+"""The sort library's implementations equal numpy.sort: on one rank for every
+integer dtype and awkward input (hypothesis), and SPMD under mpiexec -n 2, 3."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from hlc.calibrate.run import mpiexec
+from hlc.compile import compile_extensions
+
+ROOT = Path(__file__).resolve().parents[2]
+SORT = ROOT / "libraries" / "sort"
+DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory) -> Path:
+    return compile_extensions([SORT / "radix.pyx"], tmp_path_factory.mktemp("ext"))
+
+
+@pytest.fixture(scope="module")
+def sorts(compiled):
+    sys.path[:0] = [str(compiled), str(SORT)]
+    try:
+        radix = importlib.import_module("radix")
+        sample = importlib.import_module("sample")
+    finally:
+        del sys.path[:2]
+    return radix, sample
+
+
+def shaped(draw, dtype: str) -> np.ndarray:
+    """Random keys of one dtype, in one of the shapes sorts get wrong."""
+    info = np.iinfo(dtype)
+    values = draw(hnp.arrays(dtype, st.integers(0, 300), elements=st.integers(int(info.min), int(info.max))))
+    shape = draw(st.sampled_from(["random", "sorted", "reversed", "equal", "extremes", "skewed", "narrow"]))
+    if shape == "sorted":
+        return np.sort(values)
+    if shape == "reversed":
+        return np.sort(values)[::-1].copy()
+    if shape == "equal":
+        return np.full(values.shape, values[0] if values.size else info.max, dtype=dtype)
+    if shape == "extremes":
+        return np.where(values % 2 == 0, info.min, info.max).astype(dtype)
+    if shape == "skewed":  # most keys equal, a few far away
+        return np.where(values % 7 == 0, values, info.min + 1).astype(dtype)
+    if shape == "narrow":  # a narrow span far from zero
+        return (values % 37).astype(dtype) + np.asarray(info.max - 40, dtype=dtype)
+    return values
+
+
+@st.composite
+def keys(draw) -> np.ndarray:
+    return shaped(draw, draw(st.sampled_from(DTYPES)))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(keys=keys(), bpd=st.integers(1, 16))
+def test_every_sort_equals_numpy_sort(sorts, keys, bpd):
+    radix, sample = sorts
+    expected = np.sort(keys)
+    before = keys.copy()
+    results = {"radix": radix.radix_sort(keys, bpd), "narrow": radix.narrow_sort(keys),
+               "sample": sample.sample_sort(keys)}
+    if keys.size == 0 or int(keys.max()) - int(keys.min()) < 1 << radix.MAX_COUNTING_WIDTH:
+        results["counting"] = radix.counting_sort(keys)
+    for name, result in results.items():
+        assert result.dtype == keys.dtype, name
+        assert np.array_equal(result, expected), name
+    assert np.array_equal(keys, before)  # the input is left alone
+
+
+def test_wide_spans_and_strided_input(sorts):
+    radix, _ = sorts
+    rng = np.random.default_rng(7)
+    for dtype in ("int64", "uint64"):
+        info = np.iinfo(dtype)
+        values = rng.integers(info.min, info.max, size=20_000, dtype=dtype, endpoint=True)
+        for bpd in (1, 5, 13, 16):
+            assert np.array_equal(radix.radix_sort(values, bpd), np.sort(values))
+        assert np.array_equal(radix.radix_sort(values[::3], 8), np.sort(values[::3]))
+        assert np.array_equal(radix.narrow_sort(values), np.sort(values))
+
+
+@pytest.mark.parametrize("bad, error, words", [
+    (np.zeros(3), TypeError, "integers"),
+    (np.zeros(3, dtype=object), TypeError, "integers"),
+    (np.zeros((2, 2), dtype=np.int64), ValueError, "1-D"),
+    ([3, 1, 2], TypeError, "NumPy array"),
+])
+def test_bad_keys_are_refused_by_name(sorts, bad, error, words):
+    radix, sample = sorts
+    for call in (radix.radix_sort, radix.counting_sort, radix.narrow_sort, sample.sample_sort):
+        with pytest.raises(error, match=f"keys.*{words}"):
+            call(bad)
+    with pytest.raises(ValueError, match="bpd"):
+        radix.radix_sort(np.zeros(3, dtype=np.int64), 17)
+    with pytest.raises(ValueError, match="counting sort takes at most"):
+        radix.counting_sort(np.array([0, 1 << 40]))
+
+
+SPMD_CHECK = """
+import sys
+import numpy as np
+sys.path[:0] = [sys.argv[1], sys.argv[2]]
+import radix, sample
+from hlc.runtime import world
+
+team = world()
+shared = np.random.default_rng(11)           # the same on every rank: what to test
+own = np.random.default_rng(100 + team.rank)  # different on every rank: the keys
+failures = []
+for trial in range(40):
+    dtype = shared.choice(%(dtypes)r)
+    info = np.iinfo(dtype)
+    count = int(own.choice([0, 1, 3, 64, 1000, 4000]))
+    shape = trial %% 4
+    if shape == 0:
+        keys = own.integers(info.min, info.max, size=count, dtype=dtype, endpoint=True)
+    elif shape == 1:                          # all equal: sample sort's worst case
+        keys = np.full(count, 7, dtype=dtype)
+    elif shape == 2:
+        keys = own.integers(0, 4, size=count).astype(dtype)
+    else:
+        keys = np.sort(own.integers(info.min, info.max, size=count, dtype=dtype, endpoint=True))[::-1].copy()
+    everything = team.allgatherv(keys)
+    expected = np.sort(everything)
+    calls = {"radix 3": lambda k: radix.radix_sort(k, 3), "radix 11": lambda k: radix.radix_sort(k, 11),
+             "sample": sample.sample_sort}
+    if everything.size == 0 or int(everything.max()) - int(everything.min()) < 1 << 24:
+        calls["counting"] = radix.counting_sort
+    for name, call in calls.items():
+        mine = call(keys)
+        gathered = team.allgatherv(mine)
+        if mine.shape != keys.shape or mine.dtype != keys.dtype or not np.array_equal(gathered, expected):
+            failures.append((name, str(dtype), count, shape))
+if team.rank == 0:
+    print("failures:", failures)
+""" % {"dtypes": DTYPES}
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_spmd_sorts_give_each_rank_its_part_of_the_global_order(compiled, tmp_path, ranks):
+    script = tmp_path / "spmd_check.py"
+    script.write_text(SPMD_CHECK)
+    result = subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, str(script), str(compiled), str(SORT)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "failures: []" in result.stdout, result.stdout
