@@ -8,9 +8,11 @@ a test compares their decisions on random inputs.
   ``f`` (for a decreasing ``f``, the largest x with f(x) ≥ 0: the thesis's
   "rounded down" extra rows).  Without a sign change in [lo, hi] it returns
   lo − 1 when f is negative there and hi + 1 when it is positive.
-* :func:`integer_minimum` binary-searches on the sign of the forward
-  difference f(m + 1) − f(m), assuming one minimum; it takes O(log(hi − lo))
-  evaluations and may return an endpoint.
+* :func:`integer_minimum` evaluates every x when the range holds at most
+  SCAN_LIMIT values — a model costs nanoseconds, and models may have several
+  minima — and otherwise binary-searches on the sign of the forward
+  difference f(m + 1) − f(m), assuming one minimum (O(log(hi − lo))
+  evaluations).  Ties go to the smallest x.
 * :func:`integer_minimum_over` minimizes over another variable and maps the
   best value to the parameter (thesis §5.3.1: minimizing radix sort's time
   over the number of passes i, with digit width ⌈width / i⌉, has one minimum
@@ -22,6 +24,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 Objective = Callable[[int], float]
+
+#: Ranges of at most this many values are searched exhaustively.
+SCAN_LIMIT = 64
 
 
 def integer_root(f: Objective, lo: int, hi: int) -> int:
@@ -50,9 +55,17 @@ def integer_root(f: Objective, lo: int, hi: int) -> int:
 
 
 def integer_minimum(f: Objective, lo: int, hi: int) -> int:
-    """The x in [lo, hi] minimizing ``f``, for an ``f`` with one minimum."""
+    """The x in [lo, hi] minimizing ``f``: exhaustively over short ranges, else
+    for an ``f`` with one minimum."""
     if lo > hi:
         raise ValueError(f"empty range {lo} .. {hi}")
+    if hi - lo < SCAN_LIMIT:
+        best, least = lo, f(lo)
+        for x in range(lo + 1, hi + 1):
+            value = f(x)
+            if value < least:
+                best, least = x, value
+        return best
     while lo < hi:
         middle = lo + (hi - lo) // 2
         if f(middle + 1) < f(middle):  # still descending: the minimum is to the right

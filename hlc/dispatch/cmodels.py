@@ -25,13 +25,23 @@ from hlc.language.functions import BUILTINS
 from hlc.language.nest import constant_values
 from hlc.model.predict import helpers_for
 from hlc.model.render import model_sum, used_helpers
+from hlc.optimize import SCAN_LIMIT
 
-SEARCHES = """\
+SEARCHES = f"#define HLC_SCAN_LIMIT {SCAN_LIMIT}L\n" + """\
 typedef double (*hlc_objective)(long, void *);
 
-/* Mirrors hlc.optimize.integer_minimum: binary search on the sign of the
-   forward difference, assuming one minimum. */
+/* Mirrors hlc.optimize.integer_minimum: every value of a short range, else
+   binary search on the sign of the forward difference, assuming one minimum. */
 static long hlc_integer_minimum(hlc_objective f, long lo, long hi, void *state) {
+    if (hi - lo < HLC_SCAN_LIMIT) {
+        long best = lo, x;
+        double least = f(lo, state), value;
+        for (x = lo + 1; x <= hi; x++) {
+            value = f(x, state);
+            if (value < least) { best = x; least = value; }
+        }
+        return best;
+    }
     while (lo < hi) {
         long middle = lo + (hi - lo) / 2;
         if (f(middle + 1, state) < f(middle, state)) lo = middle + 1;
