@@ -8,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint clean
+.PHONY: setup demo demo-quick test lint clean
 
 setup: $(STAMP)
 
@@ -20,6 +20,10 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/hlc check -q libraries/*.hl
+	$(BIN)/hlc build libraries/sort.hl
+	$(BIN)/python benchmarks/sort_demo.py build/sort
+
+demo-quick: $(STAMP)
 	$(BIN)/hlc build libraries/sort.hl --quick
 	$(BIN)/python benchmarks/sort_demo.py build/sort
 
