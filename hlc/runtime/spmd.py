@@ -1,11 +1,14 @@
-"""Collective operations over MPI (mpi4py), the same calls on one rank.
+"""Collective operations and messages over MPI (mpi4py), the same calls on one rank.
 
 Parallel implementations are SPMD: every rank calls the same function with its
-own part of the data.  They need only a few collectives — a barrier, vector
-reductions and scans (thesis §4.5: CombineVector), an all-to-all with per-rank
-counts — so this module wraps exactly those, on NumPy buffers, and gives each
-a one-rank meaning that costs nothing.  Code written against ``World`` runs
-unchanged under ``mpiexec -n P`` and as a plain program.
+own part of the data.  They need only a few operations — a barrier (also split
+in two halves), vector reductions and scans (thesis §4.5: CombineVector), a
+broadcast, all-gathers and an all-to-all with per-rank counts, and blocking
+messages for halo exchanges — so this module wraps exactly those, on NumPy
+buffers, and gives each a one-rank meaning that costs nothing and loads no MPI
+library.  Code written against ``World`` runs unchanged under ``mpiexec -n P``
+and as a plain program.  Under ``HLC_PLATFORM`` every operation also pays an
+emulated network's cost (:mod:`hlc.runtime.platform`).
 """
 
 from __future__ import annotations
@@ -17,11 +20,15 @@ from typing import Any
 
 import numpy as np
 
+from hlc.runtime.platform import Platform, current_platform
+
 #: Environment variables a process manager sets in the processes it starts
 #: (MPICH's Hydra sets PMI_*, Open MPI OMPI_COMM_WORLD_*).
 _LAUNCHER_VARIABLES = ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE")
 
-_OPERATIONS = ("sum", "min", "max")
+#: MPI's own reductions, then the statistics computed from them (in float64).
+_MPI_OPERATIONS = ("sum", "min", "max")
+_OPERATIONS = (*_MPI_OPERATIONS, "average", "variance", "median")
 
 
 def launched_by_mpiexec() -> bool:
@@ -29,33 +36,95 @@ def launched_by_mpiexec() -> bool:
     return any(os.environ.get(name) for name in _LAUNCHER_VARIABLES)
 
 
+class SplitBarrier:
+    """A barrier started but not yet waited for (MPI_Ibarrier).
+
+    A rank that has nothing left to do but wait can keep receiving messages
+    (``World.probe``) until ``test()`` says every rank has arrived — in a
+    blocking barrier it could not, and a peer still sending to it would hang.
+    """
+
+    def __init__(self, request: Any = None):
+        self._request = request  # None: done (one rank, or completed)
+
+    def test(self) -> bool:
+        """Whether every rank has started the barrier; never blocks."""
+        if self._request is not None and self._request.Test():
+            self._request = None
+        return self._request is None
+
+    def complete(self) -> None:
+        """Wait until every rank has started the barrier."""
+        if self._request is not None:
+            self._request.Wait()
+            self._request = None
+
+
 class World:
     """The ranks of this run: ``rank`` in 0 .. ``size`` − 1, and collectives.
 
-    Every collective must be called by all ranks, in the same order.
+    Every collective must be called by all ranks, in the same order.  Arrays
+    received are always new; arrays passed are never modified.  On an emulated
+    platform, each operation first busy-waits its start-up plus the bytes this
+    rank sends in it (its send buffer) times the per-byte cost.
     """
 
-    def __init__(self, communicator: Any = None):
+    def __init__(self, communicator: Any = None, platform: Platform | None = None):
         self._communicator = communicator
         self.rank = 0 if communicator is None else communicator.Get_rank()
         self.size = 1 if communicator is None else communicator.Get_size()
+        self._platform = current_platform() if platform is None else platform
+        # The emulated network, or None natively and on one rank (where nothing
+        # is sent): the only thing the native path checks.
+        self._emulated = None if self.size == 1 or self._platform.native else self._platform
 
     def __repr__(self) -> str:
         return f"World(rank={self.rank}, size={self.size})"
 
+    @property
+    def platform(self) -> Platform:
+        """The network whose costs communication pays (native: none added)."""
+        return self._platform
+
     def barrier(self) -> None:
+        """Wait until every rank has called ``barrier``."""
         if self.size > 1:
+            if self._emulated is not None:
+                self._emulated.spend(0)
             self._communicator.Barrier()
 
+    def barrier_start(self) -> SplitBarrier:
+        """Start a barrier and return at once; ``test()`` or ``complete()`` the handle."""
+        if self.size == 1:
+            return SplitBarrier()
+        if self._emulated is not None:
+            self._emulated.spend(0)
+        return SplitBarrier(self._communicator.Ibarrier())
+
     def reduce(self, vector: np.ndarray, operation: str = "sum") -> np.ndarray:
-        """Element-wise ``operation`` ("sum", "min", "max") of every rank's vector,
-        returned on every rank (an all-reduce)."""
+        """Element-wise ``operation`` of every rank's vector, returned on every rank
+        (an all-reduce).  "sum", "min", "max" keep the dtype; "average",
+        "variance" (population) and "median" over the ranks are float64."""
+        if operation not in _OPERATIONS:
+            raise ValueError(f"operation must be one of {', '.join(_OPERATIONS)}, not {operation!r}")
         vector = np.ascontiguousarray(vector)
         if self.size == 1:
-            return vector.copy()
-        result = np.empty_like(vector)
-        self._communicator.Allreduce(vector, result, op=self._operation(operation))
-        return result
+            if operation == "variance":
+                return np.zeros(vector.shape, dtype=np.float64)
+            return vector.astype(np.float64) if operation in ("average", "median") else vector.copy()
+        if self._emulated is not None:
+            self._emulated.spend(vector.nbytes)
+        if operation in _MPI_OPERATIONS:
+            result = np.empty_like(vector)
+            self._communicator.Allreduce(vector, result, op=self._operation(operation))
+            return result
+        values = vector.astype(np.float64)
+        if operation == "median":
+            return np.median(self._allgather(values), axis=0)
+        mean = self._sum(values) / self.size
+        if operation == "average":
+            return mean
+        return self._sum((values - mean) ** 2) / self.size  # two passes: no cancellation
 
     def scan(self, vector: np.ndarray) -> np.ndarray:
         """Element-wise sum of the vectors of the ranks before this one (an
@@ -65,9 +134,37 @@ class World:
         if self.size > 1:
             from mpi4py import MPI
 
+            if self._emulated is not None:
+                self._emulated.spend(vector.nbytes)
             self._communicator.Exscan(vector, result, op=MPI.SUM)
             if self.rank == 0:  # MPI leaves rank 0's buffer undefined
                 result[...] = 0
+        return result
+
+    def broadcast(self, vector: np.ndarray | None, root: int = 0) -> np.ndarray:
+        """The root's array on every rank.  Only the root need know its shape and
+        dtype; the others' ``vector`` is ignored (pass None)."""
+        self._check_rank(root, "root")
+        if self.size == 1:
+            return _buffer(vector, copy=True)
+        from mpi4py import MPI
+
+        header = None
+        if self.rank == root:
+            if self._emulated is not None:
+                self._emulated.spend(np.asarray(vector).nbytes)
+            try:
+                vector = _buffer(vector, copy=True)
+                header = (vector.shape, vector.dtype)
+            except ValueError as error:  # tell the other ranks before raising
+                header = str(error)
+        elif self._emulated is not None:
+            self._emulated.spend(0)
+        header = self._communicator.bcast(header, root=root)
+        if isinstance(header, str):
+            raise ValueError(f"broadcast from rank {root}: {header}")
+        result = vector if self.rank == root else np.empty(header[0], dtype=header[1])
+        self._communicator.Bcast([result, MPI.BYTE], root=root)
         return result
 
     def allgather(self, vector: np.ndarray) -> np.ndarray:
@@ -75,16 +172,18 @@ class World:
         vector = np.ascontiguousarray(vector)
         if self.size == 1:
             return vector[np.newaxis].copy()
-        result = np.empty((self.size, *vector.shape), dtype=vector.dtype)
-        self._communicator.Allgather(vector, result)
-        return result
+        if self._emulated is not None:
+            self._emulated.spend(vector.nbytes)
+        return self._allgather(vector)
 
     def allgatherv(self, vector: np.ndarray) -> np.ndarray:
         """The concatenation of every rank's 1-D vector, in rank order (lengths may differ)."""
         vector = np.ascontiguousarray(vector)
         if self.size == 1:
             return vector.copy()
-        counts = self.allgather(np.array([vector.shape[0]], dtype=np.int64))[:, 0]
+        if self._emulated is not None:
+            self._emulated.spend(vector.nbytes)
+        counts = self._allgather(np.array([vector.shape[0]], dtype=np.int64))[:, 0]
         result = np.empty(int(counts.sum()), dtype=vector.dtype)
         displacements = np.concatenate(([0], np.cumsum(counts)[:-1]))
         self._communicator.Allgatherv(vector, [result, counts, displacements, self._mpi_type(vector)])
@@ -100,6 +199,8 @@ class World:
                              f"({send.shape[0]}), not {counts.tolist()}")
         if self.size == 1:
             return send.copy()
+        if self._emulated is not None:
+            self._emulated.spend(send.nbytes)
         arriving = np.empty(self.size, dtype=np.int64)
         self._communicator.Alltoall(counts, arriving)
         received = np.empty(int(arriving.sum()), dtype=send.dtype)
@@ -108,16 +209,100 @@ class World:
                                      [received, arriving, _starts(arriving), kind])
         return received
 
+    def send(self, array: np.ndarray, destination: int, tag: int = 0) -> None:
+        """Send ``array`` to rank ``destination``, which calls ``receive(source, tag)``.
+
+        Blocks until the buffer may be reused — for large arrays, until the
+        receiver has started receiving.
+        """
+        self._check_peer(destination, "destination", tag)
+        array = _buffer(array)
+        from mpi4py import MPI
+
+        if self._emulated is not None:
+            self._emulated.spend(array.nbytes)
+        # The header (shape, dtype) first: messages between two ranks with one tag keep their order.
+        self._communicator.send((array.shape, array.dtype), dest=destination, tag=tag)
+        self._communicator.Send([array, MPI.BYTE], dest=destination, tag=tag)
+
+    def receive(self, source: int, tag: int = 0) -> np.ndarray:
+        """The array rank ``source`` sends with ``send(array, this rank, tag)``."""
+        self._check_peer(source, "source", tag)
+        from mpi4py import MPI
+
+        if self._emulated is not None:
+            self._emulated.spend(0)
+        shape, dtype = self._communicator.recv(source=source, tag=tag)
+        result = np.empty(shape, dtype=dtype)
+        self._communicator.Recv([result, MPI.BYTE], source=source, tag=tag)
+        return result
+
+    def sendrecv(self, array: np.ndarray, destination: int, source: int, tag: int = 0) -> np.ndarray:
+        """Send ``array`` to ``destination`` and return what ``source`` sends here,
+        at once: ranks that exchange with each other (halos) cannot deadlock."""
+        self._check_rank(destination, "destination")
+        self._check_rank(source, "source")
+        _check_tag(tag)
+        array = _buffer(array)
+        if self.size == 1:
+            return array.copy()
+        from mpi4py import MPI
+
+        if self._emulated is not None:
+            self._emulated.spend(array.nbytes)
+        shape, dtype = self._communicator.sendrecv((array.shape, array.dtype), dest=destination, sendtag=tag,
+                                                   source=source, recvtag=tag)
+        result = np.empty(shape, dtype=dtype)
+        self._communicator.Sendrecv([array, MPI.BYTE], dest=destination, sendtag=tag,
+                                    recvbuf=[result, MPI.BYTE], source=source, recvtag=tag)
+        return result
+
+    def probe(self, source: int | None = None, tag: int | None = None) -> tuple[int, int] | None:
+        """``(source, tag)`` of a message waiting to be received (from any rank and
+        with any tag where None), or None; never blocks.  Lets a rank waiting in a
+        split barrier keep serving messages."""
+        if self.size == 1:
+            return None  # nothing can be sent here: send to oneself is refused
+        from mpi4py import MPI
+
+        status = MPI.Status()
+        found = self._communicator.Iprobe(source=MPI.ANY_SOURCE if source is None else source,
+                                          tag=MPI.ANY_TAG if tag is None else tag, status=status)
+        return (status.Get_source(), status.Get_tag()) if found else None
+
     @staticmethod
     def time() -> float:
         """Seconds on a monotonic wall clock (MPI.Wtime's equivalent)."""
         return time.perf_counter()
 
+    def _allgather(self, vector: np.ndarray) -> np.ndarray:
+        result = np.empty((self.size, *vector.shape), dtype=vector.dtype)
+        self._communicator.Allgather(vector, result)
+        return result
+
+    def _sum(self, vector: np.ndarray) -> np.ndarray:
+        result = np.empty_like(vector)
+        self._communicator.Allreduce(vector, result, op=self._operation("sum"))
+        return result
+
+    def _check_rank(self, rank: int, role: str) -> None:
+        if not 0 <= rank < self.size:
+            raise ValueError(f"{role} must be a rank in 0 .. {self.size - 1}, not {rank}")
+
+    def _check_peer(self, rank: int, role: str, tag: int) -> None:
+        """Blocking send and receive need another rank: to oneself, the send would
+        wait for a receive that comes only after it (use ``sendrecv``)."""
+        self._check_rank(rank, role)
+        _check_tag(tag)
+        if rank == self.rank:
+            raise ValueError(f"rank {self.rank} cannot send to or receive from itself with send/receive "
+                             f"(the send would wait forever); use sendrecv")
+
     @staticmethod
     def _operation(name: str) -> Any:
         from mpi4py import MPI
 
-        if name not in _OPERATIONS:
+        if name not in _MPI_OPERATIONS:
             raise ValueError(f"operation must be one of {', '.join(_OPERATIONS)}, not {name!r}")
         return {"sum": MPI.SUM, "min": MPI.MIN, "max": MPI.MAX}[name]
 
@@ -126,6 +311,21 @@ class World:
         from mpi4py import MPI
 
         return MPI._typedict[array.dtype.char]
+
+
+def _buffer(array: Any, copy: bool = False) -> np.ndarray:
+    """``array`` as a C-contiguous NumPy array that can travel as raw bytes."""
+    if array is None:
+        raise ValueError("expected an array, not None")
+    result = np.array(array, order="C", copy=True) if copy else np.asarray(array, order="C")
+    if result.dtype.hasobject:
+        raise ValueError(f"arrays of Python objects cannot be sent as buffers (dtype {result.dtype})")
+    return result
+
+
+def _check_tag(tag: int) -> None:
+    if tag < 0:
+        raise ValueError(f"tag must be >= 0, not {tag}")
 
 
 def _starts(counts: np.ndarray) -> np.ndarray:

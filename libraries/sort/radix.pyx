@@ -47,6 +47,10 @@ ctypedef fused offset_t:
     uint32_t
     uint64_t
 
+ctypedef fused count_t:
+    uint32_t
+    int64_t
+
 ctypedef fused narrow_t:
     uint16_t
     uint32_t
@@ -342,17 +346,17 @@ def radix_sort(keys, int bpd=8):
     return out
 
 
-cdef void _count_values(key_t[::1] keys, uint64_t low, cnp.int64_t[::1] counts) noexcept nogil:
+cdef void _count_values(key_t[::1] keys, uint64_t low, count_t[::1] counts) noexcept nogil:
     """counts[v]: how many keys equal low + v.  Few values and many keys make
     long chains of increments of one counter, each waiting for the last:
     then four tables take turns and are summed."""
     cdef Py_ssize_t i, n = keys.shape[0], bins = counts.shape[0], v
-    cdef cnp.int64_t *tables
+    cdef count_t *tables
     if bins > 4096 or n < 4 * bins:
         for i in range(n):
             counts[_as_u64(keys[i]) - low] += 1
         return
-    tables = <cnp.int64_t *>calloc(4 * bins, sizeof(cnp.int64_t))
+    tables = <count_t *>calloc(4 * bins, sizeof(count_t))
     if tables == NULL:  # no memory for the tables: one table will do
         for i in range(n):
             counts[_as_u64(keys[i]) - low] += 1
@@ -369,7 +373,7 @@ cdef void _count_values(key_t[::1] keys, uint64_t low, cnp.int64_t[::1] counts) 
     free(tables)
 
 
-cdef void _write_runs(key_t[::1] out, cnp.int64_t[::1] counts, Py_ssize_t first, uint64_t low) noexcept nogil:
+cdef void _write_runs(key_t[::1] out, count_t[::1] counts, Py_ssize_t first, uint64_t low) noexcept nogil:
     """Write the values in order, each as often as counted, skipping the first
     ``first`` of them (the positions of the ranks before this one)."""
     cdef Py_ssize_t v = 0, i = 0, j, n = out.shape[0], repeat
@@ -377,29 +381,43 @@ cdef void _write_runs(key_t[::1] out, cnp.int64_t[::1] counts, Py_ssize_t first,
     while v < counts.shape[0] and first >= counts[v]:
         first -= counts[v]
         v += 1
-    while i < n:
+    while i < n:  # runs are mostly 0 or 1 long when the span is wide: write one unconditionally
         repeat = counts[v] - first
         first = 0
         value = <key_t>(low + <uint64_t>v)
-        if repeat > n - i:
-            repeat = n - i
-        for j in range(i, i + repeat):
-            out[j] = value
+        out[i] = value  # overwritten by the next value when this one's run is empty
+        if repeat > 1:
+            if repeat > n - i:
+                repeat = n - i
+            for j in range(i + 1, i + repeat):
+                out[j] = value
         i += repeat
         v += 1
 
 
-def _counting(key_t[::1] keys, key_t[::1] out, low, int width, team):
+def _count(key_t[::1] keys, count_t[::1] counts, low):
     cdef uint64_t base = <uint64_t>(low & 0xFFFFFFFFFFFFFFFF)
-    cdef cnp.int64_t[::1] counts = np.zeros((<Py_ssize_t>1) << width, dtype=np.int64)
-    cdef Py_ssize_t first = 0
     with nogil:
         _count_values(keys, base, counts)
-    if team.size > 1:
-        first = team.scan(np.array([keys.shape[0]], dtype=np.int64))[0]
-        counts = team.reduce(np.asarray(counts))
+
+
+def _write(key_t[::1] out, count_t[::1] counts, Py_ssize_t first, low):
+    cdef uint64_t base = <uint64_t>(low & 0xFFFFFFFFFFFFFFFF)
     with nogil:
         _write_runs(out, counts, first, base)
+
+
+def _counting(array, out, low, int width, team):
+    """Count, combine the counts over the ranks, write this rank's positions.
+    On one rank 32-bit counters do (half the memory of the table)."""
+    narrow = team.size == 1 and array.shape[0] < 2**32
+    counts = np.zeros(1 << width, dtype=np.uint32 if narrow else np.int64)
+    _count(array, counts, low)
+    first = 0
+    if team.size > 1:
+        first = int(team.scan(np.array([array.shape[0]], dtype=np.int64))[0])
+        counts = team.reduce(counts)
+    _write(out, counts, first, low)
 
 
 #: Widest span counting sort takes on: 2**24 counters are 128 MiB.
