@@ -36,10 +36,10 @@ def test_summary_of_the_sort_library():
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "implementation radix → radix_sort" in out
-    assert "parameter bpd in 1 .. 16, chosen by minimizing time over i in" in out
-    # 9 sizes × 8 widths × 16 digit widths for radix; the others skip the bpd loop.
-    assert "radix: 1,152 fitting + 20 verification samples per rank count" in out
-    assert "numpy: 72 fitting + 20 verification samples per rank count" in out
+    assert "parameter bpd in 1 .. 16, chosen by minimizing time" in out
+    # 17 sizes × 10 widths × 16 digit widths for radix; the others skip the bpd loop.
+    assert "radix: 2,720 fitting + 20 verification samples per rank count" in out
+    assert "numpy: 170 fitting + 20 verification samples per rank count" in out
     assert "2 rank counts" in out
 
 
@@ -91,7 +91,7 @@ def test_parse_reads_text_relative_to_the_current_folder(monkeypatch):
     monkeypatch.chdir(ROOT / "libraries")
     library = hlc.parse((ROOT / "libraries/sort.hl").read_text())
     assert library.filename == "<string>"
-    assert [i.name for i in library.implementations] == ["radix", "numpy", "stable"]
+    assert [i.name for i in library.implementations] == ["radix", "counting", "narrow", "numpy", "sample"]
 
 
 def test_parse_rejects_non_text():
