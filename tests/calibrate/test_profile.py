@@ -89,9 +89,28 @@ def test_budget_stops_early_and_resume_completes(tmp_path):
     assert sorted(after) == sorted(points_of(fresh))
 
 
+SLOW = """\
+library slow
+from "pause.py" import pause, make
+interface f(x: float64[])
+    n = len(x)
+    impl a = pause
+        time ~ 1 + n
+    profile
+        for i in 1 .. 200 ++
+        x = make(i, seed)
+        verify 2
+"""
+
+
 def test_interrupted_profile_leaves_a_valid_file_that_resumes(tmp_path):
+    # 200 points of at least 5 ms each: the interrupt lands mid-run however fast the machine.
+    (tmp_path / "pause.py").write_text("import time\nimport numpy\n\n\ndef pause(x):\n    time.sleep(0.001)\n"
+                                       "    return x.sum()\n\n\ndef make(count, seed):\n"
+                                       "    return numpy.ones(count)\n")
+    (tmp_path / "slow.hl").write_text(SLOW)
     samples = tmp_path / "samples.jsonl"
-    command = [sys.executable, "-m", "hlc", "profile", str(DESCRIPTIONS / "vector.hl"), "-o", str(samples),
+    command = [sys.executable, "-m", "hlc", "profile", str(tmp_path / "slow.hl"), "-o", str(samples),
                "--build", str(tmp_path / "build")]
     child = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
