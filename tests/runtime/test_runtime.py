@@ -10,10 +10,12 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import hlc
 from hlc.calibrate.run import mpiexec
 from hlc.runtime import PRESETS, Platform, World, current_platform, launched_by_mpiexec
 
@@ -329,3 +331,21 @@ def test_spend_busy_waits_the_cost():
     start = time.perf_counter()
     platform.spend(1000)
     assert time.perf_counter() - start >= 2e-3
+
+
+def test_the_runtime_library_calibrates_its_primitives(tmp_path):
+    """libraries/runtime.hl: every primitive gets a model at 1 and 2 ranks, and the
+    built module calls the primitives."""
+
+
+    root = Path(__file__).resolve().parents[2]
+    result = hlc.build(root / "libraries" / "runtime.hl", out=tmp_path / "runtime", quick=True)
+    runtime = hlc.load(tmp_path / "runtime")
+    models = runtime.__models__["implementations"]
+    assert set(models) == {"ClearMemory", "CombineVector", "Roundtrip", "BlockTransfer", "Barrier"}
+    assert all("coefficients" in record["time"] for record in models.values()), result
+    buffer = np.ones(1000)
+    runtime.clear(buffer)
+    assert not buffer.any()
+    assert np.array_equal(runtime.combine(np.arange(5.0)), np.arange(5.0))
+    assert runtime.predict("BlockTransfer", bytes=1 << 20, P=2) > runtime.predict("BlockTransfer", bytes=1 << 10, P=2)

@@ -1,0 +1,46 @@
+"""The runtime's primitives as implementations, so the toolkit can calibrate
+them (thesis §6.3): each is an SPMD call every rank makes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hlc.runtime import world
+
+
+def clear_memory(buffer: np.ndarray) -> None:
+    """Zero a buffer: the cost of touching memory, no communication."""
+    buffer.fill(0)
+
+
+def combine_vector(vector: np.ndarray) -> np.ndarray:
+    """Element-wise sum over the ranks, on every rank (CombineVector)."""
+    return world().reduce(vector)
+
+
+def roundtrip(token: np.ndarray) -> None:
+    """Rank 0 sends a small message to rank 1, which sends it back."""
+    team = world()
+    if team.rank == 0:
+        team.send(token, 1)
+        team.receive(1)
+    elif team.rank == 1:
+        team.send(team.receive(0), 0)
+
+
+def block_transfer(block: np.ndarray) -> None:
+    """Ranks 2k and 2k + 1 exchange blocks (the last rank of an odd count idles)."""
+    team = world()
+    partner = team.rank ^ 1
+    if partner < team.size:
+        team.sendrecv(block, partner, partner)
+
+
+def barrier(token: np.ndarray) -> None:
+    """All ranks meet.  (The token only gives the profile something to vary.)"""
+    world().barrier()
+
+
+def block_of(count: int) -> np.ndarray:
+    """``count`` bytes to transfer."""
+    return np.zeros(count, dtype=np.uint8)
