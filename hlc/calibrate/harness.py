@@ -348,7 +348,7 @@ class Profiler:
         size = self.context.size
         seed = self.sample_seed(interface, verify, index)
         arguments = interface.arguments(point, seed, size)
-        variables = self.context.agree(dict(interface.variables(*arguments)))
+        variables = self.context.agree(dict(interface.variables(*arguments, P=size)))
         variables.update(P=size, logP=math.log2(size))
         rng = random.Random(f"{self.seed}:{interface.name}:settings:{index}")
         candidates: list[tuple[Implementation, dict]] = []

@@ -92,11 +92,13 @@ def _interface_functions(interface: ast.Interface, decider: Decider, state: Modu
                          helpers: dict[str, Callable], callables: dict[str, Callable]) -> dict[str, Callable]:
     def variables_of(*arguments: Any) -> dict[str, float]:
         check_arguments(interface, arguments)
-        environment = {**decider.predictor.constants, **dict(zip((a.name for a in interface.arguments), arguments,
-                                                                   strict=True))}
+        environment = {**decider.predictor.constants, "P": state.P, "logP": state.logP,
+                       **dict(zip((a.name for a in interface.arguments), arguments, strict=True))}
         values = {}
         for variable in interface.variables:
             values[variable.name] = environment[variable.name] = evaluate(variable.value, environment, helpers)
+        if state.P > 1 and values:  # every rank must choose alike
+            values = dict(zip(values, state.agree(tuple(values.values())), strict=True))
         return {**values, "P": state.P, "logP": state.logP}
 
     def choose(*arguments: Any):

@@ -112,7 +112,10 @@ def test_interrupted_profile_leaves_a_valid_file_that_resumes(tmp_path):
     samples = tmp_path / "samples.jsonl"
     command = [sys.executable, "-m", "hlc", "profile", str(tmp_path / "slow.hl"), "-o", str(samples),
                "--build", str(tmp_path / "build")]
-    child = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # A shell without job control starts background commands with SIGINT ignored, and
+    # Python keeps that; give the child the default so that it sees a Ctrl-C.
+    child = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(points_of(samples)) < 3:
         time.sleep(0.05)
