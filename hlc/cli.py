@@ -74,6 +74,15 @@ def create_parser() -> argparse.ArgumentParser:
                              help="take only fresh verification samples; refit only the implementations "
                                   "whose models no longer predict them (nothing, when all do)")
     _build_options(recalibrate)
+
+    explain = commands.add_parser("explain", help="why a built library chooses what it chooses for some variables",
+                                  description="Print the dispatch module's explanation for the given explanatory "
+                                              "variables: each implementation's predicted time, the chosen one "
+                                              "and its parameters, the terms that dominate, and the calibration.")
+    explain.add_argument("build", metavar="BUILD", help="a built library (the folder hlc build wrote)")
+    explain.add_argument("variables", nargs="+", metavar="VAR=VALUE", type=_assignment,
+                         help="every explanatory variable of the interface; P (and logP) optional")
+    explain.add_argument("--interface", help="which interface (default: the first)")
     return parser
 
 
@@ -223,12 +232,44 @@ def cmd_check(args: argparse.Namespace) -> int:
     return status
 
 
+def cmd_explain(args: argparse.Namespace) -> int:
+    from hlc.dispatch.build import load
+
+    module = load(args.build)
+    names = list(dict.fromkeys(record["interface"] for record in module.__models__["implementations"].values()))
+    interface = args.interface or names[0]
+    if interface not in names:
+        print(f"{args.build}: error: no interface {interface!r}; the interfaces are {', '.join(names)}",
+              file=sys.stderr)
+        return USER_ERROR
+    explain = getattr(module, f"explain_{interface}_at", None)
+    if explain is None:
+        print(f"{args.build}: error: built by an older hlc; run `hlc recalibrate {args.build}` or build it again",
+              file=sys.stderr)
+        return USER_ERROR
+    from hlc.language.parse import parse_file
+
+    known = {v.name for v in parse_file(module.__models__["description"]).interface(interface).variables}
+    given = dict(args.variables)
+    unknown = sorted(set(given) - known - {"P", "logP"})
+    missing = sorted(known - set(given))
+    if unknown or missing:
+        problems = ([f"unknown variable(s) {', '.join(unknown)}"] if unknown else []) + \
+                   ([f"missing {', '.join(missing)}"] if missing else [])
+        print(f"{args.build}: error: {'; '.join(problems)}; {interface} takes {', '.join(sorted(known))} "
+              f"(and optionally P)", file=sys.stderr)
+        return USER_ERROR
+    print(explain(**given))
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check,
     "profile": cmd_profile,
     "fit": cmd_fit,
     "build": cmd_build,
     "recalibrate": cmd_recalibrate,
+    "explain": cmd_explain,
 }
 
 

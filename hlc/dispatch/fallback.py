@@ -10,6 +10,7 @@ definition the compiled module is tested against.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -120,6 +121,18 @@ def _interface_functions(interface: ast.Interface, decider: Decider, state: Modu
     def explain(*arguments: Any) -> str:
         return state.explain(interface.name, variables_of(*arguments), choose(*arguments))
 
+    def at(variables: dict[str, float]) -> dict[str, float]:
+        P = variables.get("P", state.P)
+        return {**{v.name: variables[v.name] for v in interface.variables}, "P": P,
+                "logP": variables.get("logP", math.log2(P))}
+
+    def choose_at(**variables: float):
+        return decider.decide(interface, at(variables))
+
+    def explain_at(**variables: float) -> str:
+        return state.explain(interface.name, at(variables), choose_at(**variables))
+
     call.__name__, call.__doc__ = interface.name, interface.doc
     return {interface.name: call, f"choose_{interface.name}": choose, f"explain_{interface.name}": explain,
-            f"variables_{interface.name}": variables_of}
+            f"variables_{interface.name}": variables_of, f"choose_{interface.name}_at": choose_at,
+            f"explain_{interface.name}_at": explain_at}

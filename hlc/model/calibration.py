@@ -175,7 +175,8 @@ def calibrate(library: ast.Library, samples: Samples, *, relative: bool = True, 
         entry["c"] = c_source(interface, implementation, entry)
         record["time"] = entry
     return {
-        "format": MODELS_FORMAT, "library": library.name, "description": library.filename,
+        # absolute: a built module finds its description (and its sources) from any folder
+        "format": MODELS_FORMAT, "library": library.name, "description": str(Path(library.filename).resolve()),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "samples_header": samples.header,
         "settings": {"relative": relative, "confidence": confidence},
         "fingerprint": fingerprint(library, quick=quick), "implementations": implementations,

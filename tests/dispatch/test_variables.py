@@ -45,3 +45,24 @@ def test_variables_may_use_p_and_earlier_variables(tmp_path, monkeypatch):
     python = hlc.load(tmp_path / "python")
     assert python.choose(x).implementation == compiled.choose(x).implementation
     assert python.f(x) == compiled.f(x) == 100.0
+
+
+def test_hlc_explain_prints_the_module_s_predictions_and_choice(tmp_path, capsys):
+    from hlc.cli import main
+    from hlc.dispatch.explain import _seconds
+
+    description = tmp_path / "chained.hl"
+    description.write_text(DESCRIPTION)
+    hlc.build(description, out=tmp_path / "chained", quick=True)
+    module = hlc.load(tmp_path / "chained")
+    variables = {"n": 5000.0, "cells": 10001.0, "halves": 5000.5}
+    assert main(["explain", str(tmp_path / "chained"), *(f"{k}={v}" for k, v in variables.items())]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    choice = module.choose_f_at(**variables)
+    for name in ("a", "b"):
+        line = next(line for line in lines if line.startswith(f"{name} "))
+        assert _seconds(module.predict(name, **variables)) in line
+        assert _seconds(choice.predicted[name]) in line
+        assert ("← chosen" in line) == (name == choice.implementation)
+    assert main(["explain", str(tmp_path / "chained"), "n=1"]) == 2
+    assert "missing cells, halves" in capsys.readouterr().err
