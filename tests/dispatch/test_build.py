@@ -128,6 +128,23 @@ def test_force_and_log(built):
     assert "total(n=1000, P=1, logP=0) → blocked(block=3)" in forced.stderr
 
 
+def test_repeated_sizes_reuse_the_decision_and_stay_right(built):
+    """The module keeps its last decision for a call with the same variables;
+    every logged decision must still be what choose() says for that call."""
+    sizes = [100, 100, 40_000, 100, 40_000, 40_000, 7, 7, 100]
+    code = (f"import hlc, logging, numpy; logging.basicConfig(level=logging.INFO); "
+            f"v = hlc.load({str(built[0] / 'vector')!r})\n"
+            f"for n in {sizes!r}:\n"
+            f"    x = numpy.ones(n); c = v.choose(x); v.total(x)\n"
+            f"    print(c.implementation + ''.join(f'(block={{b}})' for b in c.parameters.values()))")
+    result = run_python(code, HLC_LOG="1")
+    assert result.returncode == 0, result.stderr
+    expected = result.stdout.split()
+    logged = [line.split("→ ")[1].strip() for line in result.stderr.splitlines() if "→" in line]
+    assert logged == expected and len(expected) == len(sizes)
+    assert len(set(expected)) > 1  # the sizes were chosen to need different decisions
+
+
 def test_calls_outside_the_calibrated_range_warn_once(built):
     vector = load(built[0] / "vector")
     with warnings.catch_warnings(record=True) as caught:
