@@ -16,7 +16,7 @@ from hlc.codegen import import_loads, render, safe
 from hlc.dispatch.cmodels import Interface, Library, c_source, v
 from hlc.language import ast
 from hlc.language.check import implementation_signature
-from hlc.language.expressions import to_python
+from hlc.language.expressions import names, to_python
 
 _KINDS = {"int": "iu", "float": "f", "bool": "b"}
 _TYPE_WORDS = {"int": "integers", "float": "floating-point numbers", "bool": "booleans"}
@@ -94,6 +94,7 @@ def _interface(library: Library, interface: ast.Interface, imports: Mapping[str,
                       for var in interface.variables],
         "variable_dict": variable_dict,
         "variable_list": [var.name for var in interface.variables],
+        "variables_use_ranks": any(n.id in ("P", "logP") for var in interface.variables for n in names(var.value)),
         "variable_names": ", ".join(var.name for var in interface.variables),
         "implementation_names": [i.name for i in interface.implementations],
         "implementations": [_implementation(library, generator, index, i, imports)

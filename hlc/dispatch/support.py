@@ -8,6 +8,7 @@ implementations, reading ``HLC_FORCE``/``HLC_LOG``) or only when asked
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -127,17 +128,23 @@ class ModuleState:
         """Warn once per variable whose value lies outside the range calibrated
         for every implementation (one calibrated only at P > 1 does not make
         P = 1 an extrapolation)."""
-        domains = [record["time"]["domain"] for record in self.models["implementations"].values()
-                   if record.get("interface", interface) == interface and "domain" in record.get("time", {})]
         for name, value in variables.items():
-            ranges = [domain[name] for domain in domains if name in domain]
-            if not ranges or (interface, name) in self._extrapolated:
-                continue
-            low, high = min(low for low, _ in ranges), max(high for _, high in ranges)
-            if value < low or value > high:
+            low, high = self._domain(interface).get(name, (value, value))
+            if (value < low or value > high) and (interface, name) not in self._extrapolated:
                 self._extrapolated.add((interface, name))
                 warnings.warn(f"{interface}: {name} = {value:g} lies outside the calibrated range "
                               f"{low:g} .. {high:g}; predictions extrapolate", ExtrapolationWarning, stacklevel=3)
+
+    @functools.cache  # noqa: B019 - one ModuleState per imported module, alive as long as it
+    def _domain(self, interface: str) -> dict[str, tuple[float, float]]:
+        """Each variable's range, the union over the interface's implementations."""
+        union: dict[str, tuple[float, float]] = {}
+        for record in self.models["implementations"].values():
+            if record.get("interface", interface) == interface:
+                for name, (low, high) in record.get("time", {}).get("domain", {}).items():
+                    known = union.get(name, (low, high))
+                    union[name] = (min(known[0], low), max(known[1], high))
+        return union
 
     def library(self):
         """The description, parsed on first use (explain needs the terms)."""
