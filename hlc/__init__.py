@@ -10,8 +10,9 @@ from hlc.language.errors import Diagnostic, HLError
 from hlc.language.parse import parse, parse_file
 
 __version__ = "0.1.0"
-__all__ = ["Choice", "Diagnostic", "ExtrapolationWarning", "Fit", "HLError", "Library", "StaleModelError",
-           "StaleModelWarning", "build", "fit", "load", "parse", "parse_file", "recalibrate", "__version__"]
+__all__ = ["Choice", "Diagnostic", "Evaluation", "ExtrapolationWarning", "Fit", "HLError", "Library",
+           "StaleModelError", "StaleModelWarning", "build", "evaluate", "fit", "load", "parse", "parse_file",
+           "recalibrate", "__version__"]
 
 # Imported on first use: the fitter needs SciPy, which `hlc check` does not.
 _LAZY = {
@@ -20,6 +21,7 @@ _LAZY = {
     "Choice": "hlc.dispatch.reference",
     "StaleModelWarning": "hlc.dispatch.support", "StaleModelError": "hlc.dispatch.support",
     "ExtrapolationWarning": "hlc.dispatch.support",
+    "evaluate": "hlc.evaluation", "Evaluation": "hlc.evaluation",
 }
 
 

@@ -83,6 +83,27 @@ def create_parser() -> argparse.ArgumentParser:
     explain.add_argument("variables", nargs="+", metavar="VAR=VALUE", type=_assignment,
                          help="every explanatory variable of the interface; P (and logP) optional")
     explain.add_argument("--interface", help="which interface (default: the first)")
+
+    evaluate = commands.add_parser("evaluate", help="measure a built library's choices against an oracle",
+                                   description="Draw held-out points over the calibrated domain, time every "
+                                               "alternative there side by side with the dispatched call, and "
+                                               "print how often the choice is right and what a wrong one costs. "
+                                               "Writes BUILD/evaluation.json (read by hlc report).")
+    evaluate.add_argument("build", metavar="BUILD", help="a built library (the folder hlc build wrote)")
+    evaluate.add_argument("--points", type=int, default=200, help="held-out points per interface and rank count "
+                                                                  "(default 200)")
+    evaluate.add_argument("--procs", metavar="P[,P…]", type=_rank_list, help="rank counts to run at (default 1)")
+    evaluate.add_argument("--seed", type=int, default=1, help="seed of the points and inputs (default 1)")
+    evaluate.add_argument("--params", choices=("chosen", "exhaustive"), default="chosen",
+                          help="time parameterized implementations at the chosen parameters only (default), "
+                               "or at every value of their parameter loops too")
+    evaluate.add_argument("--tolerance", type=float, default=0.03,
+                          help="a choice within this fraction of the fastest is right (default 0.03)")
+    evaluate.add_argument("--baseline", metavar="IMPL", help="the implementation to compare against "
+                                                             "(default: the interface's reference)")
+    evaluate.add_argument("--json", metavar="OUT", help="also write the figures and judged points here")
+    evaluate.add_argument("--resume", action="store_true", help="continue an interrupted evaluation")
+    evaluate.add_argument("--timeout", type=float, metavar="SECONDS", help="longest one timing may take")
     return parser
 
 
@@ -263,6 +284,23 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from hlc.calibrate.progress import ProgressBar
+    from hlc.evaluation import evaluate
+
+    try:
+        with ProgressBar("evaluating") as bar:
+            result = evaluate(args.build, points=args.points, procs=args.procs, seed=args.seed, params=args.params,
+                              tolerance=args.tolerance, baseline=args.baseline, out=args.json, resume=args.resume,
+                              timeout=args.timeout, progress=bar.update)
+    except (FileNotFoundError, ValueError) as error:
+        print(f"hlc evaluate: error: {error}", file=sys.stderr)
+        return USER_ERROR
+    print(result.table())
+    print(f"\nfigures and judged points: {result.path}")
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check,
     "profile": cmd_profile,
@@ -270,6 +308,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "build": cmd_build,
     "recalibrate": cmd_recalibrate,
     "explain": cmd_explain,
+    "evaluate": cmd_evaluate,
 }
 
 

@@ -299,11 +299,7 @@ class Profiler:
             self.output.parent.mkdir(parents=True, exist_ok=True)
             repair(self.output)
             self.stream = self.output.open("a", encoding="utf-8")
-        self.write([{
-            "kind": "header", "format": SAMPLES_FORMAT, "library": self.library, "description": self.description,
-            "seed": self.seed, "P": self.context.size, "started": time.time(), "clock": self.clock.as_dict(),
-            "python": platform.python_version(), "host": platform.node(),
-        }])
+        self.write([self.header()])
         # Points are taken in a seeded random order, fitting and verification
         # mixed: slow drift of the machine then adds noise instead of biasing
         # one region of the nest (or all verification samples), and a run cut
@@ -321,6 +317,14 @@ class Profiler:
             self.emit(event="progress", done=done, total=len(work))
         self.emit(event="finished", done=done, total=len(work))
         return 0
+
+    def header(self) -> dict:
+        """The first line of each run: what ran where."""
+        return {
+            "kind": "header", "format": SAMPLES_FORMAT, "library": self.library, "description": self.description,
+            "seed": self.seed, "P": self.context.size, "started": time.time(), "clock": self.clock.as_dict(),
+            "python": platform.python_version(), "host": platform.node(),
+        }
 
     def plan(self, interface: Interface) -> list[tuple[bool, int, dict]]:
         """The fitting points in nest order, then the verification points, each with its index."""
@@ -510,5 +514,15 @@ def main(library: str, description: str, interfaces: list[Interface], argv: list
     parser.add_argument("--verification-only", action="store_true",
                         help="take only the random verification samples (for a quick check of the models)")
     parser.add_argument("--implementations", metavar="NAME,…", help="profile only these implementations")
+    parser.add_argument("--evaluate", metavar="BUILD",
+                        help="instead of profiling, measure the built library's choices against every alternative")
+    parser.add_argument("--points", type=int, default=200, help="held-out points per interface (with --evaluate)")
+    parser.add_argument("--params", choices=("chosen", "exhaustive"), default="chosen",
+                        help="time parameterized implementations at the module's parameters only, or at every "
+                             "value too (with --evaluate)")
     options = parser.parse_args(argv)
+    if options.evaluate:
+        from hlc.calibrate.oracle import Evaluator
+
+        return Evaluator(library, description, interfaces, options).run()
     return Profiler(library, description, interfaces, options).run()

@@ -127,7 +127,7 @@ def profile(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence
     result = ProfileResult(samples=samples, program=program, ranks=list(ranks))
     for size in ranks:
         selection = _selection(verification_only, implementations)
-        coverage = _run_until_done(program, samples, size, seed, deadline, timeout, progress, selection)
+        coverage = run_program(program, samples, size, seed, deadline, timeout, progress, selection)
         if coverage is not None:
             result.coverage = coverage
             break
@@ -152,10 +152,11 @@ def _command(program: Path, samples: Path, size: int, seed: int, deadline: float
     return command
 
 
-def _run_until_done(program: Path, samples: Path, size: int, seed: int, deadline: float | None,
-                    timeout: float, progress: Progress | None, selection: list[str]) -> str | None:
-    """Run (and restart) the program at one rank count; returns the coverage
-    message when the budget ran out, else None."""
+def run_program(program: Path, samples: Path, size: int, seed: int, deadline: float | None,
+                timeout: float, progress: Progress | None, selection: list[str]) -> str | None:
+    """Run (and restart) a profiling program at one rank count, with extra
+    program options ``selection``; returns the coverage message when the
+    budget ran out, else None."""
     restarts = 0
     while True:
         outcome = _run_once(_command(program, samples, size, seed, deadline, selection), timeout, size, progress)

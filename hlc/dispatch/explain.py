@@ -9,7 +9,7 @@ from typing import Any
 from hlc.dispatch.reference import Choice
 from hlc.language import ast
 from hlc.language.expressions import EvaluationError
-from hlc.model.predict import ModelUnavailable, Predictor, term_values
+from hlc.model.predict import ModelUnavailable, Predictor, band, term_values
 
 
 def _seconds(value: float) -> str:
@@ -19,6 +19,22 @@ def _seconds(value: float) -> str:
         if value >= scale:
             return f"{value / scale:.4g} {unit}"
     return f"{value:.3g} s"
+
+
+def _band(value: float | None) -> str:
+    """The half-width of a confidence band, in the units of :func:`_seconds`; "—" when unknown."""
+    return "—" if value is None or not math.isfinite(value) else _seconds(value)
+
+
+def band_of(predictor: Predictor, implementation: ast.Implementation, environment: Mapping[str, Any],
+            entry: Mapping[str, Any]) -> float | None:
+    """The prediction's confidence half-width, or ``None`` where there is none
+    (factored, not fitted, an artefact without covariances, terms that cannot
+    be evaluated here)."""
+    try:
+        return band(predictor, implementation, entry, environment)
+    except (EvaluationError, ModelUnavailable, KeyError, TypeError, ValueError):
+        return None
 
 
 def contributions(predictor: Predictor, implementation: ast.Implementation, environment: Mapping[str, Any],
@@ -45,7 +61,8 @@ def explanation(library: ast.Library, models: Mapping[str, Any], interface_name:
                            for name, sub in library.used.items()})
     shown = ", ".join(f"{k} = {v:g}" for k, v in variables.items())
     lines = [f"{interface_name}({shown})", ""]
-    lines.append(f"{'implementation':<18} {'predicted':>16}   {'fit':>6} {'verified':>8}")
+    confidence = models.get("settings", {}).get("confidence", 0.95)
+    lines.append(f"{'implementation':<18} {'predicted':>16} {f'± {confidence:.0%}':>12}   {'fit':>6} {'verified':>8}")
     for implementation in interface.implementations:
         entry = calibration.get(implementation.name, {}).get("time", {})
         fit = f"{entry['mre']:.3f}" if entry.get("mre") is not None else "—"
@@ -53,8 +70,16 @@ def explanation(library: ast.Library, models: Mapping[str, Any], interface_name:
         mark = "  ← chosen" if implementation.name == choice.implementation else ""
         status = "" if entry.get("status") in ("fitted", "factored") else f"  ({entry.get('status', 'no model')})"
         predicted = choice.predicted.get(implementation.name, math.inf)
-        lines.append(f"{implementation.name:<18} {_seconds(predicted):>16}   {fit:>6} {verified:>8}{mark}{status}")
-    lines.append("(fit and verified are mean relative errors: 1.05 means 5% off on average)")
+        half = None
+        if math.isfinite(predicted) and (implementation.name in choice.settings or not implementation.parameters):
+            settings = choice.parameters if implementation.name == choice.implementation else \
+                choice.settings.get(implementation.name, {})
+            half = band_of(predictor, implementation, {**variables, **settings}, entry)
+        lines.append(f"{implementation.name:<18} {_seconds(predicted):>16} {_band(half):>12}   "
+                     f"{fit:>6} {verified:>8}{mark}{status}")
+    lines.append("(fit and verified are mean relative errors: 1.05 means 5% off on average;")
+    lines.append(f" ± {confidence:.0%} is the half-width of the {confidence:.0%} confidence band of a fitted "
+                 "prediction, — where unknown)")
     if choice.implementation is None:
         lines.append("\nno implementation applies")
     else:

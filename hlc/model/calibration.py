@@ -122,7 +122,8 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
         result = fit(columns, times, relative=relative, confidence=confidence, constant=model.constant)
     entry.update(
         status="fitted", terms=list(result.terms), kept=result.kept, coefficients=result.coefficients,
-        half_widths=result.half_widths, dropped=result.dropped, r2=result.r2, mre=result.mre,
+        half_widths=result.half_widths, covariance=result.covariance, quantile=result.quantile,
+        dropped=result.dropped, r2=result.r2, mre=result.mre,
         residuals=[float(r) for r in result.residuals], warnings=[str(w.message) for w in caught],
     )
     if verification:

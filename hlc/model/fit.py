@@ -18,6 +18,12 @@ confidence level and n − r degrees of freedom, V the whitened residual
 variance and C_i the i-th diagonal element of (AᵀA)⁻¹.  While the term with
 the smallest |β_i / h_i| has a ratio of at most 1 its interval includes 0: it
 is dropped (coefficient 0) and the rest refitted.
+
+Confidence band: the covariance of the kept coefficients is
+Σ = V · (AᵀA)⁻¹ (whitened design A, from the same SVD: V_svd · diag(1/s²) ·
+V_svdᵀ, near-zero singular values contributing nothing), so the predicted
+mean at a point with term values x has the half-width t · sqrt(xᵀ Σ x) at the
+fit's confidence — for a one-term model, |x| · h.
 """
 
 from __future__ import annotations
@@ -59,6 +65,9 @@ class Fit:
     predicted: np.ndarray = field(repr=False)
     times: np.ndarray = field(repr=False)
     weights: np.ndarray = field(repr=False)
+    # Σ = V·(AᵀA)⁻¹ over the kept terms (constant under "1"): kept → kept → covariance
+    covariance: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
+    quantile: float = math.nan  # t: the two-sided Student-t quantile at the confidence, n − r degrees of freedom
 
     @property
     def kept(self) -> list[str]:
@@ -100,6 +109,11 @@ class Fit:
             total = total + beta * (1.0 if term == CONSTANT else np.asarray(terms[term], dtype=float))
         return total
 
+    def band(self, terms: Mapping[str, ArrayLike]) -> np.ndarray:
+        """Half-width t · sqrt(xᵀ Σ x) of the confidence band of ŷ at new values
+        of the (kept, non-constant) terms, given as to :meth:`predict`."""
+        return confidence_band(self.covariance, self.quantile, terms)
+
     def mre_on(self, terms: Mapping[str, ArrayLike], times: ArrayLike) -> float:
         """MRE of this model on other samples (verification, thesis §3.6.3)."""
         return mean_relative_error(np.asarray(times, dtype=float), self.predict(terms))
@@ -126,6 +140,20 @@ def mean_relative_error(times: np.ndarray, predicted: np.ndarray) -> float:
     return float(np.exp(np.mean(np.log(ratios))))
 
 
+def confidence_band(covariance: Mapping[str, Mapping[str, float]], quantile: float,
+                    terms: Mapping[str, ArrayLike]) -> np.ndarray:
+    """t · sqrt(xᵀ Σ x) at each point: ``covariance`` is Σ over the kept terms
+    (constant "1", whose value is 1), ``terms`` the other kept terms' values."""
+    kept = list(covariance)
+    length = _length(terms)
+    x = np.column_stack([np.ones(length) if term == CONSTANT
+                         else np.broadcast_to(np.asarray(terms[term], dtype=float), (length,))
+                         for term in kept]) if kept else np.zeros((length, 0))
+    sigma = np.array([[covariance[a][b] for b in kept] for a in kept], dtype=float).reshape(len(kept), len(kept))
+    variance = np.einsum("ij,jk,ik->i", x, sigma, x)
+    return quantile * np.sqrt(np.maximum(variance, 0.0))
+
+
 def _length(terms: Mapping[str, ArrayLike]) -> int:
     lengths = {np.asarray(values).shape[0] for values in terms.values() if np.ndim(values) > 0}
     if len(lengths) > 1:
@@ -134,14 +162,14 @@ def _length(terms: Mapping[str, ArrayLike]) -> int:
 
 
 def _solve(matrix: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Least squares by SVD: coefficients, the diagonal of the covariance
-    factor (AᵀA)⁺, and whether the matrix was rank-deficient."""
+    """Least squares by SVD: coefficients, the covariance factor
+    (AᵀA)⁺ = V_svd · diag(1/s²) · V_svdᵀ, and whether the matrix was rank-deficient."""
     u, singular, vt = np.linalg.svd(matrix, full_matrices=False)
     keep = singular > SINGULAR_TOLERANCE * (singular[0] if singular.size else 0.0)
     inverse = np.where(keep, 1.0 / np.where(keep, singular, 1.0), 0.0)
     beta = vt.T @ (inverse * (u.T @ target))
-    covariance_diagonal = np.sum((vt.T * inverse) ** 2, axis=1)
-    return beta, covariance_diagonal, not bool(np.all(keep))
+    scaled = vt.T * inverse
+    return beta, scaled @ scaled.T, not bool(np.all(keep))
 
 
 def fit(terms: Mapping[str, ArrayLike], times: ArrayLike, *, relative: bool = True,
@@ -185,13 +213,13 @@ def fit(terms: Mapping[str, ArrayLike], times: ArrayLike, *, relative: bool = Tr
     dropped: list[str] = []
     rank_deficient = False
     while True:
-        beta, covariance, deficient = _solve(design[:, active], target)
+        beta, factor, deficient = _solve(design[:, active], target)
         rank_deficient |= deficient
         residuals = y - (np.column_stack(columns)[:, active] @ beta)
         freedom = y.size - len(active)
         variance = float(np.sum((residuals / weights) ** 2) / freedom)
         quantile = float(stats.t.ppf(1.0 - (1.0 - confidence) / 2.0, freedom))
-        half = quantile * np.sqrt(variance * covariance)
+        half = quantile * np.sqrt(variance * np.diag(factor))
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(half > 0, np.abs(beta) / half, np.where(beta != 0, np.inf, 0.0))
         weakest = int(np.argmin(ratio))
@@ -209,4 +237,6 @@ def fit(terms: Mapping[str, ArrayLike], times: ArrayLike, *, relative: bool = Tr
         half_widths={name: float(h) for name, h in zip(kept, half, strict=True)},
         dropped=dropped, relative=relative, confidence=confidence, samples=int(y.size),
         residuals=residuals, predicted=y - residuals, times=y, weights=weights,
+        covariance={a: {b: float(variance * factor[i, j]) for j, b in enumerate(kept)} for i, a in enumerate(kept)},
+        quantile=quantile,
     )

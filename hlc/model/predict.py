@@ -18,6 +18,7 @@ from hlc.language import ast
 from hlc.language.check import implementation_signature
 from hlc.language.expressions import EvaluationError, evaluate, names, unparse
 from hlc.language.nest import constant_values
+from hlc.model.fit import confidence_band
 
 
 class ModelUnavailable(LookupError):
@@ -119,6 +120,24 @@ def term_values(predictor: Predictor, implementation: ast.Implementation, model:
         except (EvaluationError, ModelUnavailable) as error:
             raise EvaluationError(f"term '{unparse(term)}' of {implementation.name}: {error}") from error
     return values
+
+
+def band(predictor: Predictor, implementation: ast.Implementation, entry: Mapping[str, Any],
+         environment: Mapping[str, Any], objective: str = "time") -> float | None:
+    """Half-width of the confidence band of the predicted mean, t · sqrt(xᵀ Σ x),
+    at one point (variables and parameters by name in ``environment``), from
+    the implementation's entry of the models artefact; ``None`` when it is not
+    known (a factored model, a model that is not fitted, an artefact written
+    before bands were recorded).  The terms' values are taken as exact: the
+    uncertainty of other models a hybrid term calls is not included."""
+    model = implementation.model(objective)
+    if model is None or not model.fitted or entry.get("status") != "fitted":
+        return None
+    covariance, quantile = entry.get("covariance"), entry.get("quantile")
+    if not covariance or quantile is None:
+        return None
+    values = term_values(predictor, implementation, model, environment)
+    return float(confidence_band(covariance, float(quantile), {t: values[t] for t in covariance if t != "1"})[0])
 
 
 def helpers_for(implementation: ast.Implementation, expressions: list[ast.Expression]) -> list[ast.Let]:

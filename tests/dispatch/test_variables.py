@@ -66,3 +66,97 @@ def test_hlc_explain_prints_the_module_s_predictions_and_choice(tmp_path, capsys
         assert ("← chosen" in line) == (name == choice.implementation)
     assert main(["explain", str(tmp_path / "chained"), "n=1"]) == 2
     assert "missing cells, halves" in capsys.readouterr().err
+
+
+UNITS = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}
+
+
+def _printed_band(lines: list[str], name: str) -> str:
+    """The "± 95%" column of an implementation's row: "1.234 µs" or "—"."""
+    header = next(line for line in lines if line.startswith("implementation "))
+    assert "± 95%" in header
+    row = next(line for line in lines if line.startswith(f"{name} "))
+    fields = row.split()  # name, predicted value, unit, band value, unit, fit, verified, …
+    return fields[3] if fields[3] == "—" else f"{fields[3]} {fields[4]}"
+
+
+def test_hlc_explain_prints_the_confidence_band_of_the_models(tmp_path, capsys):
+    from hlc.cli import main
+    from hlc.dispatch.explain import explanation
+
+    description = tmp_path / "chained.hl"
+    description.write_text(DESCRIPTION)
+    hlc.build(description, out=tmp_path / "chained", quick=True)
+    module = hlc.load(tmp_path / "chained")
+    models = json.loads((tmp_path / "chained" / "models.json").read_text())
+    variables = {"n": 600.0, "cells": 1201.0, "halves": 600.5}
+    assert main(["explain", str(tmp_path / "chained"), *(f"{k}={v}" for k, v in variables.items())]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    choice = module.choose_f_at(**variables)
+    assert choice.implementation in ("a", "b")
+    for name in ("a", "b"):  # the chosen one among them
+        entry = models["implementations"][name]["time"]
+        kept = list(entry["covariance"])
+        assert sorted(kept) == sorted(entry["kept"])
+        x = np.array([{**variables, "1": 1.0}[term] for term in kept])
+        sigma = np.array([[entry["covariance"][a][b] for b in kept] for a in kept])
+        expected = entry["quantile"] * np.sqrt(x @ sigma @ x)
+        value, unit = _printed_band(lines, name).split()
+        # printed to 4 significant digits
+        assert float(value) * UNITS[unit] == pytest.approx(expected, rel=1e-3)
+        # Σ's diagonal is the half-widths' source: (h/t)² = Σ_ii
+        for term in kept:
+            assert (entry["half_widths"][term] / entry["quantile"]) ** 2 == pytest.approx(
+                entry["covariance"][term][term], rel=1e-9)
+    # the module's own explain_f_at prints the same table
+    assert _printed_band(module.explain_f_at(**variables).splitlines(), choice.implementation) == \
+        _printed_band(lines, choice.implementation)
+
+    # models.json written before bands (no covariance, no quantile) still explains, band "—"
+    old = json.loads(json.dumps(models))
+    for record in old["implementations"].values():
+        record["time"].pop("covariance")
+        record["time"].pop("quantile")
+    library = hlc.parse_file(description)
+    shown = {**variables, "P": 1.0, "logP": 0.0}
+    text = explanation(library, old, "f", shown, choice).splitlines()
+    assert _printed_band(text, "a") == _printed_band(text, "b") == "—"
+    assert "← chosen" in next(line for line in text if line.startswith(f"{choice.implementation} "))
+    # not fitted: "—" as well
+    old["implementations"]["b"]["time"] = {"status": "unfitted", "cause": "no samples"}
+    assert _printed_band(explanation(library, old, "f", shown, choice).splitlines(), "b") == "—"
+
+
+FACTORED = """\
+library factored
+from numpy import ones
+interface f(x: float64[]) -> float
+    n = len(x)
+    impl a = numpy.sum
+        time ~ 1 + n
+    impl b = math.fsum
+        time = 2e-9 * n
+    profile
+        for i in 4 .. 10 ++
+        x = ones(1 << i)
+"""
+
+
+def test_explain_shows_no_band_for_a_factored_model():
+    from hlc.dispatch.explain import explanation
+    from hlc.dispatch.reference import Choice
+
+    library = hlc.parse(FACTORED)
+    entry = {"status": "fitted", "kept": ["1", "n"], "coefficients": {"1": 1e-6, "n": 1e-9},
+             "half_widths": {"1": 2e-7, "n": 3e-11}, "mre": 1.01, "verification_mre": 1.02,
+             "covariance": {"1": {"1": 4e-15, "n": -1e-18}, "n": {"1": -1e-18, "n": 9e-22}}, "quantile": 2.0}
+    models = {"implementations": {"a": {"interface": "f", "time": entry},
+                                  "b": {"interface": "f", "time": {"status": "factored", "verification_mre": 1.1}}},
+              "settings": {"relative": True, "confidence": 0.95}}
+    variables = {"n": 1000.0, "P": 1.0, "logP": 0.0}
+    choice = Choice("a", {}, {"a": 2e-6, "b": 2e-6})
+    lines = explanation(library, models, "f", variables, choice).splitlines()
+    expected = 2.0 * np.sqrt(4e-15 - 2 * 1e-18 * 1000 + 9e-22 * 1000**2)
+    value, unit = _printed_band(lines, "a").split()
+    assert float(value) * UNITS[unit] == pytest.approx(expected, rel=1e-3)
+    assert _printed_band(lines, "b") == "—"

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hlc.model.fit import FitError, RankWarning, fit, mean_relative_error
+from hlc.model.fit import FitError, RankWarning, confidence_band, fit, mean_relative_error
 
 # Thesis §2.2, Table 2-2: car weight (1000 lb) and fuel use (gallons per 100 miles).
 WEIGHT = [3.4, 3.8, 4.1, 2.2, 2.6, 2.9, 2.0, 2.7, 1.9, 3.4]
@@ -131,3 +131,58 @@ def test_bad_input_is_named():
 
 def test_mean_relative_error_is_a_geometric_mean():
     assert mean_relative_error(np.array([1.0, 2.0]), np.array([1.1, 1.8])) == pytest.approx(np.sqrt(1.1 * 1.1))
+
+
+class TestConfidenceBand:
+    """ŷ ± t·sqrt(xᵀΣx), Σ = V·(AᵀA)⁻¹ in the fit's weighted coordinates."""
+
+    def test_one_term_band_is_the_term_times_its_half_width(self):
+        rng = np.random.default_rng(21)
+        n = rng.uniform(1, 1000, 40)
+        times = 3e-9 * n * rng.lognormal(0, 0.05, 40)
+        result = fit({"n": n}, times, constant=False)
+        points = np.array([-7.0, 0.0, 1.0, 250.0, 5e4])
+        assert result.kept == ["n"]
+        assert result.band({"n": points}) == pytest.approx(np.abs(points) * result.half_widths["n"], rel=1e-12)
+        constant_only = fit({}, times)
+        assert constant_only.band({}) == pytest.approx([constant_only.half_widths["1"]], rel=1e-12)
+
+    def test_covariance_diagonal_reproduces_the_half_widths(self):
+        rng = np.random.default_rng(22)
+        terms, times = synthetic(rng, 300, 0.03)
+        for relative in (True, False):
+            result = fit(terms, times, relative=relative)
+            assert set(result.covariance) == set(result.coefficients)
+            assert all(set(row) == set(result.coefficients) for row in result.covariance.values())
+            for term, half in result.half_widths.items():
+                assert (half / result.quantile) ** 2 == pytest.approx(result.covariance[term][term], rel=1e-9)
+            for a in result.kept:  # symmetric
+                for b in result.kept:
+                    assert result.covariance[a][b] == pytest.approx(result.covariance[b][a], rel=1e-9)
+
+    def test_band_of_the_worked_example_by_the_textbook_formula(self):
+        x = np.column_stack([np.ones(10), WEIGHT])
+        result = fit({"weight": WEIGHT}, GALLONS, relative=False, prune=False)
+        assert result.quantile == pytest.approx(2.306004135, rel=1e-9)
+        variance = np.sum(result.residuals**2) / 8
+        points = np.array([1.5, 2.0, 3.0, 4.5])
+        rows = np.column_stack([np.ones(4), points])
+        expected = result.quantile * np.sqrt(variance * np.einsum("ij,jk,ik->i", rows, np.linalg.inv(x.T @ x), rows))
+        assert result.band({"weight": points}) == pytest.approx(expected, rel=1e-9)
+        # the same from the stored form (what models.json holds)
+        assert confidence_band(result.covariance, result.quantile, {"weight": points}) == pytest.approx(expected)
+
+    @pytest.mark.parametrize("relative", [False, True])
+    def test_band_covers_the_true_mean_about_as_often_as_its_confidence(self, relative):
+        rng = np.random.default_rng(23)
+        x = np.linspace(1, 50, 30)
+        z = rng.uniform(0, 10, 30)
+        terms = {"x": x, "x*z": x * z}
+        mean = 2.0 + 0.5 * x + 0.3 * x * z
+        covered = []
+        for _ in range(200):
+            noise = rng.standard_normal(30)
+            times = mean * (1 + 0.05 * noise) if relative else mean + 3.0 * noise
+            result = fit(terms, times, relative=relative, prune=False)
+            covered.append(np.abs(result.predict(terms) - mean) <= result.band(terms))
+        assert 0.85 <= np.mean(covered) <= 1.0

@@ -1,0 +1,134 @@
+"""The oracle: every choice measured side by side at held-out points.
+
+A generated profiling program run with ``--evaluate BUILD`` does not profile:
+it draws random points of each interface's loop nest (as verification does,
+from its own seed stream, so they are not the fitting grid), builds the
+arguments there and times, interleaved round after round,
+
+* every applicable implementation at the parameters the built module would
+  give it (with ``--params exhaustive``: also at every value of its parameter
+  loops),
+* the built module's own call (the dispatched call, decision included),
+* the reference implementation a second time, under another label — how far
+  two timings of the same thing differ is the noise floor of the comparison.
+
+Each point becomes one ``evaluation`` line: the agreed variables, what the
+module chose, and every candidate's time.  hlc.evaluation turns the lines
+into the figures.  The machinery (warm-up with result checks, exclusion of
+failing implementations, robust interleaved timing, resuming, events for the
+parent) is the profiler's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+from typing import Any
+
+from hlc.calibrate.harness import Implementation, Interface, Profiler
+from hlc.calibrate.timing import Timing
+
+DISPATCHED = "(dispatched)"
+AGAIN = "(again)"
+
+
+def label(implementation: str, parameters: dict[str, int]) -> str:
+    """``radix bpd=8``: an implementation at given parameters."""
+    return " ".join([implementation, *(f"{name}={value}" for name, value in parameters.items())])
+
+
+class Evaluator(Profiler):
+    """A profiler whose points are held-out draws and whose candidates are the
+    module's choices, the alternatives, and the module itself."""
+
+    def __init__(self, library: str, description: str, interfaces: list[Interface], options: argparse.Namespace):
+        super().__init__(library, description, interfaces, options)
+        import hlc
+
+        self.module = hlc.load(options.evaluate)
+        self.points = options.points
+        self.exhaustive = options.params == "exhaustive"
+
+    def header(self) -> dict:
+        return {**super().header(), "evaluate": str(self.module.__file__), "points": self.points,
+                "params": "exhaustive" if self.exhaustive else "chosen"}
+
+    def plan(self, interface: Interface) -> list[tuple[bool, int, dict]]:
+        rng = random.Random(f"{self.seed}:{interface.name}:evaluate")
+        draws: list[dict] = []
+        for _ in range(20 * self.points):
+            if len(draws) == self.points:
+                break
+            try:
+                draws.append(interface.random_point(rng))
+            except ValueError:  # a range that is empty at this draw
+                continue
+        return [(True, index, point) for index, point in enumerate(draws)]
+
+    def sample_seed(self, interface: Interface, verify: bool, index: int) -> int:
+        stream = random.Random(f"{self.seed}:{interface.name}:evaluate:{index}")
+        return stream.randrange(2**31) + 1_000_003 * self.context.rank
+
+    def measure(self, interface: Interface, verify: bool, index: int, point: dict) -> None:
+        size = self.context.size
+        seed = self.sample_seed(interface, verify, index)
+        arguments = interface.arguments(point, seed, size)
+        variables = self.context.agree(dict(interface.variables(*arguments, P=size)))
+        variables.update(P=size, logP=math.log2(size))
+        choice = getattr(self.module, f"choose_{interface.name}_at")(**variables)
+        record: dict[str, Any] = {"kind": "evaluation", "interface": interface.name, "P": size, "index": index,
+                                  "seed": seed, "point": point, "variables": variables}
+        if choice.implementation is None:
+            self.write([{**record, "chosen": None, "candidates": []}, self.done_line(interface, index)])
+            return
+        candidates = self.candidates(interface, variables, point, choice.settings)
+        if (interface.name, DISPATCHED) not in self.state.excluded:
+            candidates.append((Implementation(DISPATCHED, getattr(self.module, interface.name), _always,
+                                              _no_settings, _no_draw), {}))
+        reference = next((c for c in candidates if c[0].name == interface.reference), None)
+        if reference is not None:
+            candidates.append((Implementation(AGAIN, reference[0].call, _always, _no_settings, _no_draw),
+                               reference[1]))
+        ready = self.warm_up(interface, candidates, arguments, point)
+        timings = self.time_rounds(interface, ready, arguments, point)
+        measured = []
+        for (implementation, settings, repeat), values in zip(ready, timings, strict=True):
+            if (interface.name, implementation.name) in self.state.excluded or not values:
+                continue
+            timing = Timing(tuple(values), repeat)
+            measured.append({"label": label(implementation.name, settings), "implementation": implementation.name,
+                             "parameters": settings, "seconds": timing.seconds, "noisy": not timing.settled})
+        chosen = {"implementation": choice.implementation, "parameters": dict(choice.parameters),
+                  "predicted": choice.seconds}
+        self.write([{**record, "chosen": chosen, "candidates": measured}, self.done_line(interface, index)])
+
+    def candidates(self, interface: Interface, variables: dict, point: dict,
+                   settings: dict[str, dict[str, int]]) -> list[tuple[Implementation, dict]]:
+        """Each applicable implementation at the module's parameters for it, and
+        with --params exhaustive at every value of its parameter loops too."""
+        found: list[tuple[Implementation, dict]] = []
+        for implementation in interface.implementations:
+            if (interface.name, implementation.name) in self.state.excluded or not implementation.applies(variables):
+                continue
+            chosen = dict(settings.get(implementation.name, {}))
+            found.append((implementation, chosen))
+            if self.exhaustive:
+                found += [(implementation, s) for s in implementation.settings(point, variables) if s != chosen]
+        found.sort(key=lambda c: c[0].name != interface.reference)
+        return found
+
+    def done_line(self, interface: Interface, index: int) -> dict:
+        return {"kind": "point", "interface": interface.name, "P": self.context.size, "verify": True, "index": index}
+
+
+def _always(variables: dict) -> bool:
+    return True
+
+
+def _no_settings(point: dict, variables: dict) -> list[dict]:
+    return [{}]
+
+
+def _no_draw(rng: random.Random, point: dict, variables: dict) -> dict:
+    return {}

@@ -1,0 +1,135 @@
+"""hlc evaluate: held-out points, every alternative measured, the figures."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+import hlc
+from hlc.calibrate.oracle import AGAIN, DISPATCHED
+from hlc.calibrate.run import ProfileError
+from hlc.cli import main
+from hlc.evaluation import judge, summarize
+
+DESCRIPTIONS = Path(__file__).resolve().parents[1] / "descriptions"
+
+
+def parsed(label: str) -> dict:
+    """``b k=2`` → implementation and parameters."""
+    implementation, *settings = label.split()
+    return {"implementation": implementation, "parameters": {k: int(v) for k, v in (s.split("=") for s in settings)}}
+
+
+def record(chosen: str, times: dict[str, float], index: int = 0) -> dict:
+    return {"kind": "evaluation", "interface": "f", "P": 1, "index": index, "point": {"i": index},
+            "variables": {"n": index}, "chosen": parsed(chosen),
+            "candidates": [{"label": k, **parsed(k), "seconds": v} for k, v in times.items()]}
+
+
+def test_judge_compares_the_chosen_alternative_with_the_fastest():
+    line = record("b k=2", {"a": 2.0, "b k=2": 1.1, "b k=1": 1.0, DISPATCHED: 0.5, AGAIN: 1.9})
+    point = judge(line, 0.03)
+    assert point["chosen_label"] == "b k=2"
+    assert point["best_label"] == "b k=1"  # the dispatched call and the second reference timing are no alternatives
+    assert point["penalty"] == pytest.approx(0.1)
+    assert point["right"] is False
+    assert point["dispatched"] == 0.5 and point["again"] == 1.9
+    assert judge(record("b k=2", {"b k=2": 1.02, "b k=1": 1.0}), 0.03)["right"] is True
+
+
+def test_judge_skips_points_it_cannot_judge():
+    assert judge({**record("a", {"a": 1.0}), "chosen": None}, 0.03) is None
+    assert judge(record("c", {"a": 1.0}), 0.03) is None  # the chosen one failed and was not measured
+
+
+def test_summary_figures_by_hand():
+    points = [judge(record(chosen, times, i), 0.03) for i, (chosen, times) in enumerate([
+        ("a", {"a": 1.0, "b k=1": 2.0, "b k=2": 3.0, DISPATCHED: 1.0, AGAIN: 1.1}),  # right
+        ("a", {"a": 2.0, "b k=1": 1.0, "b k=2": 1.5, DISPATCHED: 2.0, AGAIN: 2.0}),  # wrong: penalty 1.0
+        ("b k=1", {"a": 4.0, "b k=1": 2.5, "b k=2": 2.0, DISPATCHED: 2.5, AGAIN: 4.4}),  # wrong: 0.25
+        ("b k=2", {"a": 1.0, "b k=2": 1.0, "b k=1": 1.01, DISPATCHED: 1.0, AGAIN: 1.0}),  # right, a tie
+    ])]
+    summary = summarize(points, 0.03, baseline="a", reference="a")
+    assert summary["points"] == 4
+    assert summary["right_share"] == pytest.approx(0.5)
+    assert summary["mean_penalty_when_wrong"] == pytest.approx((1.0 + 0.25) / 2)
+    assert summary["expected_penalty"] == pytest.approx((0 + 1.0 + 0.25 + 0) / 4)
+    assert summary["worst_penalty"] == pytest.approx(1.0)
+    assert summary["ratio_max"] == pytest.approx(2.0)
+    assert summary["ratio_median"] == pytest.approx(1.125)
+    # a, always: 1/1, 2/2, 4/2.5, 1/1; b at the module's k, always: 2/1, 1/2, 2.5/2.5, 1/1
+    assert summary["best_single"] == "b"
+    assert summary["gain_vs_best_single"] == pytest.approx((2 * 0.5 * 1 * 1) ** 0.25)
+    assert summary["gain_vs_baseline"] == pytest.approx((1 * 1 * 1.6 * 1) ** 0.25)
+    # b's first-listed (the module's) k against its best k: only the third point misses (2.5 against 2.0)
+    assert summary["optimal_parameters_b"] == pytest.approx(3 / 4)
+    assert summary["noise_median"] == pytest.approx(0.05)  # |again / a - 1|: 0.1, 0, 0.1, 0
+    assert summary["chosen_a"] == 2 and summary["chosen_b"] == 2
+
+
+@pytest.fixture(scope="module")
+def squares(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("evaluate") / "squares"
+    hlc.build(DESCRIPTIONS / "squares.hl", out=folder, quick=True)
+    return folder
+
+
+def test_evaluate_measures_every_alternative_at_held_out_points(squares):
+    result = hlc.evaluate(squares, points=6, seed=3, params="exhaustive")
+    entry = result.interfaces["square_sum"]
+    points = entry["points"]
+    assert len(points) == 6
+    for point in points:
+        times = {c["label"]: c["seconds"] for c in point["candidates"]}
+        assert point["chosen_label"] in times and point["best_label"] == min(times, key=times.get)
+        assert point["penalty"] == pytest.approx(times[point["chosen_label"]] / min(times.values()) - 1)
+        assert point["right"] == (point["penalty"] <= 0.03)
+        assert point["dispatched"] > 0
+        chunked = [c for c in point["candidates"] if c["implementation"] == "chunked"]
+        assert len(chunked) >= 3  # exhaustive: every value of the block loop, and the module's own
+    summary = result.summary()
+    assert summary["right_share"] == pytest.approx(sum(p["right"] for p in points) / 6)
+    assert 0 <= summary["optimal_parameters_chunked"] <= 1
+    assert summary["baseline"] == "dot"  # the interface's reference
+    saved = json.loads((squares / "evaluation.json").read_text())
+    assert saved["interfaces"]["square_sum"]["summary"] == pytest.approx(summary)
+    assert "right choices" in result.table()
+
+
+def test_evaluate_is_deterministic_for_a_seed_and_resumes(squares):
+    first = hlc.evaluate(squares, points=4, seed=5)
+    again = hlc.evaluate(squares, points=4, seed=5)
+
+    def where(result):
+        return [(p["point"], p["variables"], p["chosen_label"]) for p in result.interfaces["square_sum"]["points"]]
+
+    assert where(first) == where(again)
+    raw = squares / "evaluation.jsonl"
+    lines = raw.read_text().count("\n")
+    resumed = hlc.evaluate(squares, points=4, seed=5, resume=True)
+    assert where(resumed) == where(first)
+    assert raw.read_text().count("\n") == lines + 1  # only the header of the resumed run: no point measured twice
+    with pytest.raises(ProfileError, match="without --resume"):
+        hlc.evaluate(squares, points=4, seed=6, resume=True)
+
+
+def test_evaluate_under_mpiexec(squares):
+    result = hlc.evaluate(squares, points=3, seed=2, procs=[2])
+    points = result.interfaces["square_sum"]["points"]
+    assert len(points) == 3 and all(p["P"] == 2 for p in points)
+    assert all(math.isfinite(p["penalty"]) for p in points)
+
+
+def test_the_command_prints_the_table_and_refuses_bad_input(squares, tmp_path, capsys):
+    out = tmp_path / "figures.json"
+    assert main(["evaluate", str(squares), "--points", "3", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "right choices" in printed and "gain over the best single" in printed
+    assert json.loads(out.read_text())["points"] == 3
+    assert main(["evaluate", str(tmp_path / "nothing")]) == 2
+    assert "no models.json" in capsys.readouterr().err
+    assert main(["evaluate", str(squares), "--baseline", "nosuch"]) == 2
+    assert "nosuch" in capsys.readouterr().err
