@@ -8,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo demo-quick test lint clean
+.PHONY: setup browser demo demo-quick test lint clean
 
 setup: $(STAMP)
 
@@ -30,7 +30,12 @@ demo-quick: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
-test: lint
+# Headless Chromium for the report test (Debian packages; skipped, never
+# failing, without root or apt-get: the test then skips with its reason).
+browser:
+	bash scripts/install-browser.sh
+
+test: lint browser
 	$(BIN)/python -m pytest -q
 
 clean:

@@ -11,8 +11,8 @@ from hlc.language.parse import parse, parse_file
 
 __version__ = "0.1.0"
 __all__ = ["Choice", "Diagnostic", "Evaluation", "ExtrapolationWarning", "Fit", "HLError", "Library",
-           "StaleModelError", "StaleModelWarning", "build", "evaluate", "fit", "load", "parse", "parse_file",
-           "recalibrate", "__version__"]
+           "Report", "StaleModelError", "StaleModelWarning", "build", "evaluate", "fit", "load", "parse", "parse_file",
+           "recalibrate", "report", "__version__"]
 
 # Imported on first use: the fitter needs SciPy, which `hlc check` does not.
 _LAZY = {
@@ -22,6 +22,7 @@ _LAZY = {
     "StaleModelWarning": "hlc.dispatch.support", "StaleModelError": "hlc.dispatch.support",
     "ExtrapolationWarning": "hlc.dispatch.support",
     "evaluate": "hlc.evaluation", "Evaluation": "hlc.evaluation",
+    "report": "hlc.reports:write_report", "Report": "hlc.reports",
 }
 
 
@@ -29,5 +30,6 @@ def __getattr__(name: str):
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        module, _, attribute = _LAZY[name].partition(":")
+        return getattr(importlib.import_module(module), attribute or name)
     raise AttributeError(f"module 'hlc' has no attribute '{name}'")

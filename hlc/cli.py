@@ -104,7 +104,25 @@ def create_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--json", metavar="OUT", help="also write the figures and judged points here")
     evaluate.add_argument("--resume", action="store_true", help="continue an interrupted evaluation")
     evaluate.add_argument("--timeout", type=float, metavar="SECONDS", help="longest one timing may take")
+
+    report = commands.add_parser("report", help="write an HTML report of a built library, with plots",
+                                 description="Write BUILD/report/index.html: each model's table and fit plots, "
+                                             "prediction-region maps (with hlc evaluate's wrong choices "
+                                             "overlaid), and the models against their parameters.")
+    report.add_argument("build", metavar="BUILD", help="a built library (the folder hlc build wrote)")
+    report.add_argument("--out", metavar="DIR", help="folder of the page and its images (default BUILD/report)")
+    report.add_argument("--map", dest="maps", action="append", metavar="X,Y", type=_pair,
+                        help="draw a region map over these two variables (repeatable)")
+    report.add_argument("--fix", nargs="+", metavar="VAR=VALUE", type=_assignment, default=[],
+                        help="values of the variables a map holds fixed (default: the middle of their range)")
     return parser
+
+
+def _pair(text: str) -> tuple[str, str]:
+    names = [part.strip() for part in text.split(",")]
+    if len(names) != 2 or not all(names):
+        raise argparse.ArgumentTypeError(f"expected two variables X,Y, not {text!r}")
+    return names[0], names[1]
 
 
 def _build_options(command: argparse.ArgumentParser) -> None:
@@ -301,6 +319,20 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from hlc.reports import write_report
+
+    try:
+        report = write_report(args.build, out=args.out, maps=args.maps, fixed=dict(args.fix))
+    except FileNotFoundError as error:
+        print(f"hlc report: error: {error}", file=sys.stderr)
+        return USER_ERROR
+    for note in report.notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(f"report: {report.index} ({len(report.images)} images)")
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check,
     "profile": cmd_profile,
@@ -309,6 +341,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "recalibrate": cmd_recalibrate,
     "explain": cmd_explain,
     "evaluate": cmd_evaluate,
+    "report": cmd_report,
 }
 
 

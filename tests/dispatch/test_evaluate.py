@@ -133,3 +133,12 @@ def test_the_command_prints_the_table_and_refuses_bad_input(squares, tmp_path, c
     assert "no models.json" in capsys.readouterr().err
     assert main(["evaluate", str(squares), "--baseline", "nosuch"]) == 2
     assert "nosuch" in capsys.readouterr().err
+
+
+def test_the_report_overlays_a_real_evaluation(squares):
+    result = hlc.evaluate(squares, points=4, seed=7)
+    wrong = sum(not p["right"] for p in result.interfaces["square_sum"]["points"])
+    report = hlc.report(squares)
+    page = report.index.read_text()
+    assert f"4 points evaluated, {wrong} wrong choice" in page
+    assert not any("evaluation" in note for note in report.notes)

@@ -1,0 +1,346 @@
+"""The numbers behind the report's figures, computed with the built module.
+
+Predictions and decisions come from the module itself (``predict``,
+``choose_<interface>_at``), not from a re-evaluation of the models, so the
+report shows exactly what the dispatcher decides.  Nothing here draws: the
+plots module turns these results into figures.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from hlc.language.expressions import evaluate
+from hlc.reports.data import ImplementationInfo, InterfaceInfo, ParameterInfo
+
+LOG_SPAN = 30.0  # a variable whose calibrated range spans more than this factor gets a log axis
+SAMPLE_LIMIT = 3000  # samples per implementation drawn in the measured-vs-predicted plots
+PARAMETER_VALUES = 400  # parameter values per curve at most
+
+
+class ReportError(Exception):
+    """Something the report cannot draw; its message becomes a note."""
+
+
+# ---- axes and fixed values ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One variable's values on a grid: cell centres and the edges between them."""
+
+    name: str
+    values: np.ndarray
+    edges: np.ndarray
+    log: bool
+    integer: bool
+
+
+def is_log(low: float, high: float) -> bool:
+    return low > 0 and high / low > LOG_SPAN
+
+
+def axis(info: InterfaceInfo, variable: str, cells: int) -> Axis:
+    """``cells`` values over the calibrated domain of ``variable`` (each integer
+    once when there are fewer integers than cells)."""
+    if variable not in info.domain:
+        raise ReportError(f"{variable} has no calibrated range (no model or sample records it)")
+    low, high = (float(v) for v in info.domain[variable])
+    integer = variable in info.integers
+    log = is_log(low, high)
+    if integer and high - low + 1 <= cells:
+        values = np.arange(low, high + 1)
+    elif log:
+        values = np.geomspace(low, high, cells)
+    else:
+        values = np.linspace(low, high, cells)
+    if integer:
+        values = np.unique(np.round(values))
+    return Axis(variable, values, _edges(values, log), log, integer)
+
+
+def _edges(values: np.ndarray, log: bool) -> np.ndarray:
+    if len(values) == 1:
+        value = values[0]
+        return np.array([value * 0.8, value * 1.25]) if log else np.array([value - 0.5, value + 0.5])
+    scaled = np.log(values) if log else values.astype(float)
+    middles = (scaled[:-1] + scaled[1:]) / 2
+    edges = np.concatenate([[2 * scaled[0] - middles[0]], middles, [2 * scaled[-1] - middles[-1]]])
+    return np.exp(edges) if log else edges
+
+
+def middle(info: InterfaceInfo, variable: str) -> float:
+    """The geometric middle of a variable's domain (arithmetic if it reaches 0),
+    rounded for an integer variable: where the other variables of a map are held."""
+    low, high = info.domain.get(variable, (1.0, 1.0))
+    value = math.sqrt(low * high) if low > 0 else (low + high) / 2
+    return float(round(value)) if variable in info.integers else float(value)
+
+
+def fixed_values(info: InterfaceInfo, fixed: Mapping[str, float]) -> dict[str, float]:
+    """Every variable of the interface: the given value, else its middle."""
+    return {v: float(fixed[v]) if v in fixed else middle(info, v) for v in info.variables}
+
+
+def along(info: InterfaceInfo, variable: str, fraction: float) -> float:
+    """The value a fraction of the way along a variable's domain (log scale where the axis is)."""
+    low, high = (float(v) for v in info.domain[variable])
+    if is_log(low, high):
+        value = math.exp(math.log(low) + fraction * (math.log(high) - math.log(low)))
+    else:
+        value = low + fraction * (high - low)
+    return float(round(value)) if variable in info.integers else value
+
+
+def with_ranks(variables: Mapping[str, float], ranks: int) -> dict[str, float]:
+    return {**variables, "P": float(ranks), "logP": math.log2(ranks)}
+
+
+def chooser(module: ModuleType, interface: str) -> Any:
+    function = getattr(module, f"choose_{interface}_at", None)
+    if function is None:
+        raise ReportError(f"the module has no choose_{interface}_at")
+    return function
+
+
+# ---- measured against predicted -------------------------------------------------
+
+
+@dataclass
+class FitPoints:
+    """One implementation's samples with the module's predictions (subsampled)."""
+
+    measured: np.ndarray
+    predicted: np.ndarray
+    verify: np.ndarray  # bool
+    variables: dict[str, np.ndarray]
+    total: int  # samples before subsampling
+    unusable: int  # samples whose prediction is not a positive finite number
+
+
+def fit_points(module: ModuleType, info: InterfaceInfo, implementation: str, limit: int = SAMPLE_LIMIT) -> FitPoints:
+    samples = [s for s in info.samples if s.get("implementation") == implementation]
+    if not samples:
+        raise ReportError("no samples")
+    total = len(samples)
+    if total > limit:  # every verification sample, and a random subset of the fitting ones (fixed seed)
+        verification = [s for s in samples if s.get("verify")]
+        fitting = [s for s in samples if not s.get("verify")]
+        keep = max(limit - len(verification), 0)
+        chosen = np.random.default_rng(0).choice(len(fitting), size=min(keep, len(fitting)), replace=False)
+        samples = verification + [fitting[i] for i in sorted(chosen)]
+    predicted = np.array([_predict(module, implementation, {**s["variables"], **s.get("parameters", {})})
+                          for s in samples])
+    measured = np.array([float(s["seconds"]) for s in samples])
+    usable = np.isfinite(predicted) & (predicted > 0) & np.isfinite(measured) & (measured > 0)
+    if not usable.any():
+        raise ReportError("the model predicts no positive finite time at any sample")
+    names = [v for v in (*info.variables, "P") if all(v in s["variables"] for s in samples)]
+    variables = {v: np.array([float(s["variables"][v]) for s in samples])[usable] for v in names}
+    return FitPoints(measured[usable], predicted[usable], np.array([bool(s.get("verify")) for s in samples])[usable],
+                     variables, total, int((~usable).sum()))
+
+
+def _predict(module: ModuleType, implementation: str, values: Mapping[str, float]) -> float:
+    try:
+        value = float(module.predict(implementation, **values))
+    except (TypeError, ValueError, ArithmeticError):
+        return math.nan
+    return value
+
+
+# ---- region maps and strips ---------------------------------------------------------
+
+
+@dataclass
+class Overlay:
+    """Evaluation points on a map: where the dispatcher was right and wrong."""
+
+    x: np.ndarray
+    y: np.ndarray
+    right: np.ndarray  # bool
+
+
+@dataclass
+class RegionMap:
+    """The implementation the dispatcher chooses in each cell of a grid over two variables."""
+
+    interface: str
+    x: Axis
+    y: Axis
+    ranks: int
+    fixed: dict[str, float]  # the other variables
+    chosen: np.ndarray  # (len(y), len(x)) indices into names; -1 where none applies
+    names: list[str]
+    shares: dict[str, float]  # fraction of cells; "" for cells where none applies
+    overlay: Overlay | None = None
+
+
+def region_map(module: ModuleType, info: InterfaceInfo, x: str, y: str, fixed: Mapping[str, float], ranks: int,
+               cells: tuple[int, int] = (120, 80)) -> RegionMap:
+    choose = chooser(module, info.name)
+    x_axis, y_axis = axis(info, x, cells[0]), axis(info, y, cells[1])
+    index = {name: i for i, name in enumerate(info.names)}
+    others = {k: v for k, v in fixed.items() if k not in (x, y)}
+    chosen = np.full((len(y_axis.values), len(x_axis.values)), -1, dtype=int)
+    for row, y_value in enumerate(y_axis.values):
+        for column, x_value in enumerate(x_axis.values):
+            choice = choose(**with_ranks({**others, x: float(x_value), y: float(y_value)}, ranks))
+            chosen[row, column] = index.get(choice.implementation, -1)
+    return RegionMap(info.name, x_axis, y_axis, ranks, others, chosen, info.names, _shares(chosen, info.names))
+
+
+def _shares(chosen: np.ndarray, names: list[str]) -> dict[str, float]:
+    shares = {name: float((chosen == i).mean()) for i, name in enumerate(names)}
+    shares[""] = float((chosen < 0).mean())
+    return shares
+
+
+def overlay(evaluation: Mapping[str, Any] | None, interface: str, x: str, y: str | None,
+            ranks: int) -> Overlay | None:
+    """The evaluation's points at this rank count that give both variables."""
+    if not evaluation:
+        return None
+    points = evaluation.get("interfaces", {}).get(interface, {}).get("points", [])
+    tolerance = evaluation.get("tolerance", 0.0)
+    xs, ys, right = [], [], []
+    for point in points:
+        variables = point.get("variables", {})
+        if int(point.get("P", variables.get("P", 1))) != ranks or x not in variables:
+            continue
+        if y is not None and y not in variables:
+            continue
+        xs.append(float(variables[x]))
+        ys.append(float(variables[y]) if y is not None else 0.5)  # a strip: its middle
+        flag = point.get("right")
+        if flag is None:
+            flag = point.get("penalty", 0.0) <= tolerance
+        right.append(bool(flag))
+    if not xs:
+        return None
+    return Overlay(np.array(xs), np.array(ys), np.array(right, dtype=bool))
+
+
+@dataclass
+class Strip:
+    """One variable: each implementation's predicted time, and the dispatcher's choice."""
+
+    interface: str
+    x: Axis
+    ranks: int
+    predicted: dict[str, np.ndarray]  # inf where the implementation does not apply
+    chosen: np.ndarray  # indices into names; -1 where none applies
+    names: list[str]
+    shares: dict[str, float]
+    overlay: Overlay | None = None
+
+
+def strip(module: ModuleType, info: InterfaceInfo, variable: str, ranks: int, cells: int = 240) -> Strip:
+    choose = chooser(module, info.name)
+    x_axis = axis(info, variable, cells)
+    index = {name: i for i, name in enumerate(info.names)}
+    predicted = {name: np.full(len(x_axis.values), math.inf) for name in info.names}
+    chosen = np.full(len(x_axis.values), -1, dtype=int)
+    for column, value in enumerate(x_axis.values):
+        choice = choose(**with_ranks({variable: float(value)}, ranks))
+        chosen[column] = index.get(choice.implementation, -1)
+        for name, seconds in choice.predicted.items():
+            if name in predicted:
+                predicted[name][column] = seconds
+    return Strip(info.name, x_axis, ranks, predicted, chosen, info.names, _shares(chosen, info.names))
+
+
+# ---- the model against a parameter ----------------------------------------------------
+
+
+@dataclass
+class Curve:
+    label: str  # the point, e.g. "n=1024"
+    predicted: np.ndarray
+    chosen: int | None  # the value the dispatcher sets there; None where the implementation does not apply
+
+
+@dataclass
+class Sweep:
+    implementation: str
+    parameter: str
+    values: np.ndarray
+    ranks: int
+    held: dict[str, float]  # variables held at every point
+    curves: list[Curve] = field(default_factory=list)
+
+
+def sweeps(module: ModuleType, info: InterfaceInfo, implementation: ImplementationInfo,
+           constants: Mapping[str, Any], fixed: Mapping[str, float]) -> list[Sweep]:
+    """Predicted time against each parameter at three values of the first
+    variable, the other parameters at the values the dispatcher sets there."""
+    choose = chooser(module, info.name)
+    domain_ranks = implementation.entry.get("domain", {}).get("P")
+    ranks = int(domain_ranks[0]) if domain_ranks else info.ranks[0]
+    points: list[dict[str, float]] = []
+    first = info.variables[0] if info.variables else None
+    if first is not None and first in info.domain:
+        for fraction in (0.15, 0.5, 0.85):
+            point = {**fixed, first: along(info, first, fraction)}
+            if point not in points:
+                points.append(point)
+    else:
+        points.append(dict(fixed))
+    held = {k: v for k, v in fixed.items() if k != first}
+    result = []
+    for parameter in implementation.parameters:
+        sweep = Sweep(implementation.name, parameter.name, np.array([]), ranks, held)
+        values: np.ndarray | None = None
+        for point in points:
+            variables = with_ranks(point, ranks)
+            choice = choose(**variables)
+            settings = choice.settings.get(implementation.name)
+            if values is None:
+                values = _parameter_values(parameter, {**constants, **variables})
+                sweep.values = values
+            others = {p.name: (settings or {}).get(p.name, _low(p, {**constants, **variables}))
+                      for p in implementation.parameters if p.name != parameter.name}
+            predicted = np.array([_predict(module, implementation.name,
+                                           {**variables, **others, parameter.name: int(value)}) for value in values])
+            label = ", ".join(f"{k}={_number(v)}" for k, v in point.items() if k == first) or "at the fixed point"
+            sweep.curves.append(Curve(label, predicted, settings.get(parameter.name) if settings else None))
+        result.append(sweep)
+    return result
+
+
+def _bounds(parameter: ParameterInfo, environment: Mapping[str, Any]) -> tuple[int, int]:
+    if parameter.range is not None:
+        try:
+            low = evaluate(parameter.range.low, environment)
+            high = evaluate(parameter.range.high, environment)
+            return math.ceil(low), math.floor(high)
+        except Exception:  # a range that needs what we do not have: fall back to the profiled values
+            pass
+    if parameter.observed is None:
+        raise ReportError(f"the range of {parameter.name} is unknown (no description, no samples)")
+    return parameter.observed
+
+
+def _low(parameter: ParameterInfo, environment: Mapping[str, Any]) -> int:
+    return _bounds(parameter, environment)[0]
+
+
+def _parameter_values(parameter: ParameterInfo, environment: Mapping[str, Any]) -> np.ndarray:
+    low, high = _bounds(parameter, environment)
+    if high < low:
+        raise ReportError(f"the range of {parameter.name} is empty ({low} .. {high})")
+    if high - low + 1 <= PARAMETER_VALUES:
+        return np.arange(low, high + 1)
+    if low > 0:
+        return np.unique(np.round(np.geomspace(low, high, PARAMETER_VALUES))).astype(int)
+    return np.unique(np.round(np.linspace(low, high, PARAMETER_VALUES))).astype(int)
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:.4g}"

@@ -1,0 +1,220 @@
+"""Reading a build folder for the report: models, samples, evaluation, description, module.
+
+Every artefact but ``models.json`` may be missing or unreadable; what cannot
+be read becomes a note, so that a report of a half-broken build still shows
+what there is.  Interfaces, variables and parameters come from the parsed
+description when it can be found, else from what the models and samples
+record, so the report never needs more than the build folder.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from hlc.calibrate.harness import read_samples
+from hlc.language import ast
+from hlc.language.nest import constant_values
+
+
+@dataclass
+class ParameterInfo:
+    """An integer parameter: its declared range (may depend on variables) and the values profiled."""
+
+    name: str
+    range: ast.Range | None
+    observed: tuple[int, int] | None
+
+
+@dataclass
+class ImplementationInfo:
+    name: str
+    doc: str | None
+    parameters: list[ParameterInfo]
+    entry: dict[str, Any]  # its "time" record of models.json ({} when the models do not name it)
+
+
+@dataclass
+class InterfaceInfo:
+    name: str
+    doc: str | None
+    variables: list[str]  # explanatory variables in declaration order (without P and logP)
+    implementations: list[ImplementationInfo]
+    samples: list[dict[str, Any]]  # kind == "sample" records of this interface
+    failures: list[dict[str, Any]]  # kind == "failure" records of this interface
+    domain: dict[str, tuple[float, float]]  # calibrated range of each variable, union over implementations
+    integers: set[str]  # variables that only took integer values
+    ranks: list[int]  # calibrated rank counts, smallest first
+
+    @property
+    def names(self) -> list[str]:
+        return [i.name for i in self.implementations]
+
+
+@dataclass
+class BuildData:
+    folder: Path
+    models: dict[str, Any]
+    description: Path | None
+    library: ast.Library | None
+    interfaces: list[InterfaceInfo]
+    evaluation: dict[str, Any] | None
+    module: ModuleType | None
+    constants: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def read_build(folder: str | Path) -> BuildData:
+    """Everything the report draws from, read once."""
+    folder = Path(folder)
+    models_path = folder / "models.json"
+    if not models_path.is_file():
+        raise FileNotFoundError(f"{folder} has no models.json: it is not a built library "
+                                f"(build it with `hlc build DESCRIPTION`)")
+    models = json.loads(models_path.read_text(encoding="utf-8"))
+    notes: list[str] = []
+    records = read_samples(folder / "samples.jsonl")
+    if not records:
+        notes.append("no samples.jsonl (or it is empty): no measured-vs-predicted or residual plots")
+    description, library = _description(folder, models, records, notes)
+    evaluation = _evaluation(folder, notes)
+    module = _module(folder, notes)
+    constants = constant_values(library) if library is not None else {}
+    interfaces = _interfaces(models, library, records)
+    return BuildData(folder, models, description, library, interfaces, evaluation, module, constants, notes)
+
+
+def _description(folder: Path, models: dict[str, Any], records: list[dict[str, Any]],
+                 notes: list[str]) -> tuple[Path | None, ast.Library | None]:
+    """The description the build was made from, parsed; relative paths are tried
+    from here and from the build folder's parents (where `hlc build` usually runs)."""
+    from hlc.language.errors import HLError
+    from hlc.language.parse import parse_file
+
+    header = next((r for r in records if r.get("kind") == "header"), {})
+    written = [p for p in (models.get("description"), header.get("description")) if p]
+    candidates: list[Path] = []
+    for text in written:
+        path = Path(text)
+        candidates += [path] if path.is_absolute() else [path, *(p / path for p in folder.resolve().parents)]
+    found = next((p for p in candidates if p.is_file()), None)
+    if found is None:
+        notes.append(f"the description {written[0] if written else '(not recorded)'} was not found: "
+                     "interfaces and parameter ranges are taken from the models and samples")
+        return None, None
+    try:
+        return found.resolve(), parse_file(found)
+    except (HLError, OSError) as error:
+        notes.append(f"the description {found} could not be parsed ({str(error).splitlines()[0]}): "
+                     "interfaces and parameter ranges are taken from the models and samples")
+        return found.resolve(), None
+
+
+def _evaluation(folder: Path, notes: list[str]) -> dict[str, Any] | None:
+    path = folder / "evaluation.json"
+    if not path.is_file():
+        notes.append("no evaluation.json: run `hlc evaluate` on the build to compare the choices with measured "
+                     "times and to overlay right and wrong choices on the region maps")
+        return None
+    try:
+        evaluation = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        notes.append(f"evaluation.json could not be read ({error}): no evaluation is shown")
+        return None
+    if not isinstance(evaluation, dict) or not isinstance(evaluation.get("interfaces"), dict):
+        notes.append("evaluation.json has no 'interfaces' object: no evaluation is shown")
+        return None
+    return evaluation
+
+
+def _module(folder: Path, notes: list[str]) -> ModuleType | None:
+    """The built module, whose decisions and predictions the report shows; its
+    import-time warnings (models calibrated elsewhere) become notes."""
+    from hlc.dispatch.build import load
+
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            module = load(folder)
+    except Exception as error:  # any import failure: the report shows the models only
+        notes.append(f"the built module could not be imported ({type(error).__name__}: {error}): "
+                     "no predictions, region maps or parameter plots")
+        return None
+    for warning in caught:
+        notes.append(f"importing the module warned: {warning.message}")
+    return module
+
+
+def _interfaces(models: dict[str, Any], library: ast.Library | None,
+                records: list[dict[str, Any]]) -> list[InterfaceInfo]:
+    implementations = models.get("implementations", {})
+    samples = [r for r in records if r.get("kind") == "sample"]
+    failures = [r for r in records if r.get("kind") == "failure"]
+    interfaces: list[InterfaceInfo] = []
+    if library is not None:
+        for interface in library.interfaces:
+            impls = [ImplementationInfo(i.name, i.doc,
+                                        [ParameterInfo(p.name, p.range, None) for p in i.parameters],
+                                        implementations.get(i.name, {}).get("time", {}))
+                     for i in interface.implementations]
+            interfaces.append(_info(interface.name, interface.doc, [v.name for v in interface.variables],
+                                    impls, samples, failures))
+        return interfaces
+    names: dict[str, list[str]] = {}
+    for name, record in implementations.items():
+        names.setdefault(record.get("interface", "?"), []).append(name)
+    for interface, members in names.items():
+        mine = [s for s in samples if s.get("interface") == interface]
+        variables = list(dict.fromkeys(v for s in mine for v in s.get("variables", {}) if v not in ("P", "logP")))
+        if not variables:
+            domain = next((implementations[m]["time"].get("domain") for m in members
+                           if implementations[m].get("time", {}).get("domain")), {})
+            variables = [v for v in domain if v not in ("P", "logP")]
+        impls = []
+        for member in members:
+            parameters = list(dict.fromkeys(p for s in mine if s.get("implementation") == member
+                                            for p in s.get("parameters", {})))
+            impls.append(ImplementationInfo(member, None, [ParameterInfo(p, None, None) for p in parameters],
+                                            implementations[member].get("time", {})))
+        interfaces.append(_info(interface, None, variables, impls, samples, failures))
+    return interfaces
+
+
+def _info(name: str, doc: str | None, variables: list[str], implementations: list[ImplementationInfo],
+          samples: list[dict[str, Any]], failures: list[dict[str, Any]]) -> InterfaceInfo:
+    mine = [s for s in samples if s.get("interface") == name]
+    for implementation in implementations:
+        taken = [s for s in mine if s.get("implementation") == implementation.name]
+        for parameter in implementation.parameters:
+            values = [s["parameters"][parameter.name] for s in taken if parameter.name in s.get("parameters", {})]
+            if values:
+                parameter.observed = (int(min(values)), int(max(values)))
+    domain: dict[str, tuple[float, float]] = {}
+    for implementation in implementations:
+        for variable, (low, high) in implementation.entry.get("domain", {}).items():
+            known = domain.get(variable, (low, high))
+            domain[variable] = (min(known[0], low), max(known[1], high))
+    for sample in mine:  # implementations without a model still say where they were measured
+        for variable, value in sample.get("variables", {}).items():
+            known = domain.get(variable, (value, value))
+            domain[variable] = (min(known[0], value), max(known[1], value))
+    integers = {v for v in variables if _integral(v, mine, domain)}
+    ranks = sorted({int(s["P"]) for s in mine if "P" in s})
+    if not ranks and "P" in domain:
+        low, high = domain["P"]
+        ranks = sorted({int(low), int(high)})
+    return InterfaceInfo(name, doc, variables, implementations, mine,
+                         [f for f in failures if f.get("interface") == name], domain, integers, ranks or [1])
+
+
+def _integral(variable: str, samples: list[dict[str, Any]], domain: dict[str, tuple[float, float]]) -> bool:
+    """A variable that only ever took integer values is drawn on an integer grid."""
+    values = [s["variables"][variable] for s in samples if variable in s.get("variables", {})]
+    values = values or list(domain.get(variable, ()))
+    return bool(values) and all(isinstance(v, int | float) and math.isfinite(v) and float(v).is_integer()
+                                for v in values)

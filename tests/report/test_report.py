@@ -1,0 +1,186 @@
+"""hlc report: the page and its images from a real (quick) build, and the page in a headless browser."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+import hlc
+from hlc.reports import Report, write_report
+
+ROOT = Path(__file__).resolve().parents[2]
+DESCRIPTIONS = ROOT / "tests" / "descriptions"
+ARTIFACTS = ROOT / "build" / "test-artifacts"
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def fake_evaluation() -> dict:
+    """What `hlc evaluate` writes, for a few points of the decisions library: one wrong."""
+    points = []
+    for index, (n, width, right) in enumerate([(32, 4, True), (300, 20, True), (5000, 9, False), (60000, 24, True)]):
+        chosen = "plain" if right else "tiles tall=1 wide=1"
+        points.append({
+            "P": 1, "index": index, "point": {"i": 4, "w": width},
+            "variables": {"n": n, "width": width, "P": 1, "logP": 0.0},
+            "chosen": {"implementation": chosen.split()[0], "parameters": {}},
+            "candidates": [{"label": "plain", "implementation": "plain", "parameters": {}, "seconds": 1e-5},
+                           {"label": "tiles tall=1 wide=1", "implementation": "tiles",
+                            "parameters": {"tall": 1, "wide": 1}, "seconds": 2e-5}],
+            "chosen_label": chosen, "best_label": "plain", "penalty": 0.0 if right else 1.0, "right": right,
+            "dispatched": 1.1e-5})
+    return {"format": 1, "library": "decisions", "created": "2026-11-22T00:00:00+0000", "seed": 1,
+            "params": "chosen", "tolerance": 0.03, "baseline": None,
+            "interfaces": {"work": {"summary": {"points": 4, "right": 3, "right_share": 0.75, "mean_penalty": 0.25},
+                                    "points": points}}}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> tuple[Path, Path]:
+    """comm (a used library with one variable), then decisions (two variables,
+    parameterized implementations) with a fake evaluation beside its models."""
+    folder = tmp_path_factory.mktemp("build")
+    hlc.build(DESCRIPTIONS / "comm.hl", out=folder / "comm", quick=True)
+    hlc.build(DESCRIPTIONS / "decisions.hl", out=folder / "decisions", quick=True)
+    (folder / "decisions" / "evaluation.json").write_text(json.dumps(fake_evaluation()), encoding="utf-8")
+    return folder / "comm", folder / "decisions"
+
+
+@pytest.fixture(scope="module")
+def report(built, tmp_path_factory) -> Report:
+    return write_report(built[1], out=tmp_path_factory.mktemp("report"))
+
+
+class _Balance(HTMLParser):
+    """Every element closed, in order (void elements aside): the page's structure is sound."""
+
+    VOID = {"meta", "link", "img", "br", "hr", "input", "source", "col", "area", "base", "wbr"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open: list[str] = []
+        self.errors: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        if tag not in self.VOID:
+            self.open.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self.open or self.open[-1] != tag:
+            self.errors.append(f"</{tag}> closes {self.open[-1:] or 'nothing'} at {self.getpos()}")
+        else:
+            self.open.pop()
+
+
+def image_sources(page: str) -> list[str]:
+    return re.findall(r'<img src="([^"]+)"', page)
+
+
+def test_the_page_and_every_image_it_shows(report):
+    page = report.index.read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and "<script" not in page
+    links = re.findall(r'(?:src|href)="([^"]*)"', page)
+    assert links and not [link for link in links if ":" in link and not link.startswith("data:")], links  # offline
+    sources = image_sources(page)
+    assert len(sources) >= 8  # a region map, five fit plots, parameter plots of digits, blocks and tiles
+    for source in sources:
+        path = report.index.parent / source
+        assert path.is_file() and path.stat().st_size > 1000, source
+        assert path.read_bytes()[:8] == PNG, source
+    assert {p.name for p in report.images} == set(sources)
+    checker = _Balance()
+    checker.feed(page)
+    assert not checker.errors and checker.open == [], (checker.errors, checker.open)
+    for expected in ("Library decisions", "Interface work", "digits", "bpd", "R²", "verification MRE",
+                     "def time_plain", "work-map-n-width-P1.png", "work-digits-bpd.png", "work-tiles-wide.png"):
+        assert expected in page, expected
+
+
+def test_the_evaluation_is_summarized_and_its_wrong_choice_listed(report):
+    page = report.index.read_text(encoding="utf-8")
+    assert not any("evaluation" in note for note in report.notes), report.notes
+    assert "right_share" in page and "0.75" in page
+    assert "1 wrong choice " in page and "tiles tall=1 wide=1" in page
+    assert not any("could not be drawn" in note for note in report.notes), report.notes
+
+
+def test_without_an_evaluation_a_note_and_still_a_report(built, tmp_path):
+    result = write_report(built[0], out=tmp_path / "comm")
+    assert any("no evaluation.json" in note for note in result.notes)
+    page = result.index.read_text(encoding="utf-8")
+    assert "no evaluation.json" in page
+    assert "transfer-strip-bytes-P1.png" in page  # one variable: a strip instead of a map
+    assert all((tmp_path / "comm" / source).stat().st_size > 0 for source in image_sources(page))
+
+
+def test_maps_and_fixed_values_can_be_chosen(built, tmp_path):
+    result = write_report(built[1], out=tmp_path / "maps", maps=[("width", "n"), ("n", "nothing")],
+                          fixed={"elsewhere": 3})
+    names = {p.name for p in result.images}
+    assert "work-map-width-n-P1.png" in names and "work-map-n-width-P1.png" not in names
+    assert any("n,nothing" in note for note in result.notes)
+    assert any("elsewhere" in note for note in result.notes)
+
+
+def test_a_folder_without_models_is_refused(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no models.json"):
+        write_report(tmp_path)
+
+
+def test_a_build_with_nothing_but_models_still_gets_a_page(tmp_path):
+    """No samples, no description, no module: the tables, and notes for the rest."""
+    models = {"format": 1, "library": "ghost", "description": str(tmp_path / "gone.hl"), "created": "today",
+              "fingerprint": {"cpu": "a CPU", "cores": 1, "platform": "native", "quick": True},
+              "implementations": {"a": {"interface": "run", "time": {"status": "excluded", "cause": "crashed"}},
+                                  "b": {"interface": "run", "time": {"status": "fitted", "terms": ["1"],
+                                                                     "kept": ["1"], "coefficients": {"1": 1e-6},
+                                                                     "half_widths": {"1": 1e-8}, "dropped": []}}}}
+    (tmp_path / "models.json").write_text(json.dumps(models), encoding="utf-8")
+    result = write_report(tmp_path)
+    assert result.index == tmp_path / "report" / "index.html" and result.images == []
+    page = result.index.read_text(encoding="utf-8")
+    assert "crashed" in page and "Library ghost" in page
+    assert any("gone.hl was not found" in note for note in result.notes)
+    assert any("could not be imported" in note for note in result.notes)
+    assert any("excluded: crashed" in note for note in result.notes)
+
+
+def _chrome():
+    """Headless Chromium through the system chromedriver, or a skip saying what is missing."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    if chromium is None or driver is None:
+        missing = " and ".join(n for n, p in (("chromium", chromium), ("chromedriver", driver)) if p is None)
+        pytest.skip(f"chromium/chromedriver not installed: {missing} not found (run scripts/install-browser.sh)")
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--window-size=1400,1000"):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(executable_path=driver), options=options)
+
+
+def test_the_page_in_a_headless_browser(report):
+    driver = _chrome()
+    try:
+        driver.get(report.index.resolve().as_uri())
+        images = driver.execute_script(
+            "return Array.from(document.images).map(i => [i.getAttribute('src'), i.complete && i.naturalWidth > 0])")
+        assert images and all(loaded for _, loaded in images), images
+        severe = [entry for entry in driver.get_log("browser") if entry.get("level") == "SEVERE"]
+        assert not severe, severe
+        height = driver.execute_script("return document.documentElement.scrollHeight")
+        driver.set_window_size(1400, min(height + 200, 16000))  # the whole page in one screenshot
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        assert driver.save_screenshot(str(ARTIFACTS / "report.png"))
+    finally:
+        driver.quit()
+    assert (ARTIFACTS / "report.png").read_bytes()[:8] == PNG
