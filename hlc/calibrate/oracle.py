@@ -12,6 +12,8 @@ arguments there and times, interleaved round after round,
 * the reference implementation a second time, under another label — how far
   two timings of the same thing differ is the noise floor of the comparison.
 
+The alternatives close to the fastest (and the chosen one) then get more
+rounds, side by side, before the medians are taken (``Evaluator.confirm``).
 Each point becomes one ``evaluation`` line: the agreed variables, what the
 module chose, and every candidate's time.  hlc.evaluation turns the lines
 into the figures.  The machinery (warm-up with result checks, exclusion of
@@ -31,6 +33,9 @@ from hlc.calibrate.timing import Timing
 
 DISPATCHED = "(dispatched)"
 AGAIN = "(again)"
+#: Alternatives within this fraction of the fastest are timed CONFIRM_ROUNDS more times.
+CLOSE = 0.10
+CONFIRM_ROUNDS = 6
 
 
 def label(implementation: str, parameters: dict[str, int]) -> str:
@@ -92,6 +97,7 @@ class Evaluator(Profiler):
                                reference[1]))
         ready = self.warm_up(interface, candidates, arguments, point)
         timings = self.time_rounds(interface, ready, arguments, point)
+        self.confirm(interface, ready, timings, arguments, point, choice)
         measured = []
         for (implementation, settings, repeat), values in zip(ready, timings, strict=True):
             if (interface.name, implementation.name) in self.state.excluded or not values:
@@ -102,6 +108,39 @@ class Evaluator(Profiler):
         chosen = {"implementation": choice.implementation, "parameters": dict(choice.parameters),
                   "predicted": choice.seconds}
         self.write([{**record, "chosen": chosen, "candidates": measured}, self.done_line(interface, index)])
+
+    def confirm(self, interface: Interface, ready: list[tuple[Implementation, dict, int]], timings: list[list[float]],
+                arguments: tuple, point: dict, choice: Any) -> None:
+        """More interleaved rounds for the contenders: the chosen alternative, and
+        every alternative within CLOSE of the fastest, overall and per
+        implementation.  The fastest of many noisy alternatives tends to be one
+        that was timed on a lucky moment (the winner's curse); timing the close
+        ones again, side by side, is what makes "within 3% of the fastest" a
+        statement about the alternatives rather than about the noise."""
+        medians = [Timing(tuple(values), repeat).seconds if values else math.inf
+                   for (_, _, repeat), values in zip(ready, timings, strict=True)]
+        alternatives = [i for i, (implementation, _, _) in enumerate(ready)
+                        if implementation.name not in (DISPATCHED, AGAIN) and math.isfinite(medians[i])]
+        if not alternatives:
+            return
+        chosen_settings = {name: dict(values) for name, values in choice.settings.items()}
+        contenders = set()
+        for group in [alternatives] + [[i for i in alternatives if ready[i][0].name == name]
+                                       for name in {ready[i][0].name for i in alternatives}]:
+            fastest = min(medians[i] for i in group)
+            contenders.update(i for i in group if medians[i] <= (1 + CLOSE) * fastest)
+        contenders.update(i for i in alternatives if ready[i][0].name == choice.implementation
+                          and ready[i][1] == chosen_settings.get(choice.implementation, choice.parameters))
+        order = sorted(contenders)
+        for round_ in range(CONFIRM_ROUNDS):
+            for offset in range(len(order)):
+                position = order[(round_ + offset) % len(order)]
+                implementation, settings, repeat = ready[position]
+                if (interface.name, implementation.name) in self.state.excluded:
+                    continue
+                seconds = self.timed(interface, implementation, settings, arguments, point, repeat)
+                if seconds is not None:
+                    timings[position].append(seconds)
 
     def candidates(self, interface: Interface, variables: dict, point: dict,
                    settings: dict[str, dict[str, int]]) -> list[tuple[Implementation, dict]]:

@@ -40,6 +40,10 @@ QUICK_VALUES = 4  # values per loop in a --quick build
 QUICK_VERIFY = 5
 
 
+class BuildError(Exception):
+    """A library cannot be built as asked (a library it uses is not built)."""
+
+
 @dataclass
 class BuildResult:
     library: str
@@ -147,6 +151,11 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
     library = parse_file(description)
     link = Path(out) if out else Path("build") / library.name
     link.parent.mkdir(parents=True, exist_ok=True)
+    missing = {name: path for name, path in _used_models(library, link.parent).items() if not path.exists()}
+    if missing:
+        raise BuildError("; ".join(
+            f"{library.name} uses {name}, which has no models at {path}: build it first "
+            f"(hlc build {library.used[name].filename} --out {path.parent})" for name, path in missing.items()))
     version = link.parent / f".{link.name}.{time.strftime('%Y%m%d-%H%M%S')}.{os.getpid()}"
     version.mkdir()
     try:

@@ -36,7 +36,10 @@ Layouts:
   P = 2 or 3 gives 1 × P, P = 4 gives 2 × 2, P = 6 gives 2 × 3, P = 10
   gives 1 × 10); halo rows and
   columns swapped with up to four neighbours after each half-iteration.
-  Needs ``height − 2 ≥ pr`` and ``width − 2 ≥ pc``.
+  Needs ``height − 2 ≥ pr`` and ``width − 2 ≥ pc``.  With three or more
+  rows (columns) of processes, the blocks on the edges get ``extra_rows``
+  (``extra_cols``) more rows (columns) than the others, to fill the time
+  the missing neighbour's halo swap would have taken (thesis §5.2).
 
 A layout called where its precondition fails raises ValueError (the
 dispatcher never calls it there).
@@ -128,30 +131,45 @@ def relax_strips(grid: np.ndarray, iterations: int) -> np.ndarray:
     return _relax_partitioned(u, iterations, team, 1, team.size)
 
 
-def relax_blocks(grid: np.ndarray, iterations: int) -> np.ndarray:
-    """Red-black SOR with the interior in a block_rows(P) × P / block_rows(P) grid of blocks (module doc)."""
+def relax_blocks(grid: np.ndarray, iterations: int, extra_rows: int = 0, extra_cols: int = 0) -> np.ndarray:
+    """Red-black SOR with the interior in a block_rows(P) × P / block_rows(P) grid of blocks (module doc);
+    the blocks of the first and last row of the process grid get ``extra_rows`` more rows, those of its
+    first and last column ``extra_cols`` more columns (when it has at least three of them)."""
     u, iterations = _checked(grid, iterations)
+    for name, value in (("extra_rows", extra_rows), ("extra_cols", extra_cols)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+            raise ValueError(f"{name} must be an integer >= 0, not {value!r}")
     team = world()
     if not blocks_apply(*u.shape, team.size):
         rows = block_rows(team.size)
         raise ValueError(f"blocks need height - 2 >= {rows} and width - 2 >= {team.size // rows}: "
                          f"a {u.shape[0]} x {u.shape[1]} grid on {team.size} ranks")
     rows = block_rows(team.size)
-    return _relax_partitioned(u, iterations, team, rows, team.size // rows)
+    return _relax_partitioned(u, iterations, team, rows, team.size // rows, int(extra_rows), int(extra_cols))
 
 
-def _cuts(interior: int, parts: int) -> list[int]:
-    """Global indices where the parts of 1 .. interior start, and interior + 1."""
-    return [1 + k * interior // parts for k in range(parts + 1)]
+def _cuts(interior: int, parts: int, extra: int = 0) -> list[int]:
+    """Global indices where the parts of 1 .. interior start, and interior + 1.
+
+    An even split, except that with three parts or more the first and the
+    last get ``extra`` cells more than the others (thesis §5.2): a block on
+    the edge of the process grid has a neighbour fewer to swap halos with,
+    and spends that time on the extra cells instead of waiting.  ``extra``
+    is reduced as far as needed for every part to keep at least one cell.
+    """
+    extra = max(0, min(extra, (interior - parts) // 2)) if parts >= 3 else 0
+    rest = interior - 2 * extra
+    return [1 + k * rest // parts + (extra if k else 0) for k in range(parts)] + [interior + 1]
 
 
-def _relax_partitioned(u: np.ndarray, iterations: int, team, prows: int, pcols: int) -> np.ndarray:
+def _relax_partitioned(u: np.ndarray, iterations: int, team, prows: int, pcols: int, extra_rows: int = 0,
+                       extra_cols: int = 0) -> np.ndarray:
     """SOR on a prows × pcols grid of blocks of the interior; rank = row * pcols + column.
     Every rank returns the full grid."""
     height, width = u.shape
     if height < 3 or width < 3 or iterations == 0:
         return u
-    row_cuts, col_cuts = _cuts(height - 2, prows), _cuts(width - 2, pcols)
+    row_cuts, col_cuts = _cuts(height - 2, prows, extra_rows), _cuts(width - 2, pcols, extra_cols)
     prow, pcol = divmod(team.rank, pcols)
     r0, r1, c0, c1 = row_cuts[prow], row_cuts[prow + 1], col_cuts[pcol], col_cuts[pcol + 1]
     local = u[r0 - 1:r1 + 1, c0 - 1:c1 + 1].copy()  # owned cells and a halo of one

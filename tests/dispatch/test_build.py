@@ -32,6 +32,15 @@ def built(tmp_path_factory):
     return folder, result
 
 
+def test_a_library_whose_used_library_is_not_built_is_refused_before_profiling(tmp_path, capsys):
+    from hlc.cli import main
+
+    assert main(["build", str(DESCRIPTIONS / "vector.hl"), "--out", str(tmp_path / "vector")]) == 2
+    error = capsys.readouterr().err
+    assert "vector uses comm, which has no models at" in error and "comm.hl" in error
+    assert not list(tmp_path.iterdir())  # nothing was started
+
+
 def run_python(code: str, **environment: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           env={**os.environ, **environment}, cwd=ROOT)

@@ -166,11 +166,12 @@ for trial in range(40):
     iterations = int(shared.integers(0, 6))
     grid = shared.uniform(-1.0, 1.0, (height, width))
     expected = relax.relax_uniprocessor(grid, iterations)
+    extra = {"strips": {}, "blocks": {name: int(shared.integers(0, 4)) for name in ("extra_rows", "extra_cols")}}
     for name in ("strips", "blocks"):
         if not getattr(relax, f"{name}_apply")(height, width, team.size):
             continue
         ran[name] += 1
-        mine = getattr(relax, f"relax_{name}")(grid, iterations)
+        mine = getattr(relax, f"relax_{name}")(grid, iterations, **extra[name])
         everyone = team.allgather(mine.ravel()) if mine.shape == grid.shape else None
         scale = max(float(np.abs(expected).max(initial=0.0)), 1.0)
         if everyone is None or np.abs(everyone - expected.ravel()).max(initial=0.0) > 1e-12 * scale:
@@ -181,7 +182,7 @@ if team.rank == 0:
 """
 
 
-@pytest.mark.parametrize("ranks", [2, 4])
+@pytest.mark.parametrize("ranks", [2, 3, 4])  # 3: a 1 x 3 process grid, whose edge blocks get extra columns
 def test_spmd_layouts_return_the_uniprocessor_grid_on_every_rank(tmp_path, ranks):
     script = tmp_path / "spmd_stencil.py"
     script.write_text(SPMD_CHECK)
@@ -196,11 +197,72 @@ def test_spmd_layouts_return_the_uniprocessor_grid_on_every_rank(tmp_path, ranks
 # ---- the built library (a quick build: about 20 s) -------------------------------------------------
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 200), st.integers(1, 12), st.integers(0, 80))
+def test_edge_parts_get_the_extra_cells(interior, parts, extra):
+    cuts = relax._cuts(interior, parts, extra)
+    sizes = list(np.diff(cuts))
+    assert cuts[0] == 1 and cuts[-1] == interior + 1 and len(sizes) == parts
+    even = relax._cuts(interior, parts)
+    if interior < parts:
+        return  # no layout runs there (its precondition fails)
+    assert min(sizes) >= 1
+    if parts < 3 or extra == 0:
+        assert cuts == even
+    else:
+        middle = sizes[1:-1]
+        assert max(middle) - min(middle) <= 1
+        given_extra = min(extra, (interior - parts) // 2)
+        for edge in (sizes[0], sizes[-1]):  # an even share give or take one, and the extra cells
+            assert given_extra - 1 <= edge - min(middle) <= given_extra + 1
+
+
+def test_extra_rows_and_columns_are_checked():
+    grid = np.zeros((8, 8))
+    with pytest.raises(ValueError, match="extra_rows"):
+        relax.relax_blocks(grid, 1, extra_rows=-1)
+    with pytest.raises(ValueError, match="extra_cols"):
+        relax.relax_blocks(grid, 1, extra_cols=1.5)
+
+
 @pytest.fixture(scope="module")
-def stencil(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("stencil") / "stencil"
-    hlc.build(ROOT / "libraries" / "stencil.hl", out=folder, quick=True)
-    return hlc.load(folder)
+def built(tmp_path_factory):
+    """The runtime library (whose BlockTransfer model stencil.hl uses), then stencil; quick builds."""
+    folder = tmp_path_factory.mktemp("stencil")
+    hlc.build(ROOT / "libraries" / "runtime.hl", out=folder / "runtime", quick=True)
+    hlc.build(ROOT / "libraries" / "stencil.hl", out=folder / "stencil", quick=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def stencil(built):
+    return hlc.load(built / "stencil")
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # P = 9 lies outside the calibrated range
+def test_extra_rows_are_the_root_of_communication_minus_computation(stencil, built):
+    """Thesis eq. 38-40: the largest x whose extra work still fits in the missing halo swaps."""
+    runtime = hlc.load(built / "runtime")
+    height, width, P = 300, 240, 9  # a 3 x 3 process grid: blocks of 100 x 80
+
+    def balance(x: int, cols: bool) -> float:
+        halo = 2 * runtime.predict("BlockTransfer", bytes=8 * (height / 3 if cols else width / 3), P=2)
+        more = dict(height=height / 3 + (0 if cols else x), width=width / 3 + (x if cols else 0), iters=1000)
+        work = (stencil.predict("uniprocessor", **more)
+                - stencil.predict("uniprocessor", height=height / 3, width=width / 3, iters=1000)) / 1000
+        return halo - work
+
+    settings_ = stencil.choose_relax_at(height=height, width=width, iters=10, P=P).settings["blocks"]
+    for name, cols in (("extra_rows", False), ("extra_cols", True)):
+        x = settings_[name]
+        assert 0 <= x <= 64
+        if 0 < x < 64:
+            assert balance(x, cols) >= 0 > balance(x + 1, cols), (name, x)
+        elif x == 0:
+            assert balance(1, cols) < 0
+    for small in (1, 2, 4):  # fewer than three rows and columns of processes: nothing to balance
+        assert stencil.choose_relax_at(height=300, width=240, iters=10, P=small).settings["blocks"] == \
+            {"extra_rows": 0, "extra_cols": 0}
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # 0 iterations lie outside the calibrated range
