@@ -348,12 +348,18 @@ class Profiler:
         taken = self.state.verified.get((interface.name, self.context.size, implementation.name), 0)
         return taken < interface.verify
 
-    def measure(self, interface: Interface, verify: bool, index: int, point: dict) -> None:
+    def inputs(self, interface: Interface, verify: bool, index: int, point: dict) -> tuple[int, tuple, dict]:
+        """The seed, the arguments and the variables (agreed over the ranks) at a point."""
         size = self.context.size
         seed = self.sample_seed(interface, verify, index)
         arguments = interface.arguments(point, seed, size)
         variables = self.context.agree(dict(interface.variables(*arguments, P=size)))
         variables.update(P=size, logP=math.log2(size))
+        return seed, arguments, variables
+
+    def measure(self, interface: Interface, verify: bool, index: int, point: dict) -> None:
+        size = self.context.size
+        seed, arguments, variables = self.inputs(interface, verify, index, point)
         rng = random.Random(f"{self.seed}:{interface.name}:settings:{index}")
         candidates: list[tuple[Implementation, dict]] = []
         for implementation in interface.implementations:
@@ -491,15 +497,22 @@ class Profiler:
                     pending = [p for p in range(len(candidates)) if self.context.any(p in pending)]
                 if not pending:
                     break
-            for offset in range(len(pending)):
-                position = pending[(round_ + offset) % len(pending)]
-                implementation, settings, repeat = candidates[position]
-                if (interface.name, implementation.name) in self.state.excluded:
-                    continue
-                seconds = self.timed(interface, implementation, settings, arguments, point, repeat)
-                if seconds is not None:
-                    timings[position].append(seconds)
+            self.time_round(interface, candidates, pending, round_, timings, arguments, point)
         return timings
+
+    def time_round(self, interface: Interface, candidates: list[tuple[Implementation, dict, int]],
+                   positions: list[int], round_: int, timings: list[list[float]], arguments: tuple,
+                   point: dict) -> None:
+        """Time the candidates at ``positions`` once each, starting ``round_``
+        places along, so that no candidate is always the first after a pause."""
+        for offset in range(len(positions)):
+            position = positions[(round_ + offset) % len(positions)]
+            implementation, settings, repeat = candidates[position]
+            if (interface.name, implementation.name) in self.state.excluded:
+                continue
+            seconds = self.timed(interface, implementation, settings, arguments, point, repeat)
+            if seconds is not None:
+                timings[position].append(seconds)
 
 
 def main(library: str, description: str, interfaces: list[Interface], argv: list[str] | None = None) -> int:

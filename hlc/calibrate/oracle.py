@@ -77,10 +77,7 @@ class Evaluator(Profiler):
 
     def measure(self, interface: Interface, verify: bool, index: int, point: dict) -> None:
         size = self.context.size
-        seed = self.sample_seed(interface, verify, index)
-        arguments = interface.arguments(point, seed, size)
-        variables = self.context.agree(dict(interface.variables(*arguments, P=size)))
-        variables.update(P=size, logP=math.log2(size))
+        seed, arguments, variables = self.inputs(interface, verify, index, point)
         choice = getattr(self.module, f"choose_{interface.name}_at")(**variables)
         record: dict[str, Any] = {"kind": "evaluation", "interface": interface.name, "P": size, "index": index,
                                   "seed": seed, "point": point, "variables": variables}
@@ -131,16 +128,8 @@ class Evaluator(Profiler):
             contenders.update(i for i in group if medians[i] <= (1 + CLOSE) * fastest)
         contenders.update(i for i in alternatives if ready[i][0].name == choice.implementation
                           and ready[i][1] == chosen_settings.get(choice.implementation, choice.parameters))
-        order = sorted(contenders)
         for round_ in range(CONFIRM_ROUNDS):
-            for offset in range(len(order)):
-                position = order[(round_ + offset) % len(order)]
-                implementation, settings, repeat = ready[position]
-                if (interface.name, implementation.name) in self.state.excluded:
-                    continue
-                seconds = self.timed(interface, implementation, settings, arguments, point, repeat)
-                if seconds is not None:
-                    timings[position].append(seconds)
+            self.time_round(interface, ready, sorted(contenders), round_, timings, arguments, point)
 
     def candidates(self, interface: Interface, variables: dict, point: dict,
                    settings: dict[str, dict[str, int]]) -> list[tuple[Implementation, dict]]:
