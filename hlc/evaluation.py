@@ -101,7 +101,10 @@ def evaluate(build: str | Path, *, points: int = 200, procs: Sequence[int] | Non
         timeout = max((i.profile.timeout for i in library.interfaces if i.profile is not None), default=60.0)
     options = ["--evaluate", str(folder.resolve()), "--points", str(points), "--params", params]
     for size in ranks:
-        run_program(program, raw, size, seed, None, timeout, progress, options)
+        try:
+            run_program(program, raw, size, seed, None, timeout, progress, options)
+        except ProfileError as error:
+            raise ProfileError(f"{error}\n(if {folder} was built by an older hlc, build it again)") from None
     settings = {**wanted, "tolerance": tolerance, "baseline": baseline, "ranks": ranks}
     records = [r for r in read_samples(raw) if r.get("kind") == "evaluation" and r["P"] in ranks]
     interfaces = {}
