@@ -41,6 +41,12 @@ Layouts:
   (``extra_cols``) more rows (columns) than the others, to fill the time
   the missing neighbour's halo swap would have taken (thesis §5.2).
 
+The convergence variants ``converge_<layout>(grid, tolerance, limit)``
+iterate until the largest absolute change an iteration makes (over the whole
+grid: the ranks agree on it with a max-reduce) is at most ``tolerance``, or
+``limit`` iterations, and return the grid and the number of iterations done
+— the same in every layout, since every cell changes by the same amounts.
+
 A layout called where its precondition fails raises ValueError (the
 dispatcher never calls it there).
 """
@@ -79,12 +85,14 @@ def blocks_apply(height: int, width: int, ranks: int) -> bool:
     return height - 2 >= rows and width - 2 >= ranks // rows
 
 
-def half_sweep(u: np.ndarray, parity: int) -> None:
+def half_sweep(u: np.ndarray, parity: int, track: bool = False) -> float:
     """Update, in place, the interior cells of ``u`` (not its outermost rows and
-    columns) whose local i + j has the given parity, from their four neighbours."""
+    columns) whose local i + j has the given parity, from their four neighbours.
+    With ``track``, returns the largest absolute change made (else 0.0)."""
     height, width = u.shape
+    delta = 0.0
     if height < 3 or width < 3:
-        return
+        return delta
     for i0 in (1, 2):
         j0 = 1 + (i0 + 1 + parity) % 2  # (i0 + j0) % 2 == parity, j0 in {1, 2}
         if i0 > height - 2 or j0 > width - 2:
@@ -96,7 +104,10 @@ def half_sweep(u: np.ndarray, parity: int) -> None:
         total /= 4
         total -= centre
         total *= OMEGA
+        if track and total.size:
+            delta = max(delta, float(np.abs(total).max()))
         centre += total
+    return delta
 
 
 def _checked(grid: np.ndarray, iterations: int) -> tuple[np.ndarray, int]:
@@ -122,13 +133,54 @@ def relax_uniprocessor(grid: np.ndarray, iterations: int) -> np.ndarray:
     return u
 
 
+def _converging(grid: np.ndarray, tolerance: float, limit: int) -> tuple[np.ndarray, float, int]:
+    if isinstance(tolerance, bool) or not isinstance(tolerance, numbers.Real) or not tolerance >= 0:
+        raise ValueError(f"tolerance must be a number >= 0, not {tolerance!r}")
+    u, limit = _checked(grid, limit)
+    return u, float(tolerance), limit
+
+
+def converge_uniprocessor(grid: np.ndarray, tolerance: float, limit: int) -> tuple[np.ndarray, int]:
+    """Red-black SOR iterations of the whole grid until the largest change an
+    iteration makes is at most ``tolerance``, or ``limit`` iterations: the
+    grid and the number of iterations done."""
+    u, tolerance, limit = _converging(grid, tolerance, limit)
+    for done in range(1, limit + 1):
+        delta = max(half_sweep(u, RED, True), half_sweep(u, BLACK, True))
+        if delta <= tolerance:
+            return u, done
+    return u, limit
+
+
+def converge_strips(grid: np.ndarray, tolerance: float, limit: int) -> tuple[np.ndarray, int]:
+    """``converge_uniprocessor`` with one strip of interior columns per rank; the
+    ranks agree on the largest change of each iteration (a max-reduce)."""
+    u, tolerance, limit = _converging(grid, tolerance, limit)
+    team = world()
+    if not strips_apply(*u.shape, team.size):
+        raise ValueError(f"strips need width - 2 >= P: a {u.shape[0]} x {u.shape[1]} grid on {team.size} ranks")
+    return _relax_partitioned(u, limit, team, 1, team.size, tolerance=tolerance)
+
+
+def converge_blocks(grid: np.ndarray, tolerance: float, limit: int) -> tuple[np.ndarray, int]:
+    """``converge_uniprocessor`` on the process grid of ``relax_blocks``."""
+    u, tolerance, limit = _converging(grid, tolerance, limit)
+    team = world()
+    if not blocks_apply(*u.shape, team.size):
+        rows = block_rows(team.size)
+        raise ValueError(f"blocks need height - 2 >= {rows} and width - 2 >= {team.size // rows}: "
+                         f"a {u.shape[0]} x {u.shape[1]} grid on {team.size} ranks")
+    rows = block_rows(team.size)
+    return _relax_partitioned(u, limit, team, rows, team.size // rows, tolerance=tolerance)
+
+
 def relax_strips(grid: np.ndarray, iterations: int) -> np.ndarray:
     """Red-black SOR with the interior columns in one strip per rank (module doc)."""
     u, iterations = _checked(grid, iterations)
     team = world()
     if not strips_apply(*u.shape, team.size):
         raise ValueError(f"strips need width - 2 >= P: a {u.shape[0]} x {u.shape[1]} grid on {team.size} ranks")
-    return _relax_partitioned(u, iterations, team, 1, team.size)
+    return _relax_partitioned(u, iterations, team, 1, team.size)[0]
 
 
 def relax_blocks(grid: np.ndarray, iterations: int, extra_rows: int = 0, extra_cols: int = 0) -> np.ndarray:
@@ -145,7 +197,7 @@ def relax_blocks(grid: np.ndarray, iterations: int, extra_rows: int = 0, extra_c
         raise ValueError(f"blocks need height - 2 >= {rows} and width - 2 >= {team.size // rows}: "
                          f"a {u.shape[0]} x {u.shape[1]} grid on {team.size} ranks")
     rows = block_rows(team.size)
-    return _relax_partitioned(u, iterations, team, rows, team.size // rows, int(extra_rows), int(extra_cols))
+    return _relax_partitioned(u, iterations, team, rows, team.size // rows, int(extra_rows), int(extra_cols))[0]
 
 
 def _cuts(interior: int, parts: int, extra: int = 0) -> list[int]:
@@ -163,23 +215,36 @@ def _cuts(interior: int, parts: int, extra: int = 0) -> list[int]:
 
 
 def _relax_partitioned(u: np.ndarray, iterations: int, team, prows: int, pcols: int, extra_rows: int = 0,
-                       extra_cols: int = 0) -> np.ndarray:
+                       extra_cols: int = 0, tolerance: float | None = None) -> tuple[np.ndarray, int]:
     """SOR on a prows × pcols grid of blocks of the interior; rank = row * pcols + column.
-    Every rank returns the full grid."""
+    Runs ``iterations`` iterations or, with a ``tolerance``, stops after the first
+    whose largest change over all ranks is at most it.  Every rank returns the
+    full grid, and the number of iterations done."""
     height, width = u.shape
-    if height < 3 or width < 3 or iterations == 0:
-        return u
+    if height < 3 or width < 3 or iterations == 0:  # nothing changes: converged at once
+        return u, min(iterations, 1) if tolerance is not None else iterations
     row_cuts, col_cuts = _cuts(height - 2, prows, extra_rows), _cuts(width - 2, pcols, extra_cols)
     prow, pcol = divmod(team.rank, pcols)
     r0, r1, c0, c1 = row_cuts[prow], row_cuts[prow + 1], col_cuts[pcol], col_cuts[pcol + 1]
     local = u[r0 - 1:r1 + 1, c0 - 1:c1 + 1].copy()  # owned cells and a halo of one
     offset = (r0 - 1 + c0 - 1) % 2  # global parity of local (0, 0)
+    track = tolerance is not None
+
+    def exchange() -> None:
+        _exchange(team, local, 1, pcol, pcols, lambda k: prow * pcols + k)
+        _exchange(team, local, 0, prow, prows, lambda k: k * pcols + pcol)
+
+    done = iterations
     for iteration in range(iterations):
-        for colour in (RED, BLACK):
-            half_sweep(local, (colour + offset) % 2)
-            if iteration < iterations - 1 or colour == RED:  # the last halos are never read
-                _exchange(team, local, 1, pcol, pcols, lambda k: prow * pcols + k)
-                _exchange(team, local, 0, prow, prows, lambda k: k * pcols + pcol)
+        delta = half_sweep(local, (RED + offset) % 2, track)
+        exchange()
+        delta = max(delta, half_sweep(local, (BLACK + offset) % 2, track))
+        if iteration == iterations - 1:
+            break  # the last halos are never read
+        if track and float(team.reduce(np.array([delta]), "max")[0]) <= tolerance:
+            done = iteration + 1
+            break
+        exchange()
     owned = local[1:-1, 1:-1]
     everything = team.allgatherv(owned.ravel())
     start = 0
@@ -190,7 +255,7 @@ def _relax_partitioned(u: np.ndarray, iterations: int, team, prows: int, pcols: 
         count = (rows.stop - rows.start) * (cols.stop - cols.start)
         u[rows, cols] = everything[start:start + count].reshape(rows.stop - rows.start, cols.stop - cols.start)
         start += count
-    return u
+    return u, done
 
 
 def _exchange(team, local: np.ndarray, axis: int, index: int, count: int, rank_of) -> None:

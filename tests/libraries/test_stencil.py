@@ -97,6 +97,33 @@ def test_every_layout_equals_the_uniprocessor_on_one_rank(height, width, iterati
     assert np.array_equal(grid, before)  # the argument is left alone
 
 
+@settings(max_examples=100, deadline=None)
+@given(height=st.integers(0, 16), width=st.integers(0, 16), limit=st.integers(0, 80),
+       tolerance=st.sampled_from([0.0, 1e-9, 1e-4, 1e-2, 0.5]), seed=st.integers(0, 2**32 - 1))
+def test_convergence_stops_at_the_first_quiet_iteration(height, width, limit, tolerance, seed):
+    grid = np.random.default_rng(seed).uniform(-1.0, 1.0, (height, width))
+    result, done = relax.converge_uniprocessor(grid, tolerance, limit)
+    assert 0 <= done <= limit
+    assert close(result, relax.relax_uniprocessor(grid, done))
+    if done:  # iteration `done` changed no cell by more than the tolerance, or the limit was reached
+        change = np.abs(relax.relax_uniprocessor(grid, done) - relax.relax_uniprocessor(grid, done - 1)).max(initial=0)
+        assert change <= tolerance or done == limit
+    if done > 1:  # and every earlier one did
+        change = np.abs(relax.relax_uniprocessor(grid, done - 1) - relax.relax_uniprocessor(grid, done - 2)).max()
+        assert change > tolerance
+    for name in ("strips", "blocks"):
+        if getattr(relax, f"{name}_apply")(height, width, 1):
+            other, count = getattr(relax, f"converge_{name}")(grid, tolerance, limit)
+            assert count == done and close(other, result), name
+
+
+def test_convergence_arguments_are_checked():
+    with pytest.raises(ValueError, match="tolerance"):
+        relax.converge_uniprocessor(np.zeros((4, 4)), -1.0, 3)
+    with pytest.raises(ValueError, match="iterations"):
+        relax.converge_strips(np.zeros((4, 4)), 0.1, -2)
+
+
 def test_integer_grids_and_views_are_accepted():
     grid = np.arange(42).reshape(6, 7)
     expected = relax.relax_uniprocessor(grid.astype(np.float64), 2)
@@ -124,13 +151,16 @@ def test_process_grid_rule():
     assert [relax.block_rows(p) for p in range(1, 13)] == [1, 1, 1, 2, 1, 2, 1, 2, 3, 1, 1, 3]
 
 
-def test_preconditions_of_the_description_match_the_module():
+@pytest.mark.parametrize("interface_name, names", [("relax", ("uniprocessor", "strips", "blocks")),
+                                                    ("converge", ("whole", "striped", "blocked"))])
+def test_preconditions_of_the_description_match_the_module(interface_name, names):
     library = hlc.parse_file(ROOT / "libraries" / "stencil.hl")
     assert not library.warnings
-    (interface,) = library.interfaces
+    interface = library.interface(interface_name)
     implementations = {i.name: i for i in interface.implementations}
-    assert set(implementations) == {"uniprocessor", "strips", "blocks"}
-    assert implementations["uniprocessor"].requires == ()
+    whole, strips, blocks = names
+    assert set(implementations) == set(names)
+    assert implementations[whole].requires == ()
     for ranks in range(1, 40):
         for height in range(0, 12):
             for width in range(0, 12):
@@ -139,7 +169,7 @@ def test_preconditions_of_the_description_match_the_module():
                 for variable in interface.variables:
                     environment[variable.name] = values.get(variable.name) if variable.name in values \
                         else evaluate(variable.value, environment)
-                for name, applies in (("strips", relax.strips_apply), ("blocks", relax.blocks_apply)):
+                for name, applies in ((strips, relax.strips_apply), (blocks, relax.blocks_apply)):
                     holds = all(evaluate(r, environment) for r in implementations[name].requires)
                     assert holds == applies(height, width, ranks), (name, height, width, ranks)
 
@@ -176,6 +206,15 @@ for trial in range(40):
         scale = max(float(np.abs(expected).max(initial=0.0)), 1.0)
         if everyone is None or np.abs(everyone - expected.ravel()).max(initial=0.0) > 1e-12 * scale:
             failures.append((name, height, width, iterations))
+    tolerance = float(shared.choice([0.0, 1e-6, 1e-3, 0.1]))
+    expected, done = relax.converge_uniprocessor(grid, tolerance, iterations * 10)
+    for name in ("strips", "blocks"):
+        if getattr(relax, f"{name}_apply")(height, width, team.size):
+            mine, count = getattr(relax, f"converge_{name}")(grid, tolerance, iterations * 10)
+            everyone = team.allgather(np.append(mine.ravel(), count))  # every rank's grid and count
+            scale = max(float(np.abs(expected).max(initial=0.0)), 1.0)
+            if np.abs(everyone - np.append(expected.ravel(), done)).max(initial=0.0) > 1e-12 * scale:
+                failures.append(("converge_" + name, height, width, tolerance, count, done))
 if team.rank == 0:
     print("ran:", ran)
     print("failures:", failures)
@@ -272,3 +311,13 @@ def test_the_dispatched_relax_equals_the_uniprocessor(stencil):
         grid = rng.random((height, width))
         assert close(stencil.relax(grid, iterations), relax.relax_uniprocessor(grid, iterations))
         assert stencil.choose(grid, iterations).implementation in ("uniprocessor", "strips", "blocks")
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # sizes outside the calibrated range
+def test_the_dispatched_converge_equals_the_uniprocessor(stencil):
+    rng = np.random.default_rng(9)
+    for height, width, tolerance, limit in [(2, 9, 0.1, 3), (17, 40, 1e-3, 200), (120, 90, 0.0, 5), (64, 64, 1e-2, 50)]:
+        grid = rng.random((height, width))
+        result, done = stencil.converge(grid, tolerance, limit)
+        expected, count = relax.converge_uniprocessor(grid, tolerance, limit)
+        assert done == count and close(result, expected)
