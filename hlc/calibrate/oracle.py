@@ -120,14 +120,13 @@ class Evaluator(Profiler):
                         if implementation.name not in (DISPATCHED, AGAIN) and math.isfinite(medians[i])]
         if not alternatives:
             return
-        chosen_settings = {name: dict(values) for name, values in choice.settings.items()}
         contenders = set()
         for group in [alternatives] + [[i for i in alternatives if ready[i][0].name == name]
                                        for name in {ready[i][0].name for i in alternatives}]:
             fastest = min(medians[i] for i in group)
             contenders.update(i for i in group if medians[i] <= (1 + CLOSE) * fastest)
         contenders.update(i for i in alternatives if ready[i][0].name == choice.implementation
-                          and ready[i][1] == chosen_settings.get(choice.implementation, choice.parameters))
+                          and ready[i][1] == choice.settings.get(choice.implementation, choice.parameters))
         for round_ in range(CONFIRM_ROUNDS):
             self.time_round(interface, ready, sorted(contenders), round_, timings, arguments, point)
 

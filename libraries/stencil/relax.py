@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Any
 
 import numpy as np
 
@@ -133,6 +134,21 @@ def relax_uniprocessor(grid: np.ndarray, iterations: int) -> np.ndarray:
     return u
 
 
+def _process_grid(u: np.ndarray, layout: str) -> tuple[Any, int, int]:
+    """The team and the rows and columns of its process grid for ``layout``
+    ("strips" or "blocks"); ValueError where the layout's precondition fails."""
+    team = world()
+    if layout == "strips":
+        if not strips_apply(*u.shape, team.size):
+            raise ValueError(f"strips need width - 2 >= P: a {u.shape[0]} x {u.shape[1]} grid on {team.size} ranks")
+        return team, 1, team.size
+    rows = block_rows(team.size)
+    if not blocks_apply(*u.shape, team.size):
+        raise ValueError(f"blocks need height - 2 >= {rows} and width - 2 >= {team.size // rows}: "
+                         f"a {u.shape[0]} x {u.shape[1]} grid on {team.size} ranks")
+    return team, rows, team.size // rows
+
+
 def _converging(grid: np.ndarray, tolerance: float, limit: int) -> tuple[np.ndarray, float, int]:
     if isinstance(tolerance, bool) or not isinstance(tolerance, numbers.Real) or not tolerance >= 0:
         raise ValueError(f"tolerance must be a number >= 0, not {tolerance!r}")
@@ -156,31 +172,22 @@ def converge_strips(grid: np.ndarray, tolerance: float, limit: int) -> tuple[np.
     """``converge_uniprocessor`` with one strip of interior columns per rank; the
     ranks agree on the largest change of each iteration (a max-reduce)."""
     u, tolerance, limit = _converging(grid, tolerance, limit)
-    team = world()
-    if not strips_apply(*u.shape, team.size):
-        raise ValueError(f"strips need width - 2 >= P: a {u.shape[0]} x {u.shape[1]} grid on {team.size} ranks")
-    return _relax_partitioned(u, limit, team, 1, team.size, tolerance=tolerance)
+    team, rows, cols = _process_grid(u, "strips")
+    return _relax_partitioned(u, limit, team, rows, cols, tolerance=tolerance)
 
 
 def converge_blocks(grid: np.ndarray, tolerance: float, limit: int) -> tuple[np.ndarray, int]:
     """``converge_uniprocessor`` on the process grid of ``relax_blocks``."""
     u, tolerance, limit = _converging(grid, tolerance, limit)
-    team = world()
-    if not blocks_apply(*u.shape, team.size):
-        rows = block_rows(team.size)
-        raise ValueError(f"blocks need height - 2 >= {rows} and width - 2 >= {team.size // rows}: "
-                         f"a {u.shape[0]} x {u.shape[1]} grid on {team.size} ranks")
-    rows = block_rows(team.size)
-    return _relax_partitioned(u, limit, team, rows, team.size // rows, tolerance=tolerance)
+    team, rows, cols = _process_grid(u, "blocks")
+    return _relax_partitioned(u, limit, team, rows, cols, tolerance=tolerance)
 
 
 def relax_strips(grid: np.ndarray, iterations: int) -> np.ndarray:
     """Red-black SOR with the interior columns in one strip per rank (module doc)."""
     u, iterations = _checked(grid, iterations)
-    team = world()
-    if not strips_apply(*u.shape, team.size):
-        raise ValueError(f"strips need width - 2 >= P: a {u.shape[0]} x {u.shape[1]} grid on {team.size} ranks")
-    return _relax_partitioned(u, iterations, team, 1, team.size)[0]
+    team, rows, cols = _process_grid(u, "strips")
+    return _relax_partitioned(u, iterations, team, rows, cols)[0]
 
 
 def relax_blocks(grid: np.ndarray, iterations: int, extra_rows: int = 0, extra_cols: int = 0) -> np.ndarray:
@@ -191,13 +198,8 @@ def relax_blocks(grid: np.ndarray, iterations: int, extra_rows: int = 0, extra_c
     for name, value in (("extra_rows", extra_rows), ("extra_cols", extra_cols)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
             raise ValueError(f"{name} must be an integer >= 0, not {value!r}")
-    team = world()
-    if not blocks_apply(*u.shape, team.size):
-        rows = block_rows(team.size)
-        raise ValueError(f"blocks need height - 2 >= {rows} and width - 2 >= {team.size // rows}: "
-                         f"a {u.shape[0]} x {u.shape[1]} grid on {team.size} ranks")
-    rows = block_rows(team.size)
-    return _relax_partitioned(u, iterations, team, rows, team.size // rows, int(extra_rows), int(extra_cols))[0]
+    team, rows, cols = _process_grid(u, "blocks")
+    return _relax_partitioned(u, iterations, team, rows, cols, int(extra_rows), int(extra_cols))[0]
 
 
 def _cuts(interior: int, parts: int, extra: int = 0) -> list[int]:
