@@ -18,6 +18,13 @@ figures:
 * the noise floor (the reference implementation timed twice) and the
   dispatch overhead (the dispatched call against its chosen implementation).
 
+Two candidates are compared round by round: t_a / t_b is the median, over
+the rounds in which both were timed, of the ratio of their timings in that
+round.  Timings of one round are moments apart, so a host that runs slower
+for seconds at a time slows both alike and the ratio keeps only what
+differs between the candidates; the ratio of their medians would also keep
+which rounds happened to fall on a slow spell.
+
 The raw lines stay in ``BUILD/evaluation.jsonl`` (resumable); the figures and
 the judged points go to ``BUILD/evaluation.json``, which ``hlc report`` reads.
 """
@@ -40,6 +47,8 @@ from hlc.language.parse import parse_file
 
 FORMAT = 1
 TOLERANCE = 0.03
+#: Fewest shared rounds for a round-by-round ratio; below, the ratio of medians.
+PAIRED_ROUNDS = 3
 
 
 @dataclass
@@ -142,26 +151,41 @@ def _start(raw: Path, wanted: dict[str, Any], resume: bool) -> None:
 
 
 def judge(record: dict[str, Any], tolerance: float) -> dict[str, Any] | None:
-    """One evaluation line as a judged point: which alternative was fastest,
-    what the chosen one cost against it.  None when it cannot be judged (no
+    """One evaluation line as a judged point: which alternative beat the chosen
+    one by most, and by how much.  None when it cannot be judged (no
     implementation applied, or the chosen one was not measured)."""
     chosen = record.get("chosen")
-    times = {c["label"]: c["seconds"] for c in record["candidates"]}
-    alternatives = {k: v for k, v in times.items() if k not in (DISPATCHED, AGAIN)}
+    measured = {c["label"]: c for c in record["candidates"]}
+    alternatives = {k: v for k, v in measured.items() if k not in (DISPATCHED, AGAIN)}
     if chosen is None or not alternatives:
         return None
     chosen_label = label(chosen["implementation"], chosen["parameters"])
     if chosen_label not in alternatives:
         return None
-    best_label = min(alternatives, key=alternatives.__getitem__)
-    penalty = alternatives[chosen_label] / alternatives[best_label] - 1
+    # How much slower the chosen one is than each alternative; the chosen one itself gives 1.
+    slower = {name: 1.0 if name == chosen_label else ratio(alternatives[chosen_label], candidate)
+              for name, candidate in alternatives.items()}
+    best_label = max(slower, key=slower.__getitem__)
+    penalty = slower[best_label] - 1
+    dispatched, again = measured.get(DISPATCHED), measured.get(AGAIN)
     return {
         "P": record["P"], "index": record["index"], "point": record["point"], "variables": record["variables"],
         "chosen": {"implementation": chosen["implementation"], "parameters": chosen["parameters"]},
-        "candidates": [c for c in record["candidates"] if c["label"] not in (DISPATCHED, AGAIN)],
+        "candidates": list(alternatives.values()),
         "chosen_label": chosen_label, "best_label": best_label, "penalty": penalty, "right": penalty <= tolerance,
-        "dispatched": times.get(DISPATCHED), "again": times.get(AGAIN),
+        "dispatched": dispatched, "again": again,
     }
+
+
+def ratio(a: dict[str, Any], b: dict[str, Any]) -> float:
+    """t_a / t_b of two measured candidates: round by round when they share
+    PAIRED_ROUNDS rounds, else (lines without rounds) the ratio of medians."""
+    first = {r: seconds for r, seconds in a.get("rounds", ())}
+    second = {r: seconds for r, seconds in b.get("rounds", ()) if seconds > 0}
+    shared = first.keys() & second.keys()
+    if len(shared) >= PAIRED_ROUNDS:
+        return statistics.median(first[r] / second[r] for r in shared)
+    return a["seconds"] / b["seconds"]
 
 
 def geometric_mean(values: Sequence[float]) -> float | None:
@@ -189,67 +213,59 @@ def summarize(points: list[dict[str, Any]], tolerance: float, baseline: str, ref
     }
     dispatched = [p for p in points if p["dispatched"]]
 
-    def call_time(p: dict[str, Any]) -> float:
-        return p["dispatched"] or _time(p, p["chosen_label"])
+    def call(p: dict[str, Any]) -> dict[str, Any]:
+        return p["dispatched"] or _candidate(p, p["chosen_label"])
 
     # The best single implementation: always the same one (at the parameters the
     # module gives it), the choice a user would make without the library.
     singles = {}
     for implementation in {c["implementation"] for p in points for c in p["candidates"]}:
-        times = [_module_time(p, implementation) for p in points]
-        if all(t is not None for t in times):
-            singles[implementation] = geometric_mean([t / call_time(p) for t, p in zip(times, points, strict=True)])
+        firsts = [_first(p, implementation) for p in points]
+        if all(c is not None for c in firsts):
+            singles[implementation] = geometric_mean([ratio(c, call(p)) for c, p in zip(firsts, points, strict=True)])
     if singles:
         best = min(singles, key=singles.__getitem__)
         summary.update(best_single=best, gain_vs_best_single=singles[best])
-    pairs = [(_module_time(p, baseline), call_time(p)) for p in points]
+    pairs = [(_first(p, baseline), call(p)) for p in points]
     pairs = [(b, c) for b, c in pairs if b is not None]
     if pairs:
         summary.update(baseline=baseline, baseline_points=len(pairs),
-                       gain_vs_baseline=geometric_mean([b / c for b, c in pairs]))
+                       gain_vs_baseline=geometric_mean([ratio(b, c) for b, c in pairs]))
     for implementation in sorted({c["implementation"] for p in points for c in p["candidates"] if c["parameters"]}):
         shares = [_parameters_optimal(p, implementation, tolerance) for p in points]
         shares = [s for s in shares if s is not None]
         if shares:
             summary[f"optimal_parameters_{implementation}"] = sum(shares) / len(shares)
             summary[f"optimal_parameters_{implementation}_points"] = len(shares)
-    noise = [abs(p["again"] / _time(p, p["reference_label"]) - 1) for p in _with_reference(points, reference)]
+    noise = [abs(ratio(p["again"], _first(p, reference)) - 1) for p in points
+             if p["again"] and _first(p, reference) is not None]
     if noise:
         summary.update(noise_median=statistics.median(noise), noise_p95=_quantile(noise, 0.95))
     if dispatched:
-        summary["overhead_median"] = statistics.median(p["dispatched"] / _time(p, p["chosen_label"]) - 1
+        summary["overhead_median"] = statistics.median(ratio(p["dispatched"], _candidate(p, p["chosen_label"])) - 1
                                                        for p in dispatched)
     for implementation in sorted({p["chosen"]["implementation"] for p in points}):
         summary[f"chosen_{implementation}"] = sum(p["chosen"]["implementation"] == implementation for p in points)
     return summary
 
 
-def _time(point: dict[str, Any], candidate: str) -> float:
-    return next(c["seconds"] for c in point["candidates"] if c["label"] == candidate)
+def _candidate(point: dict[str, Any], candidate: str) -> dict[str, Any]:
+    return next(c for c in point["candidates"] if c["label"] == candidate)
 
 
-def _module_time(point: dict[str, Any], implementation: str) -> float | None:
-    """The implementation's time at the parameters the module gives it here
-    (the first candidate of that implementation, as the oracle times it first)."""
-    return next((c["seconds"] for c in point["candidates"] if c["implementation"] == implementation), None)
+def _first(point: dict[str, Any], implementation: str) -> dict[str, Any] | None:
+    """The implementation at the parameters the module gives it here (the first
+    candidate of that implementation, as the oracle times it first)."""
+    return next((c for c in point["candidates"] if c["implementation"] == implementation), None)
 
 
 def _parameters_optimal(point: dict[str, Any], implementation: str, tolerance: float) -> bool | None:
     """Whether the module's parameters for the implementation are within the
-    tolerance of its best measured ones (None: only one value was measured)."""
-    times = [c["seconds"] for c in point["candidates"] if c["implementation"] == implementation]
-    if len(times) < 2:
+    tolerance of every other value measured (None: only one value was measured)."""
+    measured = [c for c in point["candidates"] if c["implementation"] == implementation]
+    if len(measured) < 2:
         return None
-    return times[0] <= (1 + tolerance) * min(times)
-
-
-def _with_reference(points: list[dict[str, Any]], reference: str) -> list[dict[str, Any]]:
-    found = []
-    for point in points:
-        first = next((c for c in point["candidates"] if c["implementation"] == reference), None)
-        if first is not None and point["again"]:
-            found.append({**point, "reference_label": first["label"]})
-    return found
+    return all(ratio(measured[0], other) <= 1 + tolerance for other in measured[1:])
 
 
 def format_summary(title: str, summary: dict[str, Any], settings: dict[str, Any]) -> list[str]:

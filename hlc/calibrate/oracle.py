@@ -15,10 +15,11 @@ arguments there and times, interleaved round after round,
 The alternatives close to the fastest (and the chosen one) then get more
 rounds, side by side, before the medians are taken (``Evaluator.confirm``).
 Each point becomes one ``evaluation`` line: the agreed variables, what the
-module chose, and every candidate's time.  hlc.evaluation turns the lines
-into the figures.  The machinery (warm-up with result checks, exclusion of
-failing implementations, robust interleaved timing, resuming, events for the
-parent) is the profiler's.
+module chose, and every candidate's time with its timings keyed by round, so
+that two candidates can be compared round by round.  hlc.evaluation turns
+the lines into the figures.  The machinery (warm-up with result checks,
+exclusion of failing implementations, robust interleaved timing, resuming,
+events for the parent) is the profiler's.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ class Evaluator(Profiler):
         self.module = hlc.load(options.evaluate)
         self.points = options.points
         self.exhaustive = options.params == "exhaustive"
+        self.rounds: list[list[int]] = []  # per candidate of the current point: the round of each timing
+        self.round_count = 0
 
     def header(self) -> dict:
         return {**super().header(), "evaluate": str(self.module.__file__), "points": self.points,
@@ -93,15 +96,17 @@ class Evaluator(Profiler):
             candidates.append((Implementation(AGAIN, reference[0].call, _always, _no_settings, _no_draw),
                                reference[1]))
         ready = self.warm_up(interface, candidates, arguments, point)
+        self.rounds = [[] for _ in ready]
         timings = self.time_rounds(interface, ready, arguments, point)
         self.confirm(interface, ready, timings, arguments, point, choice)
         measured = []
-        for (implementation, settings, repeat), values in zip(ready, timings, strict=True):
+        for (implementation, settings, repeat), values, rounds in zip(ready, timings, self.rounds, strict=True):
             if (interface.name, implementation.name) in self.state.excluded or not values:
                 continue
             timing = Timing(tuple(values), repeat)
             measured.append({"label": label(implementation.name, settings), "implementation": implementation.name,
-                             "parameters": settings, "seconds": timing.seconds, "noisy": not timing.settled})
+                             "parameters": settings, "seconds": timing.seconds, "noisy": not timing.settled,
+                             "rounds": [[r, v] for r, v in zip(rounds, values, strict=True)]})
         chosen = {"implementation": choice.implementation, "parameters": dict(choice.parameters),
                   "predicted": choice.seconds}
         self.write([{**record, "chosen": chosen, "candidates": measured}, self.done_line(interface, index)])
@@ -129,6 +134,19 @@ class Evaluator(Profiler):
                           and ready[i][1] == choice.settings.get(choice.implementation, choice.parameters))
         for round_ in range(CONFIRM_ROUNDS):
             self.time_round(interface, ready, sorted(contenders), round_, timings, arguments, point)
+
+    def time_round(self, interface: Interface, candidates: list[tuple[Implementation, dict, int]],
+                   positions: list[int], round_: int, timings: list[list[float]], arguments: tuple,
+                   point: dict) -> None:
+        """A round as the profiler times it, numbered: timings of one round were
+        taken within moments of each other, so their ratio is free of the
+        host's slower drifts."""
+        before = [len(values) for values in timings]
+        super().time_round(interface, candidates, positions, round_, timings, arguments, point)
+        self.round_count += 1
+        for position, values in enumerate(timings):
+            if len(values) > before[position]:
+                self.rounds[position].append(self.round_count)
 
     def candidates(self, interface: Interface, variables: dict, point: dict,
                    settings: dict[str, dict[str, int]]) -> list[tuple[Implementation, dict]]:

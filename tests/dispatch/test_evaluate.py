@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import hlc
 from hlc.calibrate.oracle import AGAIN, DISPATCHED
 from hlc.calibrate.run import ProfileError
 from hlc.cli import main
-from hlc.evaluation import judge, summarize
+from hlc.evaluation import judge, ratio, summarize
 
 DESCRIPTIONS = Path(__file__).resolve().parents[1] / "descriptions"
 
@@ -36,8 +39,47 @@ def test_judge_compares_the_chosen_alternative_with_the_fastest():
     assert point["best_label"] == "b k=1"  # the dispatched call and the second reference timing are no alternatives
     assert point["penalty"] == pytest.approx(0.1)
     assert point["right"] is False
-    assert point["dispatched"] == 0.5 and point["again"] == 1.9
+    assert point["dispatched"]["seconds"] == 0.5 and point["again"]["seconds"] == 1.9
     assert judge(record("b k=2", {"b k=2": 1.02, "b k=1": 1.0}), 0.03)["right"] is True
+
+
+def timed(seconds: list[float]) -> dict:
+    """A candidate timed in rounds 1, 2, …"""
+    return {"seconds": statistics.median(seconds), "rounds": [[r, t] for r, t in enumerate(seconds, start=1)]}
+
+
+def test_ratio_is_taken_round_by_round():
+    # A slow spell hits a from round 3 and b from round 4: the medians say a is
+    # twice as slow, the rounds say the two are the same.
+    a, b = timed([1.0, 1.0, 2.0, 2.0, 2.0]), timed([1.0, 1.0, 1.0, 2.0, 2.0])
+    assert a["seconds"] / b["seconds"] == 2.0
+    assert ratio(a, b) == 1.0
+    # only the rounds both were timed in count (b was timed again in round 9)
+    b["rounds"].append([9, 100.0])
+    assert ratio(a, b) == 1.0
+    # too few shared rounds, or lines without rounds: the ratio of medians
+    assert ratio(timed([1.0, 3.0]), timed([1.0, 1.0])) == 2.0
+    assert ratio({"seconds": 3.0}, {"seconds": 1.5}) == 2.0
+
+
+@given(st.lists(st.floats(1e-6, 1.0), min_size=3, max_size=15), st.floats(0.5, 2.0), st.data())
+def test_a_spell_that_slows_both_candidates_cancels(base, factor, data):
+    """Each round's host speed multiplies both timings of the round: the round-by-round ratio is exact."""
+    speeds = data.draw(st.lists(st.floats(0.5, 3.0), min_size=len(base), max_size=len(base)))
+    a = timed([t * factor * s for t, s in zip(base, speeds, strict=True)])
+    b = timed([t * s for t, s in zip(base, speeds, strict=True)])
+    assert ratio(a, b) == pytest.approx(factor)
+    assert ratio(a, a) == 1.0
+
+
+def test_judge_compares_round_by_round():
+    line = record("b k=2", {})
+    line["candidates"] = [{"label": "b k=2", **parsed("b k=2"), **timed([1.0, 1.0, 2.0, 2.0, 2.0])},
+                          {"label": "b k=1", **parsed("b k=1"), **timed([1.0, 1.0, 1.0, 2.0, 2.0])},
+                          {"label": "a", **parsed("a"), **timed([0.9, 0.9, 1.8, 1.8, 1.8])}]
+    point = judge(line, 0.03)
+    assert point["best_label"] == "a" and point["penalty"] == pytest.approx(1 / 0.9 - 1)
+    assert judge({**line, "candidates": line["candidates"][:2]}, 0.03)["right"] is True
 
 
 def test_judge_skips_points_it_cannot_judge():
@@ -83,11 +125,17 @@ def test_evaluate_measures_every_alternative_at_held_out_points(squares):
     points = entry["points"]
     assert len(points) == 6
     for point in points:
-        times = {c["label"]: c["seconds"] for c in point["candidates"]}
-        assert point["chosen_label"] in times and point["best_label"] == min(times, key=times.get)
-        assert point["penalty"] == pytest.approx(times[point["chosen_label"]] / min(times.values()) - 1)
+        measured = {c["label"]: c for c in point["candidates"]}
+        for candidate in [*measured.values(), point["dispatched"]]:  # every candidate timed in the first k rounds
+            rounds = [r for r, _ in candidate["rounds"]]
+            assert len(rounds) >= 3 and rounds == sorted(set(rounds))
+            assert candidate["seconds"] == pytest.approx(statistics.median(t for _, t in candidate["rounds"]))
+        chosen = measured[point["chosen_label"]]
+        slower = {name: ratio(chosen, c) for name, c in measured.items() if name != point["chosen_label"]}
+        assert point["penalty"] == pytest.approx(max(1.0, *slower.values()) - 1)
+        assert point["best_label"] == (max(slower, key=slower.get) if max(slower.values()) > 1
+                                       else point["chosen_label"])
         assert point["right"] == (point["penalty"] <= 0.03)
-        assert point["dispatched"] > 0
         chunked = [c for c in point["candidates"] if c["implementation"] == "chunked"]
         assert len(chunked) >= 3  # exhaustive: every value of the block loop, and the module's own
     summary = result.summary()
