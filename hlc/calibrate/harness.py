@@ -43,6 +43,8 @@ from typing import Any
 
 import numpy
 
+from hlc.calibrate.host import TOLERANCE as HOST_TOLERANCE
+from hlc.calibrate.host import HostMeter
 from hlc.calibrate.timing import (
     MAXIMUM_REPEAT,
     RETAKES,
@@ -57,6 +59,8 @@ from hlc.runtime import world
 SAMPLES_FORMAT = 1
 # How many candidate points verification draws at most, per sample wanted.
 VERIFY_DRAWS = 4
+# A round during which the host slowed down is taken again at most this often.
+HOST_RETAKES = 2
 
 
 # ---- what a generated program declares ---------------------------------------------
@@ -268,6 +272,8 @@ class Profiler:
         self.context.barrier()
         self.seed = self.state.seed if self.state.seed is not None else options.seed
         self.clock: Clock = calibrate_clock()
+        self.host = HostMeter(tolerance=options.host_tolerance)
+        self.slowdown = 1.0  # the host's worst slowdown during the current point's rounds
         self.stream = None
 
     # -- output
@@ -389,7 +395,7 @@ class Profiler:
                 "verify": verify, "P": size, "index": index, "seed": seed, "point": point,
                 "parameters": settings, "variables": variables, "seconds": timing.seconds,
                 "timings": list(timing.timings), "repeat": repeat, "spread": round(timing.spread, 4),
-                "noisy": not timing.settled,
+                "noisy": not timing.settled, "host": round(self.slowdown, 3),
             })
         records.append({"kind": "point", "interface": interface.name, "P": size, "verify": verify, "index": index})
         self.write(records)
@@ -487,6 +493,7 @@ class Profiler:
         """k rounds; each round times every candidate once, starting one further
         along.  Then extra rounds, for the candidates whose median has not settled."""
         timings: list[list[float]] = [[] for _ in candidates]
+        self.slowdown = 1.0
         for round_ in range(interface.repeat * RETAKES):
             if round_ < interface.repeat:
                 pending = list(range(len(candidates)))
@@ -504,15 +511,26 @@ class Profiler:
                    positions: list[int], round_: int, timings: list[list[float]], arguments: tuple,
                    point: dict) -> None:
         """Time the candidates at ``positions`` once each, starting ``round_``
-        places along, so that no candidate is always the first after a pause."""
-        for offset in range(len(positions)):
-            position = positions[(round_ + offset) % len(positions)]
-            implementation, settings, repeat = candidates[position]
-            if (interface.name, implementation.name) in self.state.excluded:
-                continue
-            seconds = self.timed(interface, implementation, settings, arguments, point, repeat)
-            if seconds is not None:
-                timings[position].append(seconds)
+        places along, so that no candidate is always the first after a pause.
+        The round starts when the host runs at its usual pace (HostMeter), and
+        is taken again, up to HOST_RETAKES times, when it slowed down meanwhile."""
+        for attempt in range(HOST_RETAKES + 1):
+            slowdown = self.host.settle()
+            taken = {}
+            for offset in range(len(positions)):
+                position = positions[(round_ + offset) % len(positions)]
+                implementation, settings, repeat = candidates[position]
+                if (interface.name, implementation.name) in self.state.excluded:
+                    continue
+                seconds = self.timed(interface, implementation, settings, arguments, point, repeat)
+                if seconds is not None:
+                    taken[position] = seconds
+            slowdown = self.context.maximum(max(slowdown, self.host.slowdown()))
+            if self.host.steady(slowdown) or attempt == HOST_RETAKES:
+                break
+        self.slowdown = max(self.slowdown, slowdown)
+        for position, seconds in taken.items():
+            timings[position].append(seconds)
 
 
 def main(library: str, description: str, interfaces: list[Interface], argv: list[str] | None = None) -> int:
@@ -527,6 +545,9 @@ def main(library: str, description: str, interfaces: list[Interface], argv: list
     parser.add_argument("--verification-only", action="store_true",
                         help="take only the random verification samples (for a quick check of the models)")
     parser.add_argument("--implementations", metavar="NAME,…", help="profile only these implementations")
+    parser.add_argument("--host-tolerance", type=float, default=HOST_TOLERANCE, metavar="FRACTION",
+                        help="before each round of timings, wait (a bounded time) until a yardstick runs within "
+                             "this fraction of its fastest time; inf: never wait (default %(default)s)")
     parser.add_argument("--evaluate", metavar="BUILD",
                         help="instead of profiling, measure the built library's choices against every alternative")
     parser.add_argument("--points", type=int, default=200, help="held-out points per interface (with --evaluate)")

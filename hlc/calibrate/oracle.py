@@ -109,7 +109,8 @@ class Evaluator(Profiler):
                              "rounds": [[r, v] for r, v in zip(rounds, values, strict=True)]})
         chosen = {"implementation": choice.implementation, "parameters": dict(choice.parameters),
                   "predicted": choice.seconds}
-        self.write([{**record, "chosen": chosen, "candidates": measured}, self.done_line(interface, index)])
+        self.write([{**record, "chosen": chosen, "candidates": measured, "host": round(self.slowdown, 3)},
+                    self.done_line(interface, index)])
 
     def confirm(self, interface: Interface, ready: list[tuple[Implementation, dict, int]], timings: list[list[float]],
                 arguments: tuple, point: dict, choice: Any) -> None:

@@ -22,6 +22,8 @@ Counting sort counts the occurrences of each of the 2**w values and writes
 the runs out in order; no scatter at all.  Under MPI only the counts travel.
 """
 
+import threading
+
 import numpy as np
 
 cimport numpy as cnp
@@ -222,6 +224,30 @@ cdef void _sort_local(key_t[::1] keys, key_t[::1] out, offset_t[::1] one, offset
             target = swap
 
 
+#: Scratch memory kept between calls, per thread, up to this many bytes.  Fresh
+#: memory costs a page fault per 4 KiB when first written (about 0.4 ns a
+#: byte, as much as a pass over the keys), and whether a new array gets fresh
+#: memory depends on the allocator's history: the same sort of 262,144 keys
+#: took 1.9 ms or 3.5 ms.  Kept scratch makes it 1.9 ms every time.
+SCRATCH_KEPT = 256 << 20
+
+_kept = threading.local()
+
+
+def _scratch(Py_ssize_t n, dtype, int passes):
+    """The two scratch arrays of a sort of ``n`` keys in ``passes`` passes (the
+    first holds n items from two passes on, the second from three; else none),
+    in this thread's kept buffer when they fit in SCRATCH_KEPT bytes."""
+    cdef Py_ssize_t item = np.dtype(dtype).itemsize
+    cdef Py_ssize_t first = n * item if passes > 1 else 0, second = n * item if passes > 2 else 0
+    buffer = getattr(_kept, "buffer", None)
+    if buffer is None or buffer.shape[0] < first + second:
+        buffer = np.empty(first + second, dtype=np.uint8)
+        if first + second <= SCRATCH_KEPT:
+            _kept.buffer = buffer
+    return buffer[:first].view(dtype), buffer[first:first + second].view(dtype)
+
+
 def _radix_local(key_t[::1] keys, key_t[::1] out, low, int width, int bpd):
     cdef int passes = (width + bpd - 1) // bpd
     cdef Py_ssize_t n = keys.shape[0], bins = (<Py_ssize_t>1) << bpd
@@ -233,13 +259,11 @@ def _radix_local(key_t[::1] keys, key_t[::1] out, low, int width, int bpd):
         raise MemoryError()
     try:
         if width <= 32:
-            one32 = np.empty(n if passes > 1 else 0, dtype=np.uint32)
-            two32 = np.empty(n if passes > 2 else 0, dtype=np.uint32)
+            one32, two32 = _scratch(n, np.uint32, passes)
             with nogil:
                 _sort_local(keys, out, one32, two32, base, width, bpd, counts)
         else:
-            one64 = np.empty(n if passes > 1 else 0, dtype=np.uint64)
-            two64 = np.empty(n if passes > 2 else 0, dtype=np.uint64)
+            one64, two64 = _scratch(n, np.uint64, passes)
             with nogil:
                 _sort_local(keys, out, one64, two64, base, width, bpd, counts)
     finally:

@@ -1,0 +1,116 @@
+"""Waiting for the host's usual pace: the meter's budget, and rounds taken again after a slow spell."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from hlc.calibrate import harness
+from hlc.calibrate.harness import HOST_RETAKES, Implementation, Interface, read_samples
+from hlc.calibrate.host import HostMeter
+
+
+class Scripted:
+    """Readings from a script (the last one repeats), on a clock that each reading moves on by ``step``."""
+
+    def __init__(self, readings: list[float], step: float = 0.01):
+        self.readings = list(readings)
+        self.step = step
+        self.now = 0.0
+
+    def read(self) -> float:
+        self.now += self.step
+        return self.readings.pop(0) if len(self.readings) > 1 else self.readings[0]
+
+    def clock(self) -> float:
+        return self.now
+
+
+def meter(script: Scripted, **options) -> HostMeter:
+    return HostMeter(reading=script.read, clock=script.clock, **options)
+
+
+def test_a_steady_host_is_not_waited_for():
+    script = Scripted([1.0])
+    host = meter(script)
+    assert host.settle() == 1.0 and host.settle() == 1.0
+    assert host.waited == 0.0
+
+
+def test_settle_waits_out_a_slow_spell():
+    script = Scripted([1.0, 1.9, 1.8, 1.9, 1.05, 1.0])
+    host = meter(script)
+    assert host.slowdown() == 1.0  # the first reading sets the best pace
+    assert host.settle() == pytest.approx(1.05)  # within the tolerance of 1.0: the spell is over
+    assert host.waited == pytest.approx(0.03)  # from the first slow reading to the good one
+    assert host.best == 1.0
+
+
+def test_the_best_pace_is_the_fastest_reading():
+    script = Scripted([2.0, 1.0, 1.5])
+    host = meter(script)
+    assert host.slowdown() == 1.0 and host.slowdown() == 1.0 and host.slowdown() == 1.5
+
+
+def test_a_host_that_stays_slow_costs_a_bounded_share_of_the_time():
+    script = Scripted([1.0, 3.0], step=0.01)
+    host = meter(script, patience=1.0, share=0.25, allowance=2.0)
+    host.slowdown()
+    assert host.settle() == 3.0  # gives up after its patience
+    assert host.waited == pytest.approx(1.0, abs=0.02)
+    for _ in range(100):  # 100 rounds of 0.5 s of work, each preceded by a wait
+        script.now += 0.5
+        host.settle()
+        assert host.waited <= 2.0 + 0.25 * (script.now - host.started) + 0.02
+    assert host.waited > 0.2 * script.now  # it did use what it was allowed
+
+
+# ---- in the profiler -------------------------------------------------------------------
+
+
+def profile_one_point(tmp_path, readings_after_calls, monkeypatch) -> tuple[list[dict], list[float]]:
+    """Profile one implementation at one point; ``readings_after_calls(n)``: the
+    meter's reading just after the task's n-th call.  Returns the samples and
+    each call's duration (a spell makes a call 6 ms long instead of 2 ms)."""
+    calls: list[float] = []
+    spell = {"pending": False}
+
+    def task(x):
+        duration = readings_after_calls(len(calls) + 1)
+        spell["pending"] = duration > 1
+        calls.append(duration * 2e-3)
+        end = time.perf_counter() + duration * 2e-3
+        while time.perf_counter() < end:
+            pass
+        return x
+
+    def reading() -> float:
+        slow, spell["pending"] = spell["pending"], False
+        return 3.0 if slow else 1.0
+
+    monkeypatch.setattr(harness, "HostMeter", lambda tolerance: HostMeter(tolerance=tolerance, reading=reading,
+                                                                         patience=0.05))
+    implementation = Implementation("busy", task, lambda v: True, lambda p, v: [{}], lambda r, p, v: {})
+    interface = Interface("f", lambda: iter([{"i": 0}]), lambda rng: {"i": 0}, lambda p, seed, size: (1,),
+                          lambda x, P: {"n": 1}, [implementation], "busy", verify=0, repeat=3)
+    out = tmp_path / "samples.jsonl"
+    assert harness.main("lib", "lib.hl", [interface], ["--out", str(out)]) == 0
+    return [r for r in read_samples(out) if r["kind"] == "sample"], calls
+
+
+def test_a_round_the_host_slowed_down_is_taken_again(tmp_path, monkeypatch):
+    # calls 1 and 2 are the warm-up and the sizing of the timing; call 3, the
+    # first round's, falls in a spell
+    samples, calls = profile_one_point(tmp_path, lambda n: 3 if n == 3 else 1, monkeypatch)
+    assert len(calls) == 6  # three rounds, the first taken twice
+    (sample,) = samples
+    assert len(sample["timings"]) == 3 and max(sample["timings"]) < 5e-3  # the spell's timing was dropped
+    assert sample["host"] == 1.0
+
+
+def test_a_round_is_taken_again_only_so_often(tmp_path, monkeypatch):
+    samples, calls = profile_one_point(tmp_path, lambda n: 3 if n >= 3 else 1, monkeypatch)
+    assert len(calls) == 2 + 3 * (1 + HOST_RETAKES)
+    (sample,) = samples
+    assert min(sample["timings"]) > 5e-3 and sample["host"] == 3.0  # kept, and marked
