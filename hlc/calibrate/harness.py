@@ -457,14 +457,14 @@ class Profiler:
     def timed(self, interface: Interface, implementation: Implementation, settings: dict, arguments: tuple,
               point: dict, repeat: int) -> float | None:
         """Seconds per call over ``repeat`` calls, the slowest rank's; None when it raised."""
-        calls = [self.fresh(interface, arguments) for _ in range(repeat)] if interface.mutable \
-            else [arguments] * repeat
+        calls = [self.fresh(interface, arguments) for _ in range(repeat + 1)] if interface.mutable \
+            else [arguments] * (repeat + 1)  # the first warms the caches
         if interface.setup is not None:
             interface.setup(point, arguments, self.context.size)
         self.emit(event="task", interface=interface.name, implementation=implementation.name, point=point)
         task = functools.partial(implementation.call, **settings) if settings else implementation.call
         try:
-            seconds = time_calls(task, calls, self.clock, before=self.context.barrier)
+            seconds = time_calls(task, calls[1:], self.clock, before=self.context.barrier, warm=calls[0])
             failed = None
         except Exception as raised:  # failing on a later call is a failure too
             seconds, failed = 0.0, f"raised {type(raised).__name__}: {raised}"

@@ -100,17 +100,18 @@ def profile_one_point(tmp_path, readings_after_calls, monkeypatch) -> tuple[list
 
 
 def test_a_round_the_host_slowed_down_is_taken_again(tmp_path, monkeypatch):
-    # calls 1 and 2 are the warm-up and the sizing of the timing; call 3, the
-    # first round's, falls in a spell
-    samples, calls = profile_one_point(tmp_path, lambda n: 3 if n == 3 else 1, monkeypatch)
-    assert len(calls) == 6  # three rounds, the first taken twice
+    # call 1 is the result check; 2 and 3 size the timing (each timing is a
+    # warming call and a timed one); call 5, the first round's timed call,
+    # falls in a spell
+    samples, calls = profile_one_point(tmp_path, lambda n: 3 if n == 5 else 1, monkeypatch)
+    assert len(calls) == 3 + 2 * 4  # three rounds, the first taken twice
     (sample,) = samples
     assert len(sample["timings"]) == 3 and max(sample["timings"]) < 5e-3  # the spell's timing was dropped
     assert sample["host"] == 1.0
 
 
 def test_a_round_is_taken_again_only_so_often(tmp_path, monkeypatch):
-    samples, calls = profile_one_point(tmp_path, lambda n: 3 if n >= 3 else 1, monkeypatch)
-    assert len(calls) == 2 + 3 * (1 + HOST_RETAKES)
+    samples, calls = profile_one_point(tmp_path, lambda n: 3 if n >= 4 else 1, monkeypatch)
+    assert len(calls) == 3 + 2 * 3 * (1 + HOST_RETAKES)
     (sample,) = samples
     assert min(sample["timings"]) > 5e-3 and sample["host"] == 3.0  # kept, and marked

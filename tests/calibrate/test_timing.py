@@ -33,6 +33,18 @@ def test_time_calls_divides_out_the_repeat_count():
     assert 0.002 <= seconds < 0.02
 
 
+def test_time_calls_warms_up_untimed_first():
+    clock = Clock(resolution=1e-9, overhead=0.0)
+    called = []
+
+    def task(seconds):
+        called.append(seconds)
+        time.sleep(seconds)
+
+    assert time_calls(task, [(0.002,)] * 2, clock, warm=(0.1,)) < 0.05
+    assert called == [0.1, 0.002, 0.002]
+
+
 @pytest.mark.parametrize(("timings", "settled"), [
     ((1.0, 1.01, 3.0), True),       # two agree: the median is one of them
     ((1.0, 2.0, 3.0), False),       # none agree
