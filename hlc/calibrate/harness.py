@@ -509,11 +509,12 @@ class Profiler:
 
     def time_round(self, interface: Interface, candidates: list[tuple[Implementation, dict, int]],
                    positions: list[int], round_: int, timings: list[list[float]], arguments: tuple,
-                   point: dict) -> None:
+                   point: dict) -> list[int]:
         """Time the candidates at ``positions`` once each, starting ``round_``
         places along, so that no candidate is always the first after a pause.
         The round starts when the host runs at its usual pace (HostMeter), and
-        is taken again, up to HOST_RETAKES times, when it slowed down meanwhile."""
+        is taken again, up to HOST_RETAKES times, when it slowed down meanwhile.
+        Returns the positions that got a timing."""
         for attempt in range(HOST_RETAKES + 1):
             slowdown = self.host.settle()
             taken = {}
@@ -531,6 +532,7 @@ class Profiler:
         self.slowdown = max(self.slowdown, slowdown)
         for position, seconds in taken.items():
             timings[position].append(seconds)
+        return list(taken)
 
 
 def main(library: str, description: str, interfaces: list[Interface], argv: list[str] | None = None) -> int:

@@ -138,16 +138,15 @@ class Evaluator(Profiler):
 
     def time_round(self, interface: Interface, candidates: list[tuple[Implementation, dict, int]],
                    positions: list[int], round_: int, timings: list[list[float]], arguments: tuple,
-                   point: dict) -> None:
+                   point: dict) -> list[int]:
         """A round as the profiler times it, numbered: timings of one round were
         taken within moments of each other, so their ratio is free of the
         host's slower drifts."""
-        before = [len(values) for values in timings]
-        super().time_round(interface, candidates, positions, round_, timings, arguments, point)
+        timed = super().time_round(interface, candidates, positions, round_, timings, arguments, point)
         self.round_count += 1
-        for position, values in enumerate(timings):
-            if len(values) > before[position]:
-                self.rounds[position].append(self.round_count)
+        for position in timed:
+            self.rounds[position].append(self.round_count)
+        return timed
 
     def candidates(self, interface: Interface, variables: dict, point: dict,
                    settings: dict[str, dict[str, int]]) -> list[tuple[Implementation, dict]]:
