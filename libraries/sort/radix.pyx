@@ -80,11 +80,90 @@ def _checked(keys, int bpd):
 # ---- the span of the keys ------------------------------------------------------------------
 
 
+cdef extern from *:
+    """
+    #include <stdint.h>
+    /* The smallest and the largest key in one pass.  Where the compiler can,
+       the loop is built for several instruction sets and the loader picks
+       this CPU's: x86 has no 64-bit min/max before AVX-512, and the baseline
+       build compares one key at a time (10x slower here than AVX-512). */
+    #if defined(__x86_64__) && defined(__has_attribute)
+    #  if __has_attribute(target_clones)
+    #    define SORT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+    #  endif
+    #endif
+    #ifndef SORT_CLONES
+    #  define SORT_CLONES
+    #endif
+    #define SORT_EXTREMES(name, type)                                          \
+    SORT_CLONES static void name(const void *data, Py_ssize_t n, int64_t *low, uint64_t *high) { \
+        const type *v = (const type *)data;                                   \
+        type lo = v[0], hi = v[0];                                            \
+        for (Py_ssize_t i = 1; i < n; i++) {                                  \
+            lo = v[i] < lo ? v[i] : lo;                                       \
+            hi = v[i] > hi ? v[i] : hi;                                       \
+        }                                                                     \
+        *low = (int64_t)lo;                                                   \
+        *high = (uint64_t)hi;                                                 \
+    }
+    SORT_EXTREMES(sort_extremes_i8, int8_t)
+    SORT_EXTREMES(sort_extremes_i16, int16_t)
+    SORT_EXTREMES(sort_extremes_i32, int32_t)
+    SORT_EXTREMES(sort_extremes_i64, int64_t)
+    SORT_EXTREMES(sort_extremes_u8, uint8_t)
+    SORT_EXTREMES(sort_extremes_u16, uint16_t)
+    SORT_EXTREMES(sort_extremes_u32, uint32_t)
+    SORT_EXTREMES(sort_extremes_u64, uint64_t)
+    """
+    void sort_extremes_i8(const void *data, Py_ssize_t n, int64_t *low, uint64_t *high) nogil
+    void sort_extremes_i16(const void *data, Py_ssize_t n, int64_t *low, uint64_t *high) nogil
+    void sort_extremes_i32(const void *data, Py_ssize_t n, int64_t *low, uint64_t *high) nogil
+    void sort_extremes_i64(const void *data, Py_ssize_t n, int64_t *low, uint64_t *high) nogil
+    void sort_extremes_u8(const void *data, Py_ssize_t n, int64_t *low, uint64_t *high) nogil
+    void sort_extremes_u16(const void *data, Py_ssize_t n, int64_t *low, uint64_t *high) nogil
+    void sort_extremes_u32(const void *data, Py_ssize_t n, int64_t *low, uint64_t *high) nogil
+    void sort_extremes_u64(const void *data, Py_ssize_t n, int64_t *low, uint64_t *high) nogil
+
+
+cdef tuple _extremes(cnp.ndarray array):
+    """(smallest, largest) key of a non-empty contiguous integer array."""
+    if not array.dtype.isnative:
+        return int(array.min()), int(array.max())
+    cdef const void *data = cnp.PyArray_DATA(array)
+    cdef Py_ssize_t n = array.shape[0]
+    cdef int64_t low = 0
+    cdef uint64_t high = 0
+    cdef int size = array.dtype.itemsize
+    cdef bint signed = array.dtype.kind == "i"
+    with nogil:
+        if signed:
+            if size == 1:
+                sort_extremes_i8(data, n, &low, &high)
+            elif size == 2:
+                sort_extremes_i16(data, n, &low, &high)
+            elif size == 4:
+                sort_extremes_i32(data, n, &low, &high)
+            else:
+                sort_extremes_i64(data, n, &low, &high)
+        else:
+            if size == 1:
+                sort_extremes_u8(data, n, &low, &high)
+            elif size == 2:
+                sort_extremes_u16(data, n, &low, &high)
+            elif size == 4:
+                sort_extremes_u32(data, n, &low, &high)
+            else:
+                sort_extremes_u64(data, n, &low, &high)
+    if signed:  # both came back sign-extended
+        return low, <int64_t>high
+    return <uint64_t>low, high
+
+
 def _global_span(array):
     """The smallest key over all ranks and the bits its span needs; (None, 0) when
     there are no keys anywhere."""
     team = world()
-    low, high = (int(array.min()), int(array.max())) if array.shape[0] else (None, None)
+    low, high = _extremes(array) if array.shape[0] else (None, None)
     if team.size > 1:  # combine as int64 pairs; empty ranks contribute the identity
         info = np.iinfo(array.dtype)
         lows = team.reduce(np.array([info.max if low is None else low], dtype=array.dtype), "min")
@@ -478,7 +557,7 @@ def narrow_sort(keys):
     array = _checked(keys, 1)
     if array.shape[0] <= 1:
         return array.copy()
-    low, high = int(array.min()), int(array.max())
+    low, high = _extremes(array)
     width = (high - low).bit_length()
     narrow = np.uint16 if width <= 16 else np.uint32 if width <= 32 else np.uint64
     if np.dtype(narrow).itemsize >= array.dtype.itemsize:
