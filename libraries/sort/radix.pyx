@@ -476,19 +476,62 @@ cdef void _count_values(key_t[::1] keys, uint64_t low, count_t[::1] counts) noex
     free(tables)
 
 
+cdef inline void _runs(key_t[::1] out, count_t[::1] counts, Py_ssize_t *next_value, Py_ssize_t *position,
+                       uint64_t low, Py_ssize_t at_once) noexcept nogil:
+    """Write whole runs, from value ``next_value`` and ``position`` on, while
+    ``at_once`` writes stay inside ``out``: each value is written ``at_once``
+    times without a branch on its run's length (the next value overwrites
+    what its run did not need), and only longer runs take a loop.  Advances
+    both indices.  (Called with constant ``at_once``, so the compiler
+    unrolls the writes.)"""
+    cdef Py_ssize_t v = next_value[0], i = position[0], j, repeat, n = out.shape[0]
+    cdef key_t value
+    while i <= n - at_once:
+        repeat = counts[v]
+        value = <key_t>(low + <uint64_t>v)
+        for j in range(i, i + at_once):
+            out[j] = value
+        if repeat > at_once:
+            if repeat > n - i:
+                repeat = n - i
+            for j in range(i + at_once, i + repeat):
+                out[j] = value
+        i += repeat
+        v += 1
+    next_value[0] = v
+    position[0] = i
+
+
 cdef void _write_runs(key_t[::1] out, count_t[::1] counts, Py_ssize_t first, uint64_t low) noexcept nogil:
     """Write the values in order, each as often as counted, skipping the first
-    ``first`` of them (the positions of the ranks before this one)."""
-    cdef Py_ssize_t v = 0, i = 0, j, n = out.shape[0], repeat
+    ``first`` of them (the positions of the ranks before this one).
+
+    A branch on a run's length is mispredicted about once a run when lengths
+    vary around the same few keys (16 bits of span over 200,000 keys: 3.1 ns
+    a key, against 0.8 ns without that branch).  So the values are written a
+    fixed number of times each (_runs), a number above most runs' lengths:
+    once where most runs are empty, 8 or 16 times where runs are short."""
+    cdef Py_ssize_t v = 0, i = 0, j, n = out.shape[0], bins = counts.shape[0], repeat
     cdef key_t value
-    while v < counts.shape[0] and first >= counts[v]:
+    while v < bins and first >= counts[v]:
         first -= counts[v]
         v += 1
-    while i < n:  # runs are mostly 0 or 1 long when the span is wide: write one unconditionally
-        repeat = counts[v] - first
-        first = 0
+    if first > 0:  # this rank's part of a run that began on the rank before
+        repeat = min(counts[v] - first, n)
         value = <key_t>(low + <uint64_t>v)
-        out[i] = value  # overwritten by the next value when this one's run is empty
+        for j in range(repeat):
+            out[j] = value
+        i = repeat
+        v += 1
+    if 4 * n >= bins:
+        if n < 6 * bins:
+            _runs(out, counts, &v, &i, low, 8)
+        else:
+            _runs(out, counts, &v, &i, low, 16)
+    while i < n:  # where most runs are empty, and the last keys: one write each
+        repeat = counts[v]
+        value = <key_t>(low + <uint64_t>v)
+        out[i] = value
         if repeat > 1:
             if repeat > n - i:
                 repeat = n - i

@@ -81,6 +81,21 @@ def test_every_sort_equals_numpy_sort(sorts, keys, bpd):
     assert np.array_equal(keys, before)  # the input is left alone
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(count=st.integers(1, 5000), width=st.integers(0, 14), seed=st.integers(0, 2**32 - 1),
+       dtype=st.sampled_from(DTYPES))
+def test_counting_sort_at_every_run_length(sorts, count, width, seed, dtype):
+    """Counting sort writes each value a fixed number of times before looking
+    at its run's length (1, 8 or 16 by the keys per value): every regime, and
+    its switch to single writes for the last keys, against numpy.sort."""
+    radix, _ = sorts
+    info = np.iinfo(dtype)
+    width = min(width, info.bits - 1)
+    low = max(int(info.min), -(1 << width))
+    keys = np.random.default_rng(seed).integers(low, low + (1 << width), size=count, dtype=dtype, endpoint=True)
+    assert np.array_equal(radix.counting_sort(keys), np.sort(keys))
+
+
 def test_wide_spans_and_strided_input(sorts):
     radix, _ = sorts
     rng = np.random.default_rng(7)
