@@ -374,12 +374,12 @@ def _digit_counts(uint64_t[::1] offsets, int shift, int bpd):
     return np.asarray(counts)
 
 
-def _by_digit(uint64_t[::1] offsets, int shift, int bpd, cnp.int64_t[::1] counts):
-    """The offsets stably ordered by their digit at ``shift`` (``counts`` from _digit_counts)."""
+def _by_digit(uint64_t[::1] offsets, int shift, int bpd, cnp.int64_t[::1] counts, uint64_t[::1] target):
+    """Write the offsets into ``target`` stably ordered by their digit at
+    ``shift`` (``counts`` from _digit_counts)."""
     cdef Py_ssize_t i, d, total = 0, bins = (<Py_ssize_t>1) << bpd
     cdef uint64_t mask = <uint64_t>(bins - 1)
     cdef cnp.int64_t[::1] starts = np.empty(bins, dtype=np.int64)
-    cdef uint64_t[::1] target = np.empty(offsets.shape[0], dtype=np.uint64)
     with nogil:
         for d in range(bins):
             starts[d] = total
@@ -388,7 +388,6 @@ def _by_digit(uint64_t[::1] offsets, int shift, int bpd, cnp.int64_t[::1] counts
             d = (offsets[i] >> shift) & mask
             target[starts[d]] = offsets[i]
             starts[d] += 1
-    return np.asarray(target)
 
 
 def _keys_from(uint64_t[::1] offsets, key_t[::1] out, low):
@@ -404,24 +403,24 @@ def _radix_parallel(array, low, int width, int bpd, team):
     sizes = team.allgather(np.array([n], dtype=np.int64))[:, 0]
     bounds = np.concatenate(([0], np.cumsum(sizes)))  # rank r owns positions bounds[r] .. bounds[r+1]
     offsets = _offsets(array, low)
+    local = np.empty_like(offsets)  # each pass's keys ordered by digit; reused, as fresh pages cost
     for shift in range(0, width, bpd):
         counts = _digit_counts(offsets, shift, bpd)
         before = team.scan(counts)        # keys with each digit on the ranks before this one
         totals = team.reduce(counts)      # keys with each digit on all ranks
         if totals.max() == bounds[-1]:    # one digit everywhere: nothing moves
             continue
-        local = _by_digit(offsets, shift, bpd, counts)
-        # Positions are increasing along ``local``: digit by digit, and within a
-        # digit rank by rank, so each destination rank receives one stretch.
-        digit_starts = np.cumsum(totals) - totals + before
-        first = digit_starts[counts > 0]
-        positions = np.repeat(first - np.concatenate(([0], np.cumsum(counts[counts > 0])[:-1])),
-                              counts[counts > 0]) + np.arange(n)
-        sending = np.diff(np.searchsorted(positions, bounds))
-        received = team.alltoallv(local, sending)
+        _by_digit(offsets, shift, bpd, counts, local)
+        # This rank's keys of digit d take the global positions starts[d] ..
+        # starts[d] + counts[d] - 1, increasing along ``local``: digit by digit,
+        # and within a digit rank by rank.  So each destination rank receives
+        # one stretch, as long as the positions below its bound.
+        starts = np.cumsum(totals) - totals + before
+        below = np.clip(bounds[:, None] - starts[None, :], 0, counts[None, :]).sum(axis=1)
+        received = team.alltoallv(local, np.diff(below))
         # What arrived is ordered by source rank, each source's keys by digit:
         # a stable sort on the digit puts them in global order.
-        offsets = _by_digit(received, shift, bpd, _digit_counts(received, shift, bpd))
+        _by_digit(received, shift, bpd, _digit_counts(received, shift, bpd), offsets)
     out = np.empty_like(array)
     _keys_from(offsets, out, low)
     return out
