@@ -114,15 +114,22 @@ cdef extern from *:
     SORT_EXTREMES(sort_extremes_u16, uint16_t)
     SORT_EXTREMES(sort_extremes_u32, uint32_t)
     SORT_EXTREMES(sort_extremes_u64, uint64_t)
+    /* The loop for keys of `size` bytes, signed or not. */
+    static void sort_extremes(const void *data, Py_ssize_t n, int size, int is_signed,
+                              int64_t *low, uint64_t *high) {
+        switch (is_signed ? size : -size) {
+            case 1: sort_extremes_i8(data, n, low, high); break;
+            case 2: sort_extremes_i16(data, n, low, high); break;
+            case 4: sort_extremes_i32(data, n, low, high); break;
+            case 8: sort_extremes_i64(data, n, low, high); break;
+            case -1: sort_extremes_u8(data, n, low, high); break;
+            case -2: sort_extremes_u16(data, n, low, high); break;
+            case -4: sort_extremes_u32(data, n, low, high); break;
+            default: sort_extremes_u64(data, n, low, high); break;
+        }
+    }
     """
-    void sort_extremes_i8(const void *data, Py_ssize_t n, int64_t *low, uint64_t *high) nogil
-    void sort_extremes_i16(const void *data, Py_ssize_t n, int64_t *low, uint64_t *high) nogil
-    void sort_extremes_i32(const void *data, Py_ssize_t n, int64_t *low, uint64_t *high) nogil
-    void sort_extremes_i64(const void *data, Py_ssize_t n, int64_t *low, uint64_t *high) nogil
-    void sort_extremes_u8(const void *data, Py_ssize_t n, int64_t *low, uint64_t *high) nogil
-    void sort_extremes_u16(const void *data, Py_ssize_t n, int64_t *low, uint64_t *high) nogil
-    void sort_extremes_u32(const void *data, Py_ssize_t n, int64_t *low, uint64_t *high) nogil
-    void sort_extremes_u64(const void *data, Py_ssize_t n, int64_t *low, uint64_t *high) nogil
+    void sort_extremes(const void *data, Py_ssize_t n, int size, int is_signed, int64_t *low, uint64_t *high) nogil
 
 
 cdef tuple _extremes(cnp.ndarray array):
@@ -136,24 +143,7 @@ cdef tuple _extremes(cnp.ndarray array):
     cdef int size = array.dtype.itemsize
     cdef bint signed = array.dtype.kind == "i"
     with nogil:
-        if signed:
-            if size == 1:
-                sort_extremes_i8(data, n, &low, &high)
-            elif size == 2:
-                sort_extremes_i16(data, n, &low, &high)
-            elif size == 4:
-                sort_extremes_i32(data, n, &low, &high)
-            else:
-                sort_extremes_i64(data, n, &low, &high)
-        else:
-            if size == 1:
-                sort_extremes_u8(data, n, &low, &high)
-            elif size == 2:
-                sort_extremes_u16(data, n, &low, &high)
-            elif size == 4:
-                sort_extremes_u32(data, n, &low, &high)
-            else:
-                sort_extremes_u64(data, n, &low, &high)
+        sort_extremes(data, n, size, signed, &low, &high)
     if signed:  # both came back sign-extended
         return low, <int64_t>high
     return <uint64_t>low, high
