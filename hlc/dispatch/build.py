@@ -37,6 +37,7 @@ from hlc.model.fit import mean_relative_error
 from hlc.model.predict import Predictor
 
 QUICK_VALUES = 4  # values per loop in a --quick build
+QUICK_SPARE = 4  # samples beyond a model's terms that a --quick build keeps for the fit
 QUICK_VERIFY = 5
 
 
@@ -59,31 +60,72 @@ class BuildResult:
 
 def quick_profile(library: ast.Library) -> ast.Library:
     """The description with a coarser nest: at most QUICK_VALUES values per
-    loop, keeping the ends of each range where a stride allows."""
+    loop, keeping the ends of each range where a stride allows — more where
+    a model has more terms than that leaves samples for (_quick_counts)."""
     interfaces = []
     for interface in library.interfaces:
         profile_ = interface.profile
         if profile_ is None:
             interfaces.append(interface)
             continue
-        loops = tuple(_coarser(loop) for loop in profile_.loops)
+        counts = _quick_counts(interface, profile_.loops)
+        loops = tuple(_coarser(loop, count) for loop, count in zip(profile_.loops, counts, strict=True))
         settings = tuple(s for s in profile_.settings if s.name != "verify")
         settings += (ast.Setting(profile_.line, profile_.column, "verify", (min(profile_.verify, QUICK_VERIFY),)),)
         interfaces.append(replace(interface, profile=replace(profile_, loops=loops, settings=settings)))
     return replace(library, interfaces=tuple(interfaces), used=library.used)
 
 
-def _coarser(loop: ast.Loop) -> ast.Loop:
+def _quick_counts(interface: ast.Interface, loops: tuple[ast.Loop, ...]) -> list[int]:
+    """The most values each loop keeps: QUICK_VALUES, then one more at a time
+    on the loop over inputs with the fewest values, until every fitted model
+    has QUICK_SPARE samples more than it has terms (per rank count,
+    preconditions aside) or no loop can give more."""
+    full = []
+    for loop in loops:
+        try:
+            full.append(len(loop_values(loop, {})))
+        except Exception:  # bounds that depend on outer loops: the loop stays as it is
+            full.append(0)
+    caps = [QUICK_VALUES] * len(loops)
+
+    def kept(k: int) -> int:
+        return len(loop_values(_coarser(loops[k], caps[k]), {})) if full[k] else 1
+
+    parameters = {p.name for i in interface.implementations for p in i.parameters}
+    needs = []  # (the loops concerning an implementation, the samples its model needs)
+    for implementation in interface.implementations:
+        model = implementation.model("time")
+        if model is None or not model.fitted:
+            continue
+        own = {p.name for p in implementation.parameters}
+        concerning = [k for k, loop in enumerate(loops) if loop.variable not in parameters - own]
+        needs.append((concerning, len(model.terms) + model.constant + QUICK_SPARE))
+    inputs = [k for k, loop in enumerate(loops) if loop.variable not in parameters and full[k]]
+    while any(math.prod(kept(k) for k in concerning) < needed for concerning, needed in needs):
+        growable = [k for k in inputs if kept(k) < full[k]]
+        if not growable:
+            break
+        k = min(growable, key=kept)
+        before = kept(k)
+        while kept(k) == before:  # the next cap that keeps more values (the full loop at the latest)
+            caps[k] += 1
+    return caps
+
+
+def _coarser(loop: ast.Loop, most: int) -> ast.Loop:
+    """The loop with at most ``most`` of its values (at least 3), keeping both
+    ends of the range where a stride allows."""
     try:
         values = loop_values(loop, {})
     except Exception:  # bounds that depend on outer loops stay as they are
         return loop
-    if len(values) <= QUICK_VALUES:
+    if len(values) <= most:
         return loop
     steps = len(values) - 1
     # The smallest stride that keeps both ends of the range (when one divides the steps).
-    strides = [k for k in range(1, steps + 1) if steps % k == 0 and 3 <= steps // k + 1 <= QUICK_VALUES]
-    stride = strides[0] if strides else math.ceil(steps / (QUICK_VALUES - 1))
+    strides = [k for k in range(1, steps + 1) if steps % k == 0 and 3 <= steps // k + 1 <= most]
+    stride = strides[0] if strides else math.ceil(steps / (most - 1))
     if loop.update.operator in ("++", "+="):
         step = (values[1] - values[0]) * stride
         update = ast.Update(loop.update.line, loop.update.column, "+=", ast.Number(0, 0, step))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import statistics
@@ -239,3 +240,35 @@ def test_recalibrate_check_refits_only_the_models_that_no_longer_fit(built, tmp_
         assert refitted[name] == models["implementations"][name]  # kept as they were
     assert refitted["numpy"]["time"]["coefficients"] != coefficients
     assert load(tmp_path / "vector").total(np.ones(10)) == 10.0
+
+
+@pytest.mark.parametrize("description", ["libraries/runtime.hl", "libraries/sort.hl", "libraries/stencil.hl",
+                                         "tests/descriptions/vector.hl"])
+def test_a_quick_nest_keeps_enough_samples_for_every_model(description):
+    """--quick coarsens every loop to QUICK_VALUES values, but keeps QUICK_SPARE
+    samples more than each fitted model has terms (a model with more terms than
+    samples cannot be fitted), and never more values than the full loop."""
+    from hlc.dispatch.build import QUICK_SPARE, QUICK_VALUES, quick_profile
+    from hlc.language.nest import loop_values
+
+    library = hlc.parse_file(ROOT / description)
+    for full, quick in zip(library.interfaces, quick_profile(library).interfaces, strict=True):
+        if full.profile is None:
+            continue
+        counts = [len(loop_values(loop, {})) for loop in quick.profile.loops]
+        whole = [len(loop_values(loop, {})) for loop in full.profile.loops]
+        assert all(c <= w for c, w in zip(counts, whole, strict=True))
+        parameters = {p.name for i in full.implementations for p in i.parameters}
+        for implementation in full.implementations:
+            model = implementation.model("time")
+            if model is None or not model.fitted:
+                continue
+            own = {p.name for p in implementation.parameters}
+            samples = 1
+            for loop, count in zip(quick.profile.loops, counts, strict=True):
+                if loop.variable not in parameters - own:
+                    samples *= count
+            wanted = len(model.terms) + model.constant + QUICK_SPARE
+            assert samples >= wanted or counts == whole, (full.name, implementation.name, samples, wanted)
+        if all(w > QUICK_VALUES for w in whole) and full.name == "sort":
+            assert math.prod(counts) < math.prod(whole) / 4  # still a smoke build
