@@ -37,7 +37,7 @@ from hlc.model.fit import mean_relative_error
 from hlc.model.predict import Predictor
 
 QUICK_VALUES = 4  # values per loop in a --quick build
-QUICK_SPARE = 4  # samples beyond a model's terms that a --quick build keeps for the fit
+QUICK_SPARE = 4  # samples beyond a model's terms that a --quick build keeps for the fit, at least
 QUICK_VERIFY = 5
 
 
@@ -79,8 +79,8 @@ def quick_profile(library: ast.Library) -> ast.Library:
 def _quick_counts(interface: ast.Interface, loops: tuple[ast.Loop, ...]) -> list[int]:
     """The most values each loop keeps: QUICK_VALUES, then one more at a time
     on the loop over inputs with the fewest values, until every fitted model
-    has QUICK_SPARE samples more than it has terms (per rank count,
-    preconditions aside) or no loop can give more."""
+    has its quick_samples (per rank count, preconditions aside) or no loop
+    can give more."""
     full = []
     for loop in loops:
         try:
@@ -100,7 +100,7 @@ def _quick_counts(interface: ast.Interface, loops: tuple[ast.Loop, ...]) -> list
             continue
         own = {p.name for p in implementation.parameters}
         concerning = [k for k, loop in enumerate(loops) if loop.variable not in parameters - own]
-        needs.append((concerning, len(model.terms) + model.constant + QUICK_SPARE))
+        needs.append((concerning, quick_samples(model)))
     inputs = [k for k, loop in enumerate(loops) if loop.variable not in parameters and full[k]]
     while any(math.prod(kept(k) for k in concerning) < needed for concerning, needed in needs):
         growable = [k for k in inputs if kept(k) < full[k]]
@@ -111,6 +111,15 @@ def _quick_counts(interface: ast.Interface, loops: tuple[ast.Loop, ...]) -> list
         while kept(k) == before:  # the next cap that keeps more values (the full loop at the latest)
             caps[k] += 1
     return caps
+
+
+def quick_samples(model: ast.CostModel) -> int:
+    """The samples a --quick build keeps for a fitted model: twice its terms,
+    and QUICK_SPARE more than its terms at least. With barely more samples
+    than terms, a model of many step terms fits the few samples it has and
+    predicts nonsense between them."""
+    terms = len(model.terms) + model.constant
+    return terms + max(terms, QUICK_SPARE)
 
 
 def _coarser(loop: ast.Loop, most: int) -> ast.Loop:

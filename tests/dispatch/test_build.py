@@ -245,10 +245,10 @@ def test_recalibrate_check_refits_only_the_models_that_no_longer_fit(built, tmp_
 @pytest.mark.parametrize("description", ["libraries/runtime.hl", "libraries/sort.hl", "libraries/stencil.hl",
                                          "tests/descriptions/vector.hl"])
 def test_a_quick_nest_keeps_enough_samples_for_every_model(description):
-    """--quick coarsens every loop to QUICK_VALUES values, but keeps QUICK_SPARE
-    samples more than each fitted model has terms (a model with more terms than
-    samples cannot be fitted), and never more values than the full loop."""
-    from hlc.dispatch.build import QUICK_SPARE, QUICK_VALUES, quick_profile
+    """--quick coarsens every loop to QUICK_VALUES values, but keeps twice the
+    terms of each fitted model (a model with more terms than samples cannot be
+    fitted), and never more values than the full loop."""
+    from hlc.dispatch.build import QUICK_VALUES, quick_profile
     from hlc.language.nest import loop_values
 
     library = hlc.parse_file(ROOT / description)
@@ -268,7 +268,7 @@ def test_a_quick_nest_keeps_enough_samples_for_every_model(description):
             for loop, count in zip(quick.profile.loops, counts, strict=True):
                 if loop.variable not in parameters - own:
                     samples *= count
-            wanted = len(model.terms) + model.constant + QUICK_SPARE
+            wanted = 2 * (len(model.terms) + model.constant)
             assert samples >= wanted or counts == whole, (full.name, implementation.name, samples, wanted)
         if all(w > QUICK_VALUES for w in whole) and full.name == "sort":
             assert math.prod(counts) < math.prod(whole) / 4  # still a smoke build
