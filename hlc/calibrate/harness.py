@@ -330,6 +330,7 @@ class Profiler:
             "kind": "header", "format": SAMPLES_FORMAT, "library": self.library, "description": self.description,
             "seed": self.seed, "P": self.context.size, "started": time.time(), "clock": self.clock.as_dict(),
             "python": platform.python_version(), "host": platform.node(),
+            "host_tolerance": self.host.tolerance,
         }
 
     def plan(self, interface: Interface) -> list[tuple[bool, int, dict]]:

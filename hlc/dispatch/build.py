@@ -333,6 +333,15 @@ def summary_table(result: BuildResult) -> str:
         shown = f"{mre:.3f}" if mre is not None else "—"
         notes = "; ".join(entry.get("warnings", [])) or entry.get("cause", "")
         lines.append(f"{name:<18} {entry['status']:<10} {kept!s:>10} {shown:>17}  {notes}")
+    by_ranks = [(name, record["time"]["verification_mre_by_ranks"]) for name, record
+                in result.models["implementations"].items() if record["time"].get("verification_mre_by_ranks")]
+    if by_ranks:
+        lines.append("verification MRE by rank count: " + "; ".join(
+            f"{name} " + ", ".join(f"P={size} {error:.3f}" for size, error in errors.items())
+            for name, errors in by_ranks))
+    disturbed = sum(record["time"].get("disturbed_samples", 0) for record in result.models["implementations"].values())
+    if disturbed:
+        lines.append(f"{disturbed} samples taken while the host ran slow were left out of the fits")
     if result.models.get("fingerprint", {}).get("quick"):
         lines.append("(quick build: a reduced loop nest; the models are rough)")
     if result.coverage:

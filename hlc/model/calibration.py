@@ -22,17 +22,22 @@ from typing import Any
 import numpy as np
 
 from hlc.calibrate.harness import read_samples
+from hlc.calibrate.host import TOLERANCE as HOST_TOLERANCE
 from hlc.language import ast
 from hlc.language.expressions import EvaluationError, calls, unparse
 from hlc.language.parse import parse_file
 from hlc.model.fingerprint import fingerprint
-from hlc.model.fit import CONSTANT, FitError, RankWarning, fit, mean_relative_error
+from hlc.model.fit import CONSTANT, Fit, FitError, RankWarning, fit, mean_relative_error
 from hlc.model.predict import ModelUnavailable, Predictor, term_values
 from hlc.model.render import c_source, python_source
 
 MODELS_FORMAT = 1
 # Verification MRE above which a model is reported as inaccurate (thesis: 10%).
 VERIFICATION_LIMIT = 1.10
+# Samples taken while the host ran slow are left out, unless they are more
+# than this share of an implementation's samples (then the host was slow
+# throughout, and its pace is what there is to model).
+DISTURBED_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,36 @@ def _order(library: ast.Library) -> list[tuple[ast.Interface, ast.Implementation
     return [pairs[name] for name in ordered]
 
 
+def _disturbed(sample: Mapping[str, Any], tolerance: float) -> bool:
+    """Whether the host ran slower than its tolerance during the sample's
+    timings, after the profiler's waits and retakes (the sample's ``host``)."""
+    return sample.get("host", 1.0) > 1 + tolerance
+
+
+def _steady(fitting: list[dict[str, Any]], verification: list[dict[str, Any]],
+            tolerance: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+    """The fitting and verification samples without those taken while the host
+    ran slow, and how many were left out.  Such a sample is off the model by
+    the spell's factor (1.2-4x on two ranks sharing two busy cores), and a few
+    of them pull a relative-error fit and its verification alike."""
+    disturbed = sum(_disturbed(s, tolerance) for s in fitting + verification)
+    if not disturbed or disturbed > DISTURBED_SHARE * len(fitting + verification):
+        return fitting, verification, 0
+    return ([s for s in fitting if not _disturbed(s, tolerance)],
+            [s for s in verification if not _disturbed(s, tolerance)], disturbed)
+
+
+def _by_ranks(result: Fit, columns: dict[str, np.ndarray], times: np.ndarray,
+              samples: list[dict[str, Any]]) -> dict[str, float] | None:
+    """Verification MRE per rank count, when the samples span several: two
+    ranks on a shared machine are much noisier than one."""
+    ranks = np.array([s["variables"].get("P", 1) for s in samples])
+    if len(set(ranks.tolist())) < 2:
+        return None
+    return {str(size): result.mre_on({k: v[ranks == size] for k, v in columns.items()}, times[ranks == size])
+            for size in sorted(set(ranks.tolist()))}
+
+
 def _domain(samples: list[dict[str, Any]]) -> dict[str, list[float]]:
     """The calibrated range of each variable: dispatch warns outside it."""
     domain: dict[str, list[float]] = {}
@@ -105,9 +140,11 @@ def _columns(predictor: Predictor, implementation: ast.Implementation, model: as
 
 def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
              fitting: list[dict[str, Any]], verification: list[dict[str, Any]], relative: bool,
-             confidence: float) -> dict[str, Any]:
+             confidence: float, tolerance: float = HOST_TOLERANCE) -> dict[str, Any]:
+    fitting, verification, disturbed = _steady(fitting, verification, tolerance)
     entry: dict[str, Any] = {"samples": len(fitting), "verification_samples": len(verification),
-                             "noisy_samples": sum(1 for s in fitting + verification if s.get("noisy"))}
+                             "noisy_samples": sum(1 for s in fitting + verification if s.get("noisy")),
+                             "disturbed_samples": disturbed}
     if not model.fitted:
         entry["status"] = "factored"
         everything = fitting + verification
@@ -129,6 +166,9 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
     if verification:
         held_columns, held_times = _columns(predictor, implementation, model, verification)
         entry["verification_mre"] = result.mre_on(held_columns, held_times)
+        by_ranks = _by_ranks(result, held_columns, held_times, verification)
+        if by_ranks:
+            entry["verification_mre_by_ranks"] = by_ranks
         if entry["verification_mre"] > VERIFICATION_LIMIT:
             entry["warnings"].append(f"verification MRE {entry['verification_mre']:.3f} exceeds "
                                      f"{VERIFICATION_LIMIT}: the terms may miss a cost")
@@ -167,7 +207,8 @@ def calibrate(library: ast.Library, samples: Samples, *, relative: bool = True, 
         try:
             if model.fitted and not fitting:
                 raise FitError("no fitting samples (was the library profiled?)")
-            entry = _fit_one(predictor, implementation, model, fitting, verification, relative, confidence)
+            entry = _fit_one(predictor, implementation, model, fitting, verification, relative, confidence,
+                             samples.header.get("host_tolerance", HOST_TOLERANCE))
         except (FitError, EvaluationError, ModelUnavailable) as error:
             record["time"] = {"status": "unfitted", "cause": str(error)}
             continue
@@ -209,6 +250,11 @@ def summary(models: dict[str, Any]) -> str:
             details.append(f"{name}: " + " + ".join(
                 f"{entry['coefficients'][t]:.4g}(±{entry['half_widths'][t]:.2g})"
                 + ("" if t == CONSTANT else f"·{t}") for t in entry["kept"]))
+            if entry.get("verification_mre_by_ranks"):
+                details.append("  verification MRE by rank count: " + ", ".join(
+                    f"P={size} {error:.3f}" for size, error in entry["verification_mre_by_ranks"].items()))
+            if entry.get("disturbed_samples"):
+                details.append(f"  left out: {entry['disturbed_samples']} samples taken while the host ran slow")
             details += [f"  warning: {w}" for w in entry["warnings"]]
         elif status == "factored":
             verification = entry.get("verification_mre")

@@ -170,9 +170,13 @@ def _model(section: ImplementationSection, interface: str) -> str:
             out.append(f"<p>dropped as irrelevant: {escape(', '.join(entry['dropped']))}</p>\n")
     facts = [("R²", entry.get("r2")), ("fit MRE", entry.get("mre")),
              ("verification MRE", entry.get("verification_mre")),
+             ("verification MRE by rank count", ", ".join(
+                 f"P={size} {number(error)}" for size, error in entry["verification_mre_by_ranks"].items())
+              if entry.get("verification_mre_by_ranks") else None),
              ("samples (fitting / verification / noisy)",
               " / ".join(number(entry.get(k)) for k in ("samples", "verification_samples", "noisy_samples"))
               if "samples" in entry else None),
+             ("left out: taken while the host ran slow", entry.get("disturbed_samples") or None),
              ("calibrated domain", ", ".join(f"{k} {number(lo)} .. {number(hi)}"
                                             for k, (lo, hi) in entry.get("domain", {}).items()) or None)]
     out.append(_facts((k, v) for k, v in facts if v is not None))

@@ -1,0 +1,82 @@
+"""Samples → models: which samples a fit uses, and what it reports per rank count."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hlc.language.parse import parse
+from hlc.model.calibration import DISTURBED_SHARE, Samples, calibrate
+
+DESCRIPTION = """
+library line "A line."
+
+from numpy import ones
+
+interface work(values: float64[]) -> float "Some work."
+    n = len(values)
+    reference linear
+
+    impl linear = numpy.sum "a pass"
+        time ~ 1 + n
+
+    profile
+        for i in 4 .. 16 ++
+        values = ones(1 << i)
+"""
+
+TRUE_CONSTANT, TRUE_SLOPE = 2e-6, 3e-9
+
+
+def samples(disturbed_share: float, ranks: tuple[int, ...] = (1,), seed: int = 0) -> Samples:
+    """Samples of time = 2 µs + 3 ns·n with 1% noise; a share of them (every
+    k-th) taken while the host ran 1.5-3x slow, and timed that much slower."""
+    rng = np.random.default_rng(seed)
+    records = []
+    every = round(1 / disturbed_share) if disturbed_share else 0
+    for verify, count in ((False, 60), (True, 20)):
+        for index in range(count):
+            for size in ranks:
+                n = int(rng.integers(10, 100_000))
+                seconds = (TRUE_CONSTANT + TRUE_SLOPE * n) * (1 + rng.normal(0, 0.01)) * (1 + 0.2 * (size - 1))
+                host = 1.0 + abs(rng.normal(0, 0.02))
+                if every and index % every == 0:
+                    host = float(rng.uniform(1.5, 3.0))
+                    seconds *= host
+                records.append({"kind": "sample", "interface": "work", "implementation": "linear", "verify": verify,
+                                "P": size, "index": index, "parameters": {},
+                                "variables": {"n": n, "P": size, "logP": float(np.log2(size))},
+                                "seconds": seconds, "host": round(host, 3)})
+    return Samples({"kind": "header", "library": "line", "host_tolerance": 0.10}, records, [])
+
+
+def fitted(samples_: Samples) -> dict:
+    return calibrate(parse(DESCRIPTION), samples_)["implementations"]["linear"]["time"]
+
+
+def test_samples_taken_while_the_host_ran_slow_are_left_out():
+    entry = fitted(samples(0.1))
+    assert entry["disturbed_samples"] == 8  # every tenth of 60 + 20
+    assert entry["samples"] == 54 and entry["verification_samples"] == 18
+    assert entry["coefficients"]["n"] == pytest.approx(TRUE_SLOPE, rel=0.02)
+    assert entry["verification_mre"] < 1.02
+    # The same samples with the slow ones kept: the fit and its verification suffer.
+    kept = calibrate(parse(DESCRIPTION), Samples({"kind": "header", "library": "line", "host_tolerance": 5.0},
+                                                 samples(0.1).samples, []))["implementations"]["linear"]["time"]
+    assert kept["disturbed_samples"] == 0 and kept["samples"] == 60
+    assert kept["verification_mre"] > 1.05
+
+
+def test_a_host_slow_throughout_is_what_there_is_to_model():
+    """Beyond DISTURBED_SHARE of the samples, leaving them out would leave a
+    model of a host that is not there: all are kept."""
+    entry = fitted(samples(1 / 3))
+    assert DISTURBED_SHARE < 1 / 3
+    assert entry["disturbed_samples"] == 0 and entry["samples"] == 60
+
+
+def test_verification_error_is_reported_per_rank_count():
+    entry = fitted(samples(0.0, ranks=(1, 2)))
+    assert set(entry["verification_mre_by_ranks"]) == {"1", "2"}
+    assert all(1.0 <= error < 1.2 for error in entry["verification_mre_by_ranks"].values())
+    assert "verification_mre_by_ranks" not in fitted(samples(0.0))
