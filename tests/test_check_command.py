@@ -91,7 +91,8 @@ def test_parse_reads_text_relative_to_the_current_folder(monkeypatch):
     monkeypatch.chdir(ROOT / "libraries")
     library = hlc.parse((ROOT / "libraries/sort.hl").read_text())
     assert library.filename == "<string>"
-    assert [i.name for i in library.implementations] == ["radix", "counting", "narrow", "numpy", "sample"]
+    assert [i.name for i in library.implementations] == ["radix", "radix_spmd", "counting", "counting_spmd",
+                                                         "narrow", "numpy", "sample"]
 
 
 def test_parse_rejects_non_text():
