@@ -178,7 +178,7 @@ class RegionMap:
     fixed: dict[str, float]  # the other variables
     chosen: np.ndarray  # (len(y), len(x)) indices into names; -1 where none applies
     names: list[str]
-    shares: dict[str, float]  # fraction of cells; "" for cells where none applies
+    shares: dict[str, float]  # fraction of cells, of the implementations that apply somewhere; "" where none does
     overlay: Overlay | None = None
 
 
@@ -189,15 +189,22 @@ def region_map(module: ModuleType, info: InterfaceInfo, x: str, y: str, fixed: M
     index = {name: i for i, name in enumerate(info.names)}
     others = {k: v for k, v in fixed.items() if k not in (x, y)}
     chosen = np.full((len(y_axis.values), len(x_axis.values)), -1, dtype=int)
+    applying: set[str] = set()
     for row, y_value in enumerate(y_axis.values):
         for column, x_value in enumerate(x_axis.values):
             choice = choose(**with_ranks({**others, x: float(x_value), y: float(y_value)}, ranks))
             chosen[row, column] = index.get(choice.implementation, -1)
-    return RegionMap(info.name, x_axis, y_axis, ranks, others, chosen, info.names, _shares(chosen, info.names))
+            applying.update(name for name, seconds in choice.predicted.items() if math.isfinite(seconds))
+    return RegionMap(info.name, x_axis, y_axis, ranks, others, chosen, info.names,
+                     _shares(chosen, info.names, applying))
 
 
-def _shares(chosen: np.ndarray, names: list[str]) -> dict[str, float]:
-    shares = {name: float((chosen == i).mean()) for i, name in enumerate(names)}
+def _shares(chosen: np.ndarray, names: list[str], applying: set[str]) -> dict[str, float]:
+    """The share of cells each implementation gets, for those that apply in
+    some cell (a legend of implementations that cannot run at these ranks
+    would only hide the ones that do); "" for the cells where none applies."""
+    shares = {name: float((chosen == i).mean()) for i, name in enumerate(names)
+              if name in applying or (chosen == i).any()}
     shares[""] = float((chosen < 0).mean())
     return shares
 
@@ -253,7 +260,8 @@ def strip(module: ModuleType, info: InterfaceInfo, variable: str, ranks: int, ce
         for name, seconds in choice.predicted.items():
             if name in predicted:
                 predicted[name][column] = seconds
-    return Strip(info.name, x_axis, ranks, predicted, chosen, info.names, _shares(chosen, info.names))
+    applying = {name for name, seconds in predicted.items() if np.isfinite(seconds).any()}
+    return Strip(info.name, x_axis, ranks, predicted, chosen, info.names, _shares(chosen, info.names, applying))
 
 
 # ---- the model against a parameter ----------------------------------------------------

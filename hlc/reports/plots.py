@@ -128,7 +128,7 @@ def _overlay_handles(ax, overlay: Overlay | None) -> list[Line2D]:
 def _regions(names: list[str], shares: dict[str, float], palette: dict[str, str]) -> tuple[ListedColormap, list]:
     cmap = ListedColormap([palette[name] for name in names] + [NONE_APPLIES])
     handles = [Patch(facecolor=palette[name], edgecolor="black", linewidth=0.4,
-                     label=f"{name} ({100 * shares.get(name, 0.0):.1f}%)") for name in names]
+                     label=f"{name} ({100 * shares[name]:.1f}%)") for name in names if name in shares]
     if shares.get("", 0.0) > 0:
         handles.append(Patch(facecolor=NONE_APPLIES, edgecolor="black", linewidth=0.4,
                              label=f"none applies ({100 * shares['']:.1f}%)"))

@@ -184,3 +184,17 @@ def test_the_page_in_a_headless_browser(report):
     finally:
         driver.quit()
     assert (ARTIFACTS / "report.png").read_bytes()[:8] == PNG
+
+
+def test_a_map_names_only_the_implementations_that_apply_at_its_ranks(built):
+    """`blocks` requires P == 1: it is in the legend at one rank, not at two."""
+    from hlc.reports import analysis
+    from hlc.reports.data import read_build
+
+    data = read_build(built[1])
+    info = next(i for i in data.interfaces if i.name == "work")
+    one = analysis.region_map(data.module, info, "n", "width", {}, 1, cells=(12, 8))
+    two = analysis.region_map(data.module, info, "n", "width", {}, 2, cells=(12, 8))
+    assert "blocks" in one.shares and "blocks" not in two.shares
+    assert "plain" in one.shares and "plain" in two.shares
+    assert sum(two.shares.values()) == pytest.approx(1.0)
