@@ -341,7 +341,8 @@ class Interface:
         return to_c(expression, spell_name=spell, spell_call=self.library.spell_call)
 
     def outside(self) -> str:
-        """Whether a call's variables lie outside the calibrated domain."""
+        """Which of a call's variables lie outside the calibrated domain: a bit
+        each, in the order of the domain."""
         domain: dict[str, list[float]] = {}
         for implementation in self.interface.implementations:
             entry = self.library.calibration.get(implementation.name, {}).get("time", {})
@@ -349,10 +350,10 @@ class Interface:
                 if name in self.variables and name not in ("P", "logP"):
                     known = domain.setdefault(name, [low, high])
                     known[0], known[1] = min(known[0], low), max(known[1], high)
-        tests = [f"s->{v(name)} < {float(low)!r} || s->{v(name)} > {float(high)!r}"
-                 for name, (low, high) in domain.items()] or ["0"]
-        body = " ||\n        ".join(tests)
-        return (f"static int hlc_outside_{self.library.library.name}__{self.name}(const {self.state} *s) {{\n"
+        tests = [f"(s->{v(name)} < {float(low)!r} || s->{v(name)} > {float(high)!r} ? {1 << min(bit, 31)}u : 0u)"
+                 for bit, (name, (low, high)) in enumerate(domain.items())] or ["0u"]
+        body = " |\n        ".join(tests)
+        return (f"static unsigned int hlc_outside_{self.library.library.name}__{self.name}(const {self.state} *s) {{\n"
                 f"    (void)s;\n    return {body};\n}}")
 
 

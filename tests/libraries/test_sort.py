@@ -209,6 +209,29 @@ def test_large_inputs_of_each_width_go_somewhere_right(sort):
     assert len(chosen) > 1  # the choice depends on the keys' width
 
 
+EXTRAPOLATING = """
+import sys, warnings
+import numpy as np
+import hlc
+sort = hlc.load(sys.argv[1])
+warnings.simplefilter("always")
+with warnings.catch_warnings(record=True) as caught:
+    for keys in (np.array([0, 100, 7, 3, 50]), np.array([9, 0, 64, 2, 5, 1]), np.arange(1000) << 40,
+                 np.array([0, 60, 5, 1]), np.arange(1000) << 41):
+        sort.sort(keys)
+print([str(w.message).split(" lies")[0] for w in caught if issubclass(w.category, hlc.ExtrapolationWarning)])
+"""
+
+
+def test_each_variable_outside_the_calibrated_range_warns_once(built):
+    """n below the calibrated range warns once; width beyond it later warns
+    once more, though n is still known to be outside; then nothing."""
+    result = subprocess.run([sys.executable, "-c", EXTRAPOLATING, str(built)], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "['sort: n = 5', 'sort: width = 50']"
+
+
 @pytest.mark.parametrize("bad, error, words", [
     (np.zeros(4), TypeError, "keys"),
     (np.zeros((2, 2), dtype=np.int32), ValueError, "keys"),
