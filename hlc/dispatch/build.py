@@ -37,6 +37,7 @@ from hlc.model.fit import mean_relative_error
 from hlc.model.predict import Predictor
 
 QUICK_VALUES = 4  # values per loop in a --quick build
+QUICK_PARAMETER_VALUES = 16  # values per loop over a parameter in a --quick build
 QUICK_SPARE = 4  # samples beyond a model's terms that a --quick build keeps for the fit, at least
 QUICK_VERIFY = 5
 
@@ -77,22 +78,31 @@ def quick_profile(library: ast.Library) -> ast.Library:
 
 
 def _quick_counts(interface: ast.Interface, loops: tuple[ast.Loop, ...]) -> list[int]:
-    """The most values each loop keeps: QUICK_VALUES, then one more at a time
-    on the loop over inputs with the fewest values, until every fitted model
-    has its quick_samples (per rank count, preconditions aside) or no loop
-    can give more."""
+    """The most values each loop keeps: QUICK_VALUES (QUICK_PARAMETER_VALUES
+    over a parameter), then more on the loop over inputs whose growth grows
+    the nest least, until every fitted model has its quick_samples (per rank
+    count, preconditions aside) or no loop can give more."""
     full = []
     for loop in loops:
         try:
             full.append(len(loop_values(loop, {})))
         except Exception:  # bounds that depend on outer loops: the loop stays as it is
             full.append(0)
-    caps = [QUICK_VALUES] * len(loops)
-
-    def kept(k: int) -> int:
-        return len(loop_values(_coarser(loops[k], caps[k]), {})) if full[k] else 1
-
     parameters = {p.name for i in interface.implementations for p in i.parameters}
+    # A parameter is searched over its whole range at every call: its loop
+    # keeps more values, or the model is fitted at a few and chosen between them.
+    caps = [QUICK_PARAMETER_VALUES if loop.variable in parameters else QUICK_VALUES for loop in loops]
+
+    def kept(k: int, cap: int | None = None) -> int:
+        return len(loop_values(_coarser(loops[k], caps[k] if cap is None else cap), {})) if full[k] else 1
+
+    def grown(k: int) -> tuple[int, int]:
+        """The next cap of loop k that keeps more values (the full loop at the latest), and how many."""
+        cap = caps[k] + 1
+        while kept(k, cap) == kept(k):
+            cap += 1
+        return cap, kept(k, cap)
+
     needs = []  # (the loops concerning an implementation, the samples its model needs)
     for implementation in interface.implementations:
         model = implementation.model("time")
@@ -106,10 +116,8 @@ def _quick_counts(interface: ast.Interface, loops: tuple[ast.Loop, ...]) -> list
         growable = [k for k in inputs if kept(k) < full[k]]
         if not growable:
             break
-        k = min(growable, key=kept)
-        before = kept(k)
-        while kept(k) == before:  # the next cap that keeps more values (the full loop at the latest)
-            caps[k] += 1
+        k = min(growable, key=lambda k: (grown(k)[1] / kept(k), kept(k)))  # the nest grows least
+        caps[k] = grown(k)[0]
     return caps
 
 

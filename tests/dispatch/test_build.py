@@ -247,8 +247,9 @@ def test_recalibrate_check_refits_only_the_models_that_no_longer_fit(built, tmp_
 def test_a_quick_nest_keeps_enough_samples_for_every_model(description):
     """--quick coarsens every loop to QUICK_VALUES values, but keeps twice the
     terms of each fitted model (a model with more terms than samples cannot be
-    fitted), and never more values than the full loop."""
-    from hlc.dispatch.build import QUICK_VALUES, quick_profile
+    fitted), every value of a short loop over a parameter (the dispatcher
+    searches them all), and never more values than the full loop."""
+    from hlc.dispatch.build import QUICK_PARAMETER_VALUES, QUICK_VALUES, quick_profile
     from hlc.language.nest import loop_values
 
     library = hlc.parse_file(ROOT / description)
@@ -270,5 +271,9 @@ def test_a_quick_nest_keeps_enough_samples_for_every_model(description):
                     samples *= count
             wanted = 2 * (len(model.terms) + model.constant)
             assert samples >= wanted or counts == whole, (full.name, implementation.name, samples, wanted)
+        for loop, count, total in zip(full.profile.loops, counts, whole, strict=True):
+            if loop.variable in parameters and total <= QUICK_PARAMETER_VALUES:  # searched over at every call
+                assert count == total, (loop.variable, count)
         if all(w > QUICK_VALUES for w in whole) and full.name == "sort":
+            assert counts[-1] == whole[-1] == 16  # every bpd: a model of steps per digit width needs them all
             assert math.prod(counts) < math.prod(whole) / 4  # still a smoke build
