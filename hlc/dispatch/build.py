@@ -32,7 +32,7 @@ from hlc.dispatch.generate import dispatch_source
 from hlc.language import ast
 from hlc.language.nest import loop_values
 from hlc.language.parse import parse_file
-from hlc.model.calibration import VERIFICATION_LIMIT, Samples, calibrate
+from hlc.model.calibration import VERIFICATION_LIMIT, Samples, by_ranks_text, calibrate
 from hlc.model.fit import mean_relative_error
 from hlc.model.predict import Predictor
 
@@ -116,8 +116,9 @@ def _quick_counts(interface: ast.Interface, loops: tuple[ast.Loop, ...]) -> list
         growable = [k for k in inputs if kept(k) < full[k]]
         if not growable:
             break
-        k = min(growable, key=lambda k: (grown(k)[1] / kept(k), kept(k)))  # the nest grows least
-        caps[k] = grown(k)[0]
+        growth = {k: grown(k) for k in growable}
+        k = min(growable, key=lambda k: (growth[k][1] / kept(k), kept(k)))  # the nest grows least
+        caps[k] = growth[k][0]
     return caps
 
 
@@ -345,8 +346,7 @@ def summary_table(result: BuildResult) -> str:
                 in result.models["implementations"].items() if record["time"].get("verification_mre_by_ranks")]
     if by_ranks:
         lines.append("verification MRE by rank count: " + "; ".join(
-            f"{name} " + ", ".join(f"P={size} {error:.3f}" for size, error in errors.items())
-            for name, errors in by_ranks))
+            f"{name} {by_ranks_text(errors)}" for name, errors in by_ranks))
     disturbed = sum(record["time"].get("disturbed_samples", 0) for record in result.models["implementations"].values())
     if disturbed:
         lines.append(f"{disturbed} samples taken while the host ran slow were left out of the fits")
