@@ -212,6 +212,13 @@ def fit(terms: Mapping[str, ArrayLike], times: ArrayLike, *, relative: bool = Tr
     active = list(range(len(names)))
     dropped: list[str] = []
     rank_deficient = False
+    if prune:
+        # A column of zeros carries nothing; left in, rounding in the SVD can
+        # give it a tiny coefficient with a tinier half-width, and keep it.
+        empty = [i for i in active if not design[:, i].any()][:len(active) - 1]
+        dropped += [names[i] for i in empty]
+        active = [i for i in active if i not in empty]
+        rank_deficient = bool(empty)
     while True:
         beta, factor, deficient = _solve(design[:, active], target)
         rank_deficient |= deficient
