@@ -156,6 +156,10 @@ class Context:
     def maximum(self, value: float) -> float:
         return float(self.world.reduce(numpy.array([value], dtype=float), "max")[0])
 
+    def agree_count(self, count: int) -> int:
+        """The largest of the ranks' counts."""
+        return count if self.size == 1 else int(self.maximum(float(count)))
+
     def any(self, flag: bool) -> bool:
         return bool(self.maximum(1.0 if flag else 0.0))
 
@@ -465,7 +469,8 @@ class Profiler:
         self.emit(event="task", interface=interface.name, implementation=implementation.name, point=point)
         task = functools.partial(implementation.call, **settings) if settings else implementation.call
         try:
-            seconds = time_calls(task, calls[1:], self.clock, before=self.context.barrier, warm=calls[0])
+            seconds = time_calls(task, calls[1:], self.clock, before=self.context.barrier, warm=calls[0],
+                                 agree=self.context.agree_count)
             failed = None
         except Exception as raised:  # failing on a later call is a failure too
             seconds, failed = 0.0, f"raised {type(raised).__name__}: {raised}"

@@ -9,9 +9,9 @@
   agrees with the median within 5%, the sample is timed again, up to 3k
   timings, and flagged noisy if it still has not settled.
 * The garbage collector is off while a timing runs.
-* Each timing starts with an untimed call of the task, so that every
-  candidate is timed with its own data in the caches, whatever was timed
-  just before it.
+* Each timing starts with untimed calls of the task, for WARM_SECONDS at
+  least, so that every candidate is timed with its own data in the caches,
+  whatever was timed just before it.
 """
 
 from __future__ import annotations
@@ -31,6 +31,14 @@ MAXIMUM_REPEAT = 1_000_000
 # the sample is timed again (up to RETAKES × k timings in all), then flagged noisy.
 AGREEMENT = 0.05
 RETAKES = 3
+# Untimed calls before each timing last at least this long.  One call is not
+# enough: after a task that swept the caches, a radix sort of 140,000 keys
+# took 0.86 ms after one warm-up call, 0.54 ms after four and 0.44 ms after
+# ten (the steady pace), on an AMD EPYC whose last-level cache other tenants
+# share; it takes a few milliseconds of the task's own accesses to win its
+# data back.
+WARM_SECONDS = 5e-3
+MAXIMUM_WARM_CALLS = 100_000
 
 
 @dataclass(frozen=True)
@@ -79,22 +87,23 @@ def repeat_count(single_call: float, clock: Clock) -> int:
 
 
 def time_calls(task: Callable[..., Any], arguments: Sequence[tuple], clock: Clock,
-               before: Callable[[], None] | None = None, warm: tuple | None = None) -> float:
+               before: Callable[[], None] | None = None, warm: tuple | None = None,
+               agree: Callable[[int], int] | None = None) -> float:
     """Seconds per call of ``task`` over ``arguments`` (one tuple per call).
 
-    ``warm``: the arguments of one untimed call made first, so that the task
-    starts with its own data and buffers in the caches instead of in the
-    state the previously timed task left them in (timed right after a sort
-    that swept the caches, a radix sort of 285,870 keys took 0.86 ms instead
-    of 0.68 ms).  ``before`` runs just before the clock starts (a barrier,
-    under MPI).  The collector is off while the clock runs; the clock's
-    overhead is subtracted.
+    ``warm``: the arguments of the untimed calls made first, as many as last
+    WARM_SECONDS (at least one), so that the task starts with its own data
+    and buffers in the caches instead of in the state the previously timed
+    task left them in.  ``agree`` makes the ranks of an SPMD task agree on
+    the number of those calls (each passes its own; all get the largest).
+    ``before`` runs just before the clock starts (a barrier, under MPI).  The
+    collector is off while the clock runs; the clock's overhead is subtracted.
     """
     collecting = gc.isenabled()
     gc.disable()
     try:
         if warm is not None:
-            task(*warm)
+            _warm_up(task, warm, agree)
         if before is not None:
             before()
         start = time.perf_counter()
@@ -105,6 +114,19 @@ def time_calls(task: Callable[..., Any], arguments: Sequence[tuple], clock: Cloc
         if collecting:
             gc.enable()
     return max(elapsed - clock.overhead, 0.0) / len(arguments)
+
+
+def _warm_up(task: Callable[..., Any], arguments: tuple, agree: Callable[[int], int] | None) -> None:
+    """Call ``task`` on ``arguments`` for WARM_SECONDS: once, then as many more
+    times as that call's length says (the same count on every rank)."""
+    start = time.perf_counter()
+    task(*arguments)
+    first = time.perf_counter() - start
+    more = 0 if first >= WARM_SECONDS else min(MAXIMUM_WARM_CALLS, math.ceil(WARM_SECONDS / max(first, 1e-9)) - 1)
+    if agree is not None:
+        more = agree(more)
+    for _ in range(more):
+        task(*arguments)
 
 
 @dataclass(frozen=True)

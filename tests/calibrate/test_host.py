@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from hlc.calibrate import harness
+from hlc.calibrate import harness, timing
 from hlc.calibrate.harness import HOST_RETAKES, Implementation, Interface, read_samples
 from hlc.calibrate.host import HostMeter
 
@@ -91,6 +91,7 @@ def profile_one_point(tmp_path, readings_after_calls, monkeypatch) -> tuple[list
 
     monkeypatch.setattr(harness, "HostMeter", lambda tolerance: HostMeter(tolerance=tolerance, reading=reading,
                                                                          patience=0.05))
+    monkeypatch.setattr(timing, "WARM_SECONDS", 0.0)  # one warming call per timing
     implementation = Implementation("busy", task, lambda v: True, lambda p, v: [{}], lambda r, p, v: {})
     interface = Interface("f", lambda: iter([{"i": 0}]), lambda rng: {"i": 0}, lambda p, seed, size: (1,),
                           lambda x, P: {"n": 1}, [implementation], "busy", verify=0, repeat=3)

@@ -8,7 +8,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hlc.calibrate.timing import MAXIMUM_REPEAT, Clock, Timing, calibrate_clock, repeat_count, time_calls
+from hlc.calibrate.timing import (
+    MAXIMUM_REPEAT,
+    WARM_SECONDS,
+    Clock,
+    Timing,
+    calibrate_clock,
+    repeat_count,
+    time_calls,
+)
 
 
 def test_clock_is_measured():
@@ -43,6 +51,30 @@ def test_time_calls_warms_up_untimed_first():
 
     assert time_calls(task, [(0.002,)] * 2, clock, warm=(0.1,)) < 0.05
     assert called == [0.1, 0.002, 0.002]
+
+
+def test_the_warm_up_lasts_its_minimum_and_the_ranks_agree_on_its_calls():
+    """A short task is called untimed until WARM_SECONDS have passed; ``agree``
+    sees the count this process wants and decides it (under MPI: the largest
+    over the ranks, so that every rank makes as many collective calls)."""
+    clock = Clock(resolution=1e-9, overhead=0.0)
+    called = []
+    asked = []
+
+    def task(seconds):
+        called.append(seconds)
+        time.sleep(seconds)
+
+    def agree(count):
+        asked.append(count)
+        return count + 2
+
+    start = time.perf_counter()
+    time_calls(task, [(0.0,)], clock, warm=(WARM_SECONDS / 4,), agree=agree)
+    assert time.perf_counter() - start >= WARM_SECONDS
+    (wanted,) = asked
+    assert 1 <= wanted <= 3  # the first call took a quarter of the warm-up, or more
+    assert called == [WARM_SECONDS / 4] * (1 + wanted + 2) + [0.0]
 
 
 @pytest.mark.parametrize(("timings", "settled"), [
