@@ -64,7 +64,10 @@ class World:
     """The ranks of this run: ``rank`` in 0 .. ``size`` − 1, and collectives.
 
     Every collective must be called by all ranks, in the same order.  Arrays
-    received are always new; arrays passed are never modified.  On an emulated
+    received are new, unless the caller passes ``out`` (where offered) to
+    receive into memory it keeps: a new array's pages are faulted in as they
+    are first written, which can cost more than the transfer itself.  Arrays
+    passed are never modified.  On an emulated
     platform, each operation first busy-waits its start-up plus the bytes this
     rank sends in it (its send buffer) times the per-byte cost.
     """
@@ -101,21 +104,33 @@ class World:
             self._emulated.spend(0)
         return SplitBarrier(self._communicator.Ibarrier())
 
-    def reduce(self, vector: np.ndarray, operation: str = "sum") -> np.ndarray:
+    def reduce(self, vector: np.ndarray, operation: str = "sum", out: np.ndarray | None = None) -> np.ndarray:
         """Element-wise ``operation`` of every rank's vector, returned on every rank
         (an all-reduce).  "sum", "min", "max" keep the dtype; "average",
-        "variance" (population) and "median" over the ranks are float64."""
+        "variance" (population) and "median" over the ranks are float64.
+        For "sum", "min" and "max", ``out`` (C-contiguous, the vector's shape,
+        a dtype the vector casts to safely) receives the result."""
         if operation not in _OPERATIONS:
             raise ValueError(f"operation must be one of {', '.join(_OPERATIONS)}, not {operation!r}")
         vector = np.ascontiguousarray(vector)
+        if out is not None:
+            if operation not in _MPI_OPERATIONS:
+                raise ValueError(f"out is taken by the operations {', '.join(_MPI_OPERATIONS)}, not {operation!r}")
+            _check_out(out, vector.dtype, vector.shape)
+            vector = vector.astype(out.dtype, copy=False)
         if self.size == 1:
             if operation == "variance":
                 return np.zeros(vector.shape, dtype=np.float64)
-            return vector.astype(np.float64) if operation in ("average", "median") else vector.copy()
+            if operation in ("average", "median"):
+                return vector.astype(np.float64)
+            if out is None:
+                return vector.copy()
+            out[...] = vector
+            return out
         if self._emulated is not None:
             self._emulated.spend(vector.nbytes)
         if operation in _MPI_OPERATIONS:
-            result = np.empty_like(vector)
+            result = np.empty_like(vector) if out is None else out
             self._communicator.Allreduce(vector, result, op=self._operation(operation))
             return result
         values = vector.astype(np.float64)
@@ -189,21 +204,31 @@ class World:
         self._communicator.Allgatherv(vector, [result, counts, displacements, self._mpi_type(vector)])
         return result
 
-    def alltoallv(self, send: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    def alltoallv(self, send: np.ndarray, counts: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Personalized all-to-all: ``send`` (1-D) holds, in rank order, ``counts[r]``
-        elements for rank r; returns what every rank sent here, in rank order."""
+        elements for rank r; returns what every rank sent here, in rank order:
+        in ``out`` when given (1-D, C-contiguous, the dtype of ``send``, exactly
+        as long as what arrives)."""
         send = np.ascontiguousarray(send)
         counts = np.asarray(counts, dtype=np.int64)
         if counts.shape != (self.size,) or counts.sum() != send.shape[0]:
             raise ValueError(f"counts must give one count per rank ({self.size}) summing to len(send) "
                              f"({send.shape[0]}), not {counts.tolist()}")
+        if out is not None:
+            _check_out(out, send.dtype, casting="no")
         if self.size == 1:
-            return send.copy()
+            if out is None:
+                return send.copy()
+            _check_out(out, send.dtype, send.shape, casting="no")
+            out[...] = send
+            return out
         if self._emulated is not None:
             self._emulated.spend(send.nbytes)
         arriving = np.empty(self.size, dtype=np.int64)
         self._communicator.Alltoall(counts, arriving)
-        received = np.empty(int(arriving.sum()), dtype=send.dtype)
+        if out is not None:
+            _check_out(out, send.dtype, (int(arriving.sum()),), casting="no")
+        received = np.empty(int(arriving.sum()), dtype=send.dtype) if out is None else out
         kind = self._mpi_type(send)
         self._communicator.Alltoallv([send, counts, _starts(counts), kind],
                                      [received, arriving, _starts(arriving), kind])
@@ -321,6 +346,22 @@ def _buffer(array: Any, copy: bool = False) -> np.ndarray:
     if result.dtype.hasobject:
         raise ValueError(f"arrays of Python objects cannot be sent as buffers (dtype {result.dtype})")
     return result
+
+
+def _check_out(out: Any, dtype: np.dtype, shape: tuple[int, ...] | None = None, casting: str = "safe") -> None:
+    """That ``out`` can receive, in place, an array of ``dtype`` (cast with
+    ``casting``: "no" where raw bytes arrive) and ``shape`` (when known; else 1-D)."""
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a NumPy array, not {type(out).__name__}")
+    if not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError("out must be C-contiguous and writeable")
+    if not np.can_cast(dtype, out.dtype, casting=casting):
+        kinds = "" if casting == "no" else " (or a type it casts to safely)"
+        raise TypeError(f"out must hold {dtype}{kinds}, not {out.dtype}")
+    if shape is None and out.ndim != 1:
+        raise ValueError(f"out must be 1-D, not {out.ndim}-D")
+    if shape is not None and out.shape != shape:
+        raise ValueError(f"out must have shape {shape}, not {out.shape}")
 
 
 def _check_tag(tag: int) -> None:

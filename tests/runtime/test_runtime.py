@@ -60,6 +60,24 @@ def test_one_rank_collectives_are_the_identity(one):
     assert np.array_equal(one.alltoallv(vector, np.array([3])), vector)
 
 
+def test_one_rank_receives_into_out(one):
+    vector = np.array([3, -1, 7], dtype=np.int32)
+    out = np.empty(3, dtype=np.int64)
+    assert one.reduce(vector, "max", out=out) is out and np.array_equal(out, vector)
+    received = np.empty(3, dtype=np.int32)
+    assert one.alltoallv(vector, np.array([3]), out=received) is received and np.array_equal(received, vector)
+    with pytest.raises(TypeError, match="out must hold int32, not int64"):
+        one.alltoallv(vector, np.array([3]), out=out)  # raw bytes arrive: no conversion
+    with pytest.raises(TypeError, match="out must hold int64 .*safely.*, not int8"):
+        one.reduce(vector.astype(np.int64), out=np.empty(3, dtype=np.int8))
+    with pytest.raises(ValueError, match=r"out must have shape \(3,\), not \(4,\)"):
+        one.reduce(vector, out=np.empty(4, dtype=np.int32))
+    with pytest.raises(ValueError, match="out must be C-contiguous"):
+        one.alltoallv(vector, np.array([3]), out=np.empty(6, dtype=np.int32)[::2])
+    with pytest.raises(ValueError, match="out is taken by the operations"):
+        one.reduce(vector, "median", out=np.empty(3))
+
+
 def test_one_rank_broadcast_and_messages(one):
     array = np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]  # not contiguous
     result = one.broadcast(array)
@@ -151,6 +169,10 @@ send = np.concatenate([rank * 10000 + d * 100 + np.arange(counts[d]) for d in ra
 matrix = team.allgather(counts)
 expected = np.concatenate([s * 10000 + rank * 100 + np.arange(matrix[s, rank]) for s in range(size)]).astype(np.int64)
 check("alltoallv", np.array_equal(team.alltoallv(send, counts), expected))
+kept = np.full(len(expected), -1, dtype=np.int64)
+check("alltoallv into out", team.alltoallv(send, counts, out=kept) is kept and np.array_equal(kept, expected))
+totals = np.empty(len(counts), dtype=np.int64)
+check("reduce into out", team.reduce(counts, out=totals) is totals and np.array_equal(totals, matrix.sum(0)))
 
 # broadcast: only the root knows the shape and dtype
 root = size - 1
