@@ -41,14 +41,12 @@ from pathlib import Path
 from typing import Any
 
 from hlc.calibrate.harness import read_samples
-from hlc.calibrate.oracle import AGAIN, DISPATCHED, label
+from hlc.calibrate.oracle import AGAIN, DISPATCHED, label, ratio
 from hlc.calibrate.run import Failure, ProfileError, Progress, failures_in, run_program
 from hlc.language.parse import parse_file
 
 FORMAT = 1
 TOLERANCE = 0.03
-#: Fewest shared rounds for a round-by-round ratio; below, the ratio of medians.
-PAIRED_ROUNDS = 3
 
 
 @dataclass
@@ -175,17 +173,6 @@ def judge(record: dict[str, Any], tolerance: float) -> dict[str, Any] | None:
         "chosen_label": chosen_label, "best_label": best_label, "penalty": penalty, "right": penalty <= tolerance,
         "dispatched": dispatched, "again": again,
     }
-
-
-def ratio(a: dict[str, Any], b: dict[str, Any]) -> float:
-    """t_a / t_b of two measured candidates: round by round when they share
-    PAIRED_ROUNDS rounds, else (lines without rounds) the ratio of medians."""
-    first = {r: seconds for r, seconds in a.get("rounds", ())}
-    second = {r: seconds for r, seconds in b.get("rounds", ()) if seconds > 0}
-    shared = first.keys() & second.keys()
-    if len(shared) >= PAIRED_ROUNDS:
-        return statistics.median(first[r] / second[r] for r in shared)
-    return a["seconds"] / b["seconds"]
 
 
 def geometric_mean(values: Sequence[float]) -> float | None:

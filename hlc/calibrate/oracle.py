@@ -12,8 +12,9 @@ arguments there and times, interleaved round after round,
 * the reference implementation a second time, under another label — how far
   two timings of the same thing differ is the noise floor of the comparison.
 
-The alternatives close to the fastest (and the chosen one) then get more
-rounds, side by side, before the medians are taken (``Evaluator.confirm``).
+The alternatives close to the fastest, the chosen one, and every alternative
+that beat the chosen one round by round then get more rounds, side by side,
+before the medians are taken (``Evaluator.confirm``).
 Each point becomes one ``evaluation`` line: the agreed variables, what the
 module chose, and every candidate's time with its timings keyed by round, so
 that two candidates can be compared round by round.  hlc.evaluation turns
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import math
 import random
+import statistics
 from typing import Any
 
 from hlc.calibrate.harness import Implementation, Interface, Profiler
@@ -37,11 +39,29 @@ AGAIN = "(again)"
 #: Alternatives within this fraction of the fastest are timed CONFIRM_ROUNDS more times.
 CLOSE = 0.10
 CONFIRM_ROUNDS = 6
+#: Fewest shared rounds for a round-by-round ratio; below, the ratio of medians.
+PAIRED_ROUNDS = 3
 
 
 def label(implementation: str, parameters: dict[str, int]) -> str:
     """``radix bpd=8``: an implementation at given parameters."""
     return " ".join([implementation, *(f"{name}={value}" for name, value in parameters.items())])
+
+
+def ratio(a: dict[str, Any], b: dict[str, Any]) -> float:
+    """t_a / t_b of two measured candidates (``seconds``, and ``rounds``: pairs
+    [round, seconds]): the median over the rounds in which both were timed
+    of the ratio of their timings in that round, when they share
+    PAIRED_ROUNDS rounds; else (lines without rounds) the ratio of medians.
+    Timings of one round are moments apart, so a host that runs slower for
+    seconds at a time slows both alike and the ratio keeps only what differs
+    between the candidates."""
+    first = {r: seconds for r, seconds in a.get("rounds", ())}
+    second = {r: seconds for r, seconds in b.get("rounds", ()) if seconds > 0}
+    shared = first.keys() & second.keys()
+    if len(shared) >= PAIRED_ROUNDS:
+        return statistics.median(first[r] / second[r] for r in shared)
+    return a["seconds"] / b["seconds"]
 
 
 class Evaluator(Profiler):
@@ -100,13 +120,12 @@ class Evaluator(Profiler):
         timings = self.time_rounds(interface, ready, arguments, point)
         self.confirm(interface, ready, timings, arguments, point, choice)
         measured = []
-        for (implementation, settings, repeat), values, rounds in zip(ready, timings, self.rounds, strict=True):
+        for position, ((implementation, settings, repeat), values) in enumerate(zip(ready, timings, strict=True)):
             if (interface.name, implementation.name) in self.state.excluded or not values:
                 continue
-            timing = Timing(tuple(values), repeat)
             measured.append({"label": label(implementation.name, settings), "implementation": implementation.name,
-                             "parameters": settings, "seconds": timing.seconds, "noisy": not timing.settled,
-                             "rounds": [[r, v] for r, v in zip(rounds, values, strict=True)]})
+                             "parameters": settings, **self.measured(position, values, repeat),
+                             "noisy": not Timing(tuple(values), repeat).settled})
         chosen = {"implementation": choice.implementation, "parameters": dict(choice.parameters),
                   "predicted": choice.seconds}
         self.write([{**record, "chosen": chosen, "candidates": measured, "host": round(self.slowdown, 3)},
@@ -114,27 +133,39 @@ class Evaluator(Profiler):
 
     def confirm(self, interface: Interface, ready: list[tuple[Implementation, dict, int]], timings: list[list[float]],
                 arguments: tuple, point: dict, choice: Any) -> None:
-        """More interleaved rounds for the contenders: the chosen alternative, and
-        every alternative within CLOSE of the fastest, overall and per
-        implementation.  The fastest of many noisy alternatives tends to be one
-        that was timed on a lucky moment (the winner's curse); timing the close
-        ones again, side by side, is what makes "within 3% of the fastest" a
-        statement about the alternatives rather than about the noise."""
-        medians = [Timing(tuple(values), repeat).seconds if values else math.inf
-                   for (_, _, repeat), values in zip(ready, timings, strict=True)]
+        """More interleaved rounds for the contenders: the chosen alternative,
+        every alternative within CLOSE of the fastest (overall and per
+        implementation), and every alternative that was faster than the
+        chosen one round by round.  The fastest of many noisy alternatives
+        tends to be one that was timed on a lucky moment (the winner's
+        curse), and so does an alternative that beat the chosen one in the
+        first three rounds (a radix sort at two digit widths that make the
+        same passes did, by 16%); timing them again, side by side, is what
+        makes "within 3% of the fastest" a statement about the alternatives
+        rather than about the noise."""
+        measured = [self.measured(position, values, repeat)
+                    for position, ((_, _, repeat), values) in enumerate(zip(ready, timings, strict=True))]
         alternatives = [i for i, (implementation, _, _) in enumerate(ready)
-                        if implementation.name not in (DISPATCHED, AGAIN) and math.isfinite(medians[i])]
+                        if implementation.name not in (DISPATCHED, AGAIN) and math.isfinite(measured[i]["seconds"])]
         if not alternatives:
             return
         contenders = set()
         for group in [alternatives] + [[i for i in alternatives if ready[i][0].name == name]
                                        for name in {ready[i][0].name for i in alternatives}]:
-            fastest = min(medians[i] for i in group)
-            contenders.update(i for i in group if medians[i] <= (1 + CLOSE) * fastest)
-        contenders.update(i for i in alternatives if ready[i][0].name == choice.implementation
-                          and ready[i][1] == choice.settings.get(choice.implementation, choice.parameters))
+            fastest = min(measured[i]["seconds"] for i in group)
+            contenders.update(i for i in group if measured[i]["seconds"] <= (1 + CLOSE) * fastest)
+        chosen = [i for i in alternatives if ready[i][0].name == choice.implementation
+                  and ready[i][1] == choice.settings.get(choice.implementation, choice.parameters)]
+        for position in chosen:
+            contenders.add(position)
+            contenders.update(i for i in alternatives if ratio(measured[position], measured[i]) > 1)
         for round_ in range(CONFIRM_ROUNDS):
             self.time_round(interface, ready, sorted(contenders), round_, timings, arguments, point)
+
+    def measured(self, position: int, values: list[float], repeat: int) -> dict[str, Any]:
+        """The candidate at ``position`` as far as it was timed: its median and its timings by round."""
+        return {"seconds": Timing(tuple(values), repeat).seconds if values else math.inf,
+                "rounds": [[r, v] for r, v in zip(self.rounds[position], values, strict=True)]}
 
     def time_round(self, interface: Interface, candidates: list[tuple[Implementation, dict, int]],
                    positions: list[int], round_: int, timings: list[list[float]], arguments: tuple,
@@ -151,7 +182,8 @@ class Evaluator(Profiler):
     def candidates(self, interface: Interface, variables: dict, point: dict,
                    settings: dict[str, dict[str, int]]) -> list[tuple[Implementation, dict]]:
         """Each applicable implementation at the module's parameters for it, and
-        with --params exhaustive at every value of its parameter loops too."""
+        with --params exhaustive at every other setting the dispatcher
+        chooses among (its parameter loops' values, or those of its search)."""
         found: list[tuple[Implementation, dict]] = []
         for implementation in interface.implementations:
             if (interface.name, implementation.name) in self.state.excluded or not implementation.applies(variables):
@@ -159,7 +191,7 @@ class Evaluator(Profiler):
             chosen = dict(settings.get(implementation.name, {}))
             found.append((implementation, chosen))
             if self.exhaustive:
-                found += [(implementation, s) for s in implementation.settings(point, variables) if s != chosen]
+                found += [(implementation, s) for s in implementation.candidates(point, variables) if s != chosen]
         found.sort(key=lambda c: c[0].name != interface.reference)
         return found
 

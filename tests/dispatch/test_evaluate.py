@@ -6,13 +6,15 @@ import json
 import math
 import statistics
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import hlc
-from hlc.calibrate.oracle import AGAIN, DISPATCHED
+from hlc.calibrate.harness import Implementation
+from hlc.calibrate.oracle import AGAIN, CONFIRM_ROUNDS, DISPATCHED, Evaluator
 from hlc.calibrate.run import ProfileError
 from hlc.cli import main
 from hlc.evaluation import judge, ratio, summarize
@@ -80,6 +82,24 @@ def test_judge_compares_round_by_round():
     point = judge(line, 0.03)
     assert point["best_label"] == "a" and point["penalty"] == pytest.approx(1 / 0.9 - 1)
     assert judge({**line, "candidates": line["candidates"][:2]}, 0.03)["right"] is True
+
+
+def test_the_oracle_times_again_each_alternative_that_beat_the_chosen_one():
+    """Confirmation rounds go to the chosen alternative, to those within CLOSE of
+    the fastest, and to any that was faster than the chosen one round by round
+    (here x: slow by its median, faster in two rounds of three), not to the rest."""
+    evaluator = object.__new__(Evaluator)
+    evaluator.rounds = [[1, 2, 3] for _ in range(4)]
+    confirmed: list[list[int]] = []
+    evaluator.time_round = lambda interface, ready, positions, *rest: confirmed.append(positions)
+    ready = [(Implementation("f", None, None, None, None), {"k": k}, 1) for k in (1, 2, 3, 4)]
+    timings = [[1.0, 3.0, 1.0],   # chosen: f k=1
+               [0.9, 2.9, 5.0],   # x: median 2.9, yet faster than the chosen in rounds 1 and 2
+               [1.5, 3.5, 1.6],   # slower in every round
+               [0.5, 0.5, 0.5]]   # the fastest
+    choice = SimpleNamespace(implementation="f", settings={"f": {"k": 1}}, parameters={"k": 1})
+    evaluator.confirm(None, ready, timings, (), {}, choice)
+    assert confirmed == [[0, 1, 3]] * CONFIRM_ROUNDS
 
 
 def test_judge_skips_points_it_cannot_judge():
