@@ -75,6 +75,7 @@ def _implementation(interface: ast.Interface, implementation: ast.Implementation
         random_lines.append(f"if not ({checks}):")
         random_lines.append("    return None")
     random_lines.append(f"return {result}")
+    choices = _choices(implementation, variable_names)
     requires = " and ".join(f"({py(r)})" if len(implementation.requires) > 1 else py(r)
                             for r in implementation.requires)
     if "." in implementation.callable and implementation.callable not in imports:
@@ -86,8 +87,39 @@ def _implementation(interface: ast.Interface, implementation: ast.Implementation
         "name": implementation.name, "prefix": safe(implementation.name), "callable": implementation.callable,
         "call": call, "requires": requires, "parameters": [p.name for p in implementation.parameters],
         "applies_unpack": _unpack("_variables", _used(implementation.requires), variable_names),
-        "settings": settings, "random_lines": random_lines,
+        "settings": settings, "random_lines": random_lines, "choices": choices,
     }
+
+
+def _choices(implementation: ast.Implementation, variable_names: Sequence[str]) -> list[str]:
+    """The body of ``<impl>_choices``: the settings the dispatcher chooses among.
+    A parameter chosen by a search ``over i … with p = VALUE`` takes each
+    distinct VALUE inside its range (the search's candidates; a profile loop
+    over p may time values the search never proposes, and where the
+    implementation makes them the same computation, timing each again only
+    adds noise); the other parameters take their profile loops' values."""
+    searched = [(p, rule.over) for p in implementation.parameters
+                if (rule := implementation.optimization(p.name)) is not None and rule.over is not None]
+    prefix = safe(implementation.name)
+    if not searched:
+        return [f"yield from {prefix}_settings(_point, _variables)"]
+    expressions = [e for p, over in searched for e in (over.range.low, over.range.high, over.value,
+                                                        p.range.low, p.range.high)]
+    lines = _unpack("_variables", _used(expressions), variable_names)
+    lines.append("_searched = {}")
+    for parameter, over in searched:
+        step, low, high = safe(over.variable), py(parameter.range.low), py(parameter.range.high)
+        lines += [f"_values = {{int({py(over.value)}) for {step} in range({py(over.range.low)}, "
+                  f"{py(over.range.high)} + 1)}}",
+                  f'_searched["{parameter.name}"] = sorted(v for v in _values if {low} <= v <= {high}) or [{low}]']
+    lines += ["_seen = []",
+              f"for _setting in {prefix}_settings(_point, _variables):",
+              "    for _combination in itertools.product(*_searched.values()):",
+              "        _choice = {**_setting, **dict(zip(_searched, _combination))}",
+              "        if _choice not in _seen:",
+              "            _seen.append(_choice)",
+              "            yield _choice"]
+    return lines
 
 
 def _parameter_names(interface: ast.Interface) -> set[str]:

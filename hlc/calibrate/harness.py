@@ -73,6 +73,12 @@ class Implementation:
     applies: Callable[[dict], bool]  # the preconditions, over the variables
     settings: Callable[[dict, dict], Iterable[dict]]  # parameter values at a fitting point
     random_settings: Callable[[random.Random, dict, dict], dict | None]  # one draw for verification
+    # the values the dispatcher chooses among at a point (default: the settings)
+    choices: Callable[[dict, dict], Iterable[dict]] | None = None
+
+    def candidates(self, point: dict, variables: dict) -> Iterable[dict]:
+        """The settings the dispatcher chooses among at a point."""
+        return (self.choices or self.settings)(point, variables)
 
 
 @dataclass

@@ -7,7 +7,11 @@ key, so only the bits of the span actually present are sorted (key width w).
 Offsets of spans up to 32 bits are held in uint32: half the memory traffic.
 
 Radix sort makes ceil(w / bpd) passes, each a stable counting sort on one
-digit of bpd bits: count → prefix sums → scatter.  The counts of every digit
+digit: count → prefix sums → scatter.  The passes share the bits evenly: a
+digit has ceil(w / passes) bits, at most bpd (31 bits at bpd 10 are four
+digits of 8, 8, 8 and 7 bits, not 10, 10, 10 and 1), so that no pass has
+more counters and write streams than its number of passes needs; bpd
+values that give as many passes sort alike.  The counts of every digit
 are taken in one read of the input; the first pass reads the caller's keys
 and the last writes the result in the caller's dtype, so no pass is spent on
 conversions, and a pass whose digit is the same for every key is skipped.
@@ -314,28 +318,41 @@ cdef void _sort_local(key_t[::1] keys, key_t[::1] out, offset_t[::1] one, offset
             target = swap
 
 
-#: Scratch memory kept between calls, per thread, up to this many bytes.  Fresh
-#: memory costs a page fault per 4 KiB when first written (about 0.4 ns a
-#: byte, as much as a pass over the keys), and whether a new array gets fresh
-#: memory depends on the allocator's history: the same sort of 262,144 keys
-#: took 1.9 ms or 3.5 ms.  Kept scratch makes it 1.9 ms every time.
+#: Working memory kept between calls, per thread, up to this many bytes in
+#: all.  Fresh memory costs a page fault per 4 KiB when first written (about
+#: 0.4 ns a byte, as much as a pass over the keys), and whether a new array
+#: gets fresh memory depends on the allocator's history: the same sort of
+#: 262,144 keys took 1.9 ms or 3.5 ms, and an all-reduce of 2**18 counters
+#: 1.2 ms into a new array, 0.7 ms into a kept one.  Kept memory makes the
+#: cost of a call depend on its inputs only.
 SCRATCH_KEPT = 256 << 20
 
 _kept = threading.local()
 
 
+def _kept_array(str name, Py_ssize_t count, dtype):
+    """An array of ``count`` items of ``dtype`` for this thread's working memory
+    ``name``: the kept buffer of that name when it is large enough, else a new
+    one, kept while all kept buffers together fit in SCRATCH_KEPT bytes.  Its
+    contents are undefined."""
+    cdef Py_ssize_t size = count * np.dtype(dtype).itemsize
+    buffers = getattr(_kept, "buffers", None)
+    if buffers is None:
+        buffers = _kept.buffers = {}
+    buffer = buffers.get(name)
+    if buffer is None or buffer.shape[0] < size:
+        buffers.pop(name, None)
+        buffer = np.empty(size, dtype=np.uint8)
+        if size + sum(b.shape[0] for b in buffers.values()) <= SCRATCH_KEPT:
+            buffers[name] = buffer
+    return buffer[:size].view(dtype)
+
+
 def _scratch(Py_ssize_t n, dtype, int passes):
     """The two scratch arrays of a sort of ``n`` keys in ``passes`` passes (the
-    first holds n items from two passes on, the second from three; else none),
-    in this thread's kept buffer when they fit in SCRATCH_KEPT bytes."""
-    cdef Py_ssize_t item = np.dtype(dtype).itemsize
-    cdef Py_ssize_t first = n * item if passes > 1 else 0, second = n * item if passes > 2 else 0
-    buffer = getattr(_kept, "buffer", None)
-    if buffer is None or buffer.shape[0] < first + second:
-        buffer = np.empty(first + second, dtype=np.uint8)
-        if first + second <= SCRATCH_KEPT:
-            _kept.buffer = buffer
-    return buffer[:first].view(dtype), buffer[first:first + second].view(dtype)
+    first holds n items from two passes on, the second from three; else none)."""
+    return (_kept_array("first", n if passes > 1 else 0, dtype),
+            _kept_array("second", n if passes > 2 else 0, dtype))
 
 
 def _radix_local(key_t[::1] keys, key_t[::1] out, low, int width, int bpd):
@@ -363,15 +380,13 @@ def _radix_local(key_t[::1] keys, key_t[::1] out, low, int width, int bpd):
 # ---- one digit at a time, for the parallel sort ----------------------------------------------
 
 
-def _offsets(key_t[::1] keys, low):
-    """The keys as uint64 offsets from ``low``."""
+def _offsets(key_t[::1] keys, low, uint64_t[::1] offsets):
+    """The keys as uint64 offsets from ``low``, into ``offsets``."""
     cdef Py_ssize_t i
     cdef uint64_t base = <uint64_t>(low & 0xFFFFFFFFFFFFFFFF)
-    cdef uint64_t[::1] offsets = np.empty(keys.shape[0], dtype=np.uint64)
     with nogil:
         for i in range(keys.shape[0]):
             offsets[i] = _as_u64(keys[i]) - base
-    return np.asarray(offsets)
 
 
 def _digit_counts(uint64_t[::1] offsets, int shift, int bpd):
@@ -413,8 +428,10 @@ def _radix_parallel(array, low, int width, int bpd, team):
     cdef Py_ssize_t n = array.shape[0]
     sizes = team.allgather(np.array([n], dtype=np.int64))[:, 0]
     bounds = np.concatenate(([0], np.cumsum(sizes)))  # rank r owns positions bounds[r] .. bounds[r+1]
-    offsets = _offsets(array, low)
-    local = np.empty_like(offsets)  # each pass's keys ordered by digit; reused, as fresh pages cost
+    offsets = _kept_array("first", n, np.uint64)
+    _offsets(array, low, offsets)
+    local = _kept_array("second", n, np.uint64)      # each pass's keys ordered by digit
+    arrived = _kept_array("received", n, np.uint64)  # as many keys as this rank holds, every pass
     for shift in range(0, width, bpd):
         counts = _digit_counts(offsets, shift, bpd)
         before = team.scan(counts)        # keys with each digit on the ranks before this one
@@ -428,7 +445,7 @@ def _radix_parallel(array, low, int width, int bpd, team):
         # one stretch, as long as the positions below its bound.
         starts = np.cumsum(totals) - totals + before
         below = np.clip(bounds[:, None] - starts[None, :], 0, counts[None, :]).sum(axis=1)
-        received = team.alltoallv(local, np.diff(below))
+        received = team.alltoallv(local, np.diff(below), out=arrived)
         # What arrived is ordered by source rank, each source's keys by digit:
         # a stable sort on the digit puts them in global order.
         _by_digit(received, shift, bpd, _digit_counts(received, shift, bpd), offsets)
@@ -440,8 +457,18 @@ def _radix_parallel(array, low, int width, int bpd, team):
 # ---- the implementations -----------------------------------------------------------------------
 
 
+def digit_bits(int width, int bpd):
+    """Bits per digit of a sort of ``width``-bit keys with at most ``bpd`` bits
+    a digit: the passes ceil(width / bpd) share the bits evenly."""
+    if width <= 0:
+        return bpd
+    cdef int passes = (width + bpd - 1) // bpd
+    return (width + passes - 1) // passes
+
+
 def radix_sort(keys, int bpd=8):
-    """Return ``keys`` (a 1-D integer array) sorted, ``bpd`` bits per digit.
+    """Return ``keys`` (a 1-D integer array) sorted, at most ``bpd`` bits per
+    digit (ceil(width / bpd) passes over digits of equal width).
 
     Under MPI each rank passes its keys and gets back as many: its part of the
     keys of all ranks, sorted, ranks in order.
@@ -449,6 +476,7 @@ def radix_sort(keys, int bpd=8):
     array = _checked(keys, bpd)
     team = world()
     low, width = _global_span(array)
+    bpd = digit_bits(width, bpd)
     if team.size > 1:
         return _radix_parallel(array, low, width, bpd, team) if low is not None else array.copy()
     out = np.empty_like(array)
@@ -567,12 +595,13 @@ def _counting(array, out, low, int width, team):
     """Count, combine the counts over the ranks, write this rank's positions.
     On one rank 32-bit counters do (half the memory of the table)."""
     narrow = team.size == 1 and array.shape[0] < 2**32
-    counts = np.zeros(1 << width, dtype=np.uint32 if narrow else np.int64)
+    counts = _kept_array("counts", 1 << width, np.uint32 if narrow else np.int64)
+    counts.fill(0)
     _count(array, counts, low)
     first = 0
     if team.size > 1:
         first = int(team.scan(np.array([array.shape[0]], dtype=np.int64))[0])
-        counts = team.reduce(counts)
+        counts = team.reduce(counts, out=_kept_array("totals", 1 << width, np.int64))
     _write(out, counts, first, low)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import json
 import re
+import runpy
 import signal
 import statistics
 import subprocess
@@ -51,6 +52,21 @@ def test_generated_program_runs_on_its_own(tmp_path):
         assert sample["repeat"] >= 1 and sample["variables"]["P"] == 1
         assert sample["seconds"] * sample["repeat"] > 0
     assert len(points_of(out)) == len(set(points_of(out)))
+
+
+def test_the_choices_are_the_values_the_dispatcher_searches(tmp_path):
+    """`<impl>_choices` (what hlc evaluate --params exhaustive times): a parameter
+    searched over i takes each distinct value of that search, once; the others
+    their profile loops' values."""
+    library = hlc.parse_file(DESCRIPTIONS / "decisions.hl")
+    program = runpy.run_path(str(prepare(library, tmp_path / "build")))
+    point, variables = {"i": 8, "w": 22}, {"n": 256, "width": 22, "P": 1, "logP": 0.0}
+    digits = list(program["digits_choices"](point, variables))
+    # ceil(22 / i) for i in 2 .. 22: the narrowest digit for each number of passes
+    assert digits == [{"bpd": b} for b in (1, 2, 3, 4, 5, 6, 8, 11)]
+    assert list(program["digits_settings"](point, variables)) == [{"bpd": b} for b in (1, 6, 11, 16)]
+    assert list(program["tiles_choices"](point, variables)) == list(program["tiles_settings"](point, variables))
+    assert list(program["plain_choices"](point, variables)) == [{}]
 
 
 def test_failing_implementations_are_excluded_and_the_others_calibrate(tmp_path):

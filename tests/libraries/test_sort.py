@@ -18,6 +18,7 @@ from hypothesis.extra import numpy as hnp
 import hlc
 from hlc.calibrate.run import mpiexec
 from hlc.compile import compile_extensions
+from hlc.language.expressions import evaluate
 
 ROOT = Path(__file__).resolve().parents[2]
 SORT = ROOT / "libraries" / "sort"
@@ -106,6 +107,34 @@ def test_wide_spans_and_strided_input(sorts):
             assert np.array_equal(radix.radix_sort(values, bpd), np.sort(values))
         assert np.array_equal(radix.radix_sort(values[::3], 8), np.sort(values[::3]))
         assert np.array_equal(radix.narrow_sort(values), np.sort(values))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(width=st.integers(1, 64), bpd=st.integers(1, 16))
+def test_radix_digits_are_the_narrowest_for_their_passes(sorts, width, bpd):
+    """At most bpd bits a digit, as many passes as bpd bits a digit would take,
+    and no narrower digit takes that many passes."""
+    radix, _ = sorts
+    digit = radix.digit_bits(width, bpd)
+    passes = -(-width // bpd)
+    assert digit <= bpd and -(-width // digit) == passes
+    assert digit == 1 or -(-width // (digit - 1)) > passes
+
+
+def test_the_radix_models_know_the_kernels_digits(sorts):
+    """The models' helpers `iter` and `digit` are the kernel's passes and digit
+    width at every width and bpd."""
+    radix, _ = sorts
+    library = hlc.parse_file(ROOT / "libraries" / "sort.hl")
+    for implementation in (i for f in library.interfaces for i in f.implementations if i.name.startswith("radix")):
+        helpers = {let.name: let.value for let in implementation.lets}
+        for width in range(1, 65):
+            for bpd in range(1, 17):
+                environment = {"width": width, "bpd": bpd}
+                environment["iter"] = evaluate(helpers["iter"], environment)
+                assert evaluate(helpers["digit"], environment) == radix.digit_bits(width, bpd), \
+                    (implementation.name, width, bpd)
+                assert environment["iter"] == -(-width // bpd)
 
 
 @pytest.mark.parametrize("bad, error, words", [
