@@ -96,7 +96,7 @@ def create_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--seed", type=int, default=1, help="seed of the points and inputs (default 1)")
     evaluate.add_argument("--params", choices=("chosen", "exhaustive"), default="chosen",
                           help="time parameterized implementations at the chosen parameters only (default), "
-                               "or at every value of their parameter loops too")
+                               "or at every value the dispatcher chooses among too")
     evaluate.add_argument("--tolerance", type=float, default=0.03,
                           help="a choice within this fraction of the fastest is right (default 0.03)")
     evaluate.add_argument("--baseline", metavar="IMPL", help="the implementation to compare against "

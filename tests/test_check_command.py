@@ -37,9 +37,10 @@ def test_summary_of_the_sort_library():
     out = result.stdout
     assert "implementation radix → radix_sort" in out
     assert "parameter bpd in 1 .. 16, chosen by minimizing time" in out
-    # 17 sizes × 10 widths × 16 digit widths for radix; the others skip the bpd loop.
-    assert "radix: 2,720 fitting + 20 verification samples per rank count" in out
-    assert "numpy: 170 fitting + 20 verification samples per rank count" in out
+    # 18 sizes × 8 widths × 16 digit widths for radix, at most (its search
+    # proposes one bpd per number of passes); the others skip the bpd loop.
+    assert "radix: at most 2,304 fitting + 20 verification samples per rank count" in out
+    assert "numpy: 144 fitting + 20 verification samples per rank count" in out
     assert "2 rank counts" in out
 
 

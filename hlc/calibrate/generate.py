@@ -55,27 +55,40 @@ def _parameter_checks(implementation: ast.Implementation) -> str:
     return " and ".join(checks)
 
 
+def _bounds_unpack(loops: Sequence[ast.Loop], implementation: ast.Implementation, point_names: Sequence[str],
+                   variable_names: Sequence[str]) -> list[str]:
+    """The names the loops' bounds and the parameters' ranges use, from the
+    point and the variables."""
+    bounds = [e for loop in loops for e in (loop.range.low, loop.range.high, loop.update.amount)]
+    ranges = [e for p in implementation.parameters if p.range for e in (p.range.low, p.range.high)]
+    return _unpack("_point", _used(bounds), point_names) + _unpack("_variables", _used(ranges), variable_names)
+
+
 def _implementation(interface: ast.Interface, implementation: ast.Implementation,
                     imports: dict[str, ast.Import]) -> dict:
     loops = interface.profile.loops
     point_names = [loop.variable for loop in loops if loop.variable not in _parameter_names(interface)]
     variable_names = [v.name for v in interface.variables] + ["P", "logP"]
     own = [loop for loop in loops if loop.variable in {p.name for p in implementation.parameters}]
+    searched = implementation.searches()
+    prefix = safe(implementation.name)
     checks = _parameter_checks(implementation)
-    bounds = [e for loop in own for e in (loop.range.low, loop.range.high, loop.update.amount)]
-    ranges = [e for p in implementation.parameters if p.range for e in (p.range.low, p.range.high)]
-    unpack = _unpack("_point", _used(bounds), point_names) + _unpack("_variables", _used(ranges), variable_names)
+    unpack = _bounds_unpack(own, implementation, point_names, variable_names)
+    if searched:
+        unpack.append(f"_searched = {prefix}_searched(_variables)")
     result = _dictionary(p.name for p in implementation.parameters)
-    innermost = ([f"if {checks}:", f"    yield {result}"] if checks else [f"yield {result}"])
+    proposed = [f"{safe(p.name)} in _searched[\"{p.name}\"]" for p, _ in searched]
+    condition = " and ".join(([checks] if checks else []) + proposed)
+    innermost = [f"if {condition}:", f"    yield {result}"] if condition else [f"yield {result}"]
     settings = "\n".join("    " + line for line in unpack) + ("\n" if unpack else "")
     settings += _loop_block(own, innermost, 1)
-    random_lines = unpack + [f"{safe(loop.variable)} = _rng.randint({py(loop.range.low)}, {py(loop.range.high)})"
-                             for loop in own]
+    random_lines = [line for line in unpack if not line.startswith("_searched")]
+    random_lines += [f"{safe(loop.variable)} = _rng.randint({py(loop.range.low)}, {py(loop.range.high)})"
+                     for loop in own]
     if checks:
         random_lines.append(f"if not ({checks}):")
         random_lines.append("    return None")
     random_lines.append(f"return {result}")
-    choices = _choices(implementation, variable_names)
     requires = " and ".join(f"({py(r)})" if len(implementation.requires) > 1 else py(r)
                             for r in implementation.requires)
     if "." in implementation.callable and implementation.callable not in imports:
@@ -84,42 +97,52 @@ def _implementation(interface: ast.Interface, implementation: ast.Implementation
     else:
         call = safe(implementation.callable)
     return {
-        "name": implementation.name, "prefix": safe(implementation.name), "callable": implementation.callable,
+        "name": implementation.name, "prefix": prefix, "callable": implementation.callable,
         "call": call, "requires": requires, "parameters": [p.name for p in implementation.parameters],
         "applies_unpack": _unpack("_variables", _used(implementation.requires), variable_names),
-        "settings": settings, "random_lines": random_lines, "choices": choices,
+        "settings": settings, "random_lines": random_lines,
+        "searched": _searched_lines(searched, variable_names),
+        "searched_names": " and ".join(p.name for p, _ in searched),
+        "choices": _choices(implementation, searched, own, point_names, variable_names),
     }
 
 
-def _choices(implementation: ast.Implementation, variable_names: Sequence[str]) -> list[str]:
-    """The body of ``<impl>_choices``: the settings the dispatcher chooses among.
-    A parameter chosen by a search ``over i … with p = VALUE`` takes each
-    distinct VALUE inside its range (the search's candidates; a profile loop
-    over p may time values the search never proposes, and where the
-    implementation makes them the same computation, timing each again only
-    adds noise); the other parameters take their profile loops' values."""
-    searched = [(p, rule.over) for p in implementation.parameters
-                if (rule := implementation.optimization(p.name)) is not None and rule.over is not None]
-    prefix = safe(implementation.name)
+def _searched_lines(searched: Sequence[tuple[ast.Parameter, ast.Reparameterization]],
+                    variable_names: Sequence[str]) -> list[str]:
+    """The body of ``<impl>_searched``: for each parameter set by a search, the
+    values that search can propose, VALUE at each i of its range brought
+    into the parameter's range, as the dispatcher does."""
     if not searched:
-        return [f"yield from {prefix}_settings(_point, _variables)"]
+        return []
     expressions = [e for p, over in searched for e in (over.range.low, over.range.high, over.value,
                                                         p.range.low, p.range.high)]
     lines = _unpack("_variables", _used(expressions), variable_names)
     lines.append("_searched = {}")
     for parameter, over in searched:
         step, low, high = safe(over.variable), py(parameter.range.low), py(parameter.range.high)
-        lines += [f"_values = {{int({py(over.value)}) for {step} in range({py(over.range.low)}, "
-                  f"{py(over.range.high)} + 1)}}",
-                  f'_searched["{parameter.name}"] = sorted(v for v in _values if {low} <= v <= {high}) or [{low}]']
-    lines += ["_seen = []",
-              f"for _setting in {prefix}_settings(_point, _variables):",
-              "    for _combination in itertools.product(*_searched.values()):",
-              "        _choice = {**_setting, **dict(zip(_searched, _combination))}",
-              "        if _choice not in _seen:",
-              "            _seen.append(_choice)",
-              "            yield _choice"]
-    return lines
+        lines.append(f'_searched["{parameter.name}"] = sorted({{min(max(int({py(over.value)}), {low}), {high}) '
+                     f"for {step} in range({py(over.range.low)}, {py(over.range.high)} + 1)}} or {{{low}}})")
+    return lines + ["return _searched"]
+
+
+def _choices(implementation: ast.Implementation, searched: Sequence[tuple[ast.Parameter, ast.Reparameterization]],
+             own: Sequence[ast.Loop], point_names: Sequence[str], variable_names: Sequence[str]) -> list[str]:
+    """The body of ``<impl>_choices``: the settings the dispatcher chooses among,
+    each searched parameter at every value its search can propose and the
+    others at their profile loops' values."""
+    prefix = safe(implementation.name)
+    if not searched:
+        return [f"yield from {prefix}_settings(_point, _variables)"]
+    names = {p.name for p, _ in searched}
+    others = [loop for loop in own if loop.variable not in names]
+    checks = _parameter_checks(implementation)
+    lines = _bounds_unpack(others, implementation, point_names, variable_names)
+    lines.append(f"_searched = {prefix}_searched(_variables)")
+    targets = ", ".join(safe(p.name) for p, _ in searched) + ("," if len(searched) == 1 else "")
+    result = _dictionary(p.name for p in implementation.parameters)
+    innermost = [f"for {targets} in itertools.product(*_searched.values()):",
+                 *([f"    if {checks}:", f"        yield {result}"] if checks else [f"    yield {result}"])]
+    return lines + _loop_block(others, innermost, 0).splitlines()
 
 
 def _parameter_names(interface: ast.Interface) -> set[str]:

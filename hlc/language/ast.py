@@ -227,6 +227,11 @@ class Implementation(Node):
     def optimization(self, parameter: str) -> Optimization | None:
         return next((o for o in self.optimizations if o.parameter == parameter), None)
 
+    def searches(self) -> list[tuple[Parameter, Reparameterization]]:
+        """The parameters set by a search ``over i … with p = …``, each with its search."""
+        return [(p, rule.over) for p in self.parameters
+                if (rule := self.optimization(p.name)) is not None and rule.over is not None]
+
 
 # ---- profiling ----------------------------------------------------------------
 

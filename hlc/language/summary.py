@@ -84,15 +84,22 @@ def describe(library: ast.Library) -> str:
         for loop in profile.loops:
             lines.append(f"      for {_loop(loop, constants)}")
         fitting_total = verify_total = 0
+        searched = False
         for implementation in interface.implementations:
             if not any(m.fitted for m in implementation.models):
                 continue
             count = count_points(relevant_loops(interface, implementation.name), constants)
             fitting_total += count
             verify_total += profile.verify
-            lines.append(f"      {implementation.name}: {count:,} fitting + {profile.verify} verification "
+            # a searched parameter is timed only at the loop's values its search can propose
+            bound = "at most " if implementation.searches() else ""
+            searched = searched or bool(bound)
+            lines.append(f"      {implementation.name}: {bound}{count:,} fitting + {profile.verify} verification "
                          f"samples per rank count")
         per_rank = fitting_total + verify_total
-        lines.append(f"      per rank count: {fitting_total:,} fitting + {verify_total:,} verification; "
-                     f"{_plural(len(profile.ranks), 'rank count')}: {per_rank * len(profile.ranks):,} samples in all")
+        bound = "at most " if searched else ""
+        lines.append(f"      per rank count: {bound}{fitting_total:,} fitting + {verify_total:,} verification; "
+                     f"{_plural(len(profile.ranks), 'rank count')}: {bound}{per_rank * len(profile.ranks):,} "
+                     f"samples in all")
     return "\n".join(lines)
+

@@ -54,19 +54,28 @@ def test_generated_program_runs_on_its_own(tmp_path):
     assert len(points_of(out)) == len(set(points_of(out)))
 
 
-def test_the_choices_are_the_values_the_dispatcher_searches(tmp_path):
-    """`<impl>_choices` (what hlc evaluate --params exhaustive times): a parameter
-    searched over i takes each distinct value of that search, once; the others
-    their profile loops' values."""
+def test_a_searched_parameter_is_profiled_and_evaluated_at_the_values_its_search_proposes(tmp_path):
+    """A parameter set by a search ``over i … with bpd = VALUE`` is timed only at
+    the values of its loop that the search can propose at the point (the
+    dispatcher never calls the others), and `<impl>_choices` (what hlc
+    evaluate --params exhaustive times) is every value the search can
+    propose, once; a parameter without a search keeps its loop's values."""
     library = hlc.parse_file(DESCRIPTIONS / "decisions.hl")
     program = runpy.run_path(str(prepare(library, tmp_path / "build")))
     point, variables = {"i": 8, "w": 22}, {"n": 256, "width": 22, "P": 1, "logP": 0.0}
-    digits = list(program["digits_choices"](point, variables))
     # ceil(22 / i) for i in 2 .. 22: the narrowest digit for each number of passes
-    assert digits == [{"bpd": b} for b in (1, 2, 3, 4, 5, 6, 8, 11)]
-    assert list(program["digits_settings"](point, variables)) == [{"bpd": b} for b in (1, 6, 11, 16)]
+    proposed = [1, 2, 3, 4, 5, 6, 8, 11]
+    assert program["digits_searched"](variables) == {"bpd": proposed}
+    assert list(program["digits_choices"](point, variables)) == [{"bpd": b} for b in proposed]
+    # the loop's values are 1, 6, 11, 16; the search never proposes 16
+    assert list(program["digits_settings"](point, variables)) == [{"bpd": b} for b in (1, 6, 11)]
+    narrow = {**variables, "width": 3}  # ceil(3 / i) for i in 1 .. 3: 3, 2, 1
+    assert list(program["digits_settings"](point, narrow)) == [{"bpd": 1}]
+    assert list(program["digits_choices"](point, narrow)) == [{"bpd": b} for b in (1, 2, 3)]
     assert list(program["tiles_choices"](point, variables)) == list(program["tiles_settings"](point, variables))
+    assert len(list(program["tiles_settings"](point, variables))) == 4
     assert list(program["plain_choices"](point, variables)) == [{}]
+    assert "plain_searched" not in program
 
 
 def test_failing_implementations_are_excluded_and_the_others_calibrate(tmp_path):
