@@ -173,7 +173,7 @@ def package(library: ast.Library, models: dict[str, Any], used_models: dict[str,
     source.write_text(dispatch_source(library, models, used_models, static), encoding="utf-8")
     compiled = has_compiler()
     if compiled:
-        compile_extensions([source], folder)
+        compile_extensions([source], folder, cached=False)  # its models make every build's source new
         body = f"from .{module} import *  # noqa: F403\nfrom .{module} import __doc__, __models__  # noqa: F401\n"
     else:
         warnings.warn("no C compiler: the dispatch module runs its decisions in Python (same decisions, slower)",

@@ -1,0 +1,93 @@
+"""Compiling Cython sources, and the cache of compiled extensions."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+
+import pytest
+
+from hlc import compile as compiling
+from hlc.compile import CompileError, cache_folder, cache_key, compile_extensions
+
+SOURCE = """
+def triple(long x):
+    return 3 * x
+"""
+
+
+@pytest.fixture
+def counted(monkeypatch, tmp_path):
+    """Compiler runs, counted; a cache of this test's own."""
+    monkeypatch.setenv("HLC_CACHE", str(tmp_path / "cache"))
+    runs: list[list[str]] = []
+    real = subprocess.run
+
+    def run(command, **options):
+        runs.append(command)
+        return real(command, **options)
+
+    monkeypatch.setattr(compiling.subprocess, "run", run)
+    return runs
+
+
+def load(folder, name):
+    path = next(folder.glob(f"{name}.*so"))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_second_build_takes_the_extension_from_the_cache(tmp_path, counted):
+    source = tmp_path / "src" / "arith.pyx"
+    source.parent.mkdir()
+    source.write_text(SOURCE)
+    compile_extensions([source], tmp_path / "first")
+    compile_extensions([source], tmp_path / "second")
+    assert len(counted) == 1  # the second build ran no compiler
+    assert load(tmp_path / "second", "arith").triple(14) == 42
+
+
+def test_what_the_code_depends_on_changes_the_key(tmp_path, counted, monkeypatch):
+    source = tmp_path / "src" / "arith.pyx"
+    source.parent.mkdir()
+    source.write_text(SOURCE)
+    first = cache_key(source)
+    (source.parent / "arith.pxd").write_text("cdef long twice(long x)\n")  # an included file beside it
+    second = cache_key(source)
+    monkeypatch.setenv("CFLAGS", "-O1")
+    third = cache_key(source)
+    assert len({first, second, third}) == 3
+    (source.parent / "arith.pxd").unlink()
+    monkeypatch.delenv("CFLAGS")
+    source.write_text(SOURCE.replace("3 * x", "4 * x"))
+    compile_extensions([source], tmp_path / "changed")
+    assert len(counted) == 1 and load(tmp_path / "changed", "arith").triple(1) == 4
+
+
+def test_the_cache_can_be_turned_off(monkeypatch, tmp_path):
+    monkeypatch.setenv("HLC_CACHE", "off")
+    assert cache_folder() is None
+    monkeypatch.setenv("HLC_CACHE", str(tmp_path))
+    assert cache_folder() == tmp_path / "extensions"
+
+
+def test_a_source_that_does_not_compile_is_reported_and_not_cached(tmp_path, counted):
+    source = tmp_path / "broken.pyx"
+    source.write_text("def f(:\n")
+    with pytest.raises(CompileError, match="compiling broken.pyx failed"):
+        compile_extensions([source], tmp_path / "out")
+    assert not any((tmp_path / "cache").rglob("broken*"))
+
+
+def test_an_uncached_compile_neither_reads_nor_fills_the_cache(tmp_path, counted):
+    """The dispatch module is compiled uncached: its embedded models make every
+    build's source new, and would only fill the cache."""
+    source = tmp_path / "arith.pyx"
+    source.write_text(SOURCE)
+    compile_extensions([source], tmp_path / "first", cached=False)
+    assert not (tmp_path / "cache").exists()
+    compile_extensions([source], tmp_path / "second")
+    compile_extensions([source], tmp_path / "third", cached=False)
+    assert len(counted) == 3
