@@ -276,4 +276,4 @@ def test_a_quick_nest_keeps_enough_samples_for_every_model(description):
                 assert count == total, (loop.variable, count)
         if all(w > QUICK_VALUES for w in whole) and full.name == "sort":
             assert counts[-1] == whole[-1] == 16  # every bpd: a model of steps per digit width needs them all
-            assert math.prod(counts) < math.prod(whole) / 4  # still a smoke build
+            assert math.prod(counts) <= math.prod(whole) / 4  # still a smoke build
