@@ -349,7 +349,7 @@ def summary_table(result: BuildResult) -> str:
             f"{name} {by_ranks_text(errors)}" for name, errors in by_ranks))
     disturbed = sum(record["time"].get("disturbed_samples", 0) for record in result.models["implementations"].values())
     if disturbed:
-        lines.append(f"{disturbed} samples taken while the host ran slow were left out of the fits")
+        lines.append(f"{disturbed} samples taken while the host ran slow or never settled were left out of the fits")
     if result.models.get("fingerprint", {}).get("quick"):
         lines.append("(quick build: a reduced loop nest; the models are rough)")
     if result.coverage:

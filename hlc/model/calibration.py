@@ -92,14 +92,16 @@ def _order(library: ast.Library) -> list[tuple[ast.Interface, ast.Implementation
 
 def _disturbed(sample: Mapping[str, Any], tolerance: float) -> bool:
     """Whether the host ran slower than its tolerance during the sample's
-    timings, after the profiler's waits and retakes (the sample's ``host``)."""
-    return sample.get("host", 1.0) > 1 + tolerance
+    timings, after the profiler's waits and retakes (the sample's ``host``),
+    or the timings never settled (``noisy``: after all retakes, no median
+    that another timing confirms, or a timing far below it)."""
+    return sample.get("host", 1.0) > 1 + tolerance or bool(sample.get("noisy"))
 
 
 def _steady(fitting: list[dict[str, Any]], verification: list[dict[str, Any]],
             tolerance: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
     """The fitting and verification samples without those taken while the host
-    ran slow, and how many were left out.  Such a sample is off the model by
+    ran slow or never settled, and how many were left out.  Such a sample is off the model by
     the spell's factor (1.2-4x on two ranks sharing two busy cores), and a few
     of them pull a relative-error fit and its verification alike."""
     disturbed = sum(_disturbed(s, tolerance) for s in fitting + verification)
@@ -259,7 +261,8 @@ def summary(models: dict[str, Any]) -> str:
             if entry.get("verification_mre_by_ranks"):
                 details.append("  verification MRE by rank count: " + by_ranks_text(entry["verification_mre_by_ranks"]))
             if entry.get("disturbed_samples"):
-                details.append(f"  left out: {entry['disturbed_samples']} samples taken while the host ran slow")
+                details.append(f"  left out: {entry['disturbed_samples']} samples taken while the host ran slow "
+                               f"or never settled")
             details += [f"  warning: {w}" for w in entry["warnings"]]
         elif status == "factored":
             verification = entry.get("verification_mre")

@@ -176,7 +176,7 @@ def _model(section: ImplementationSection, interface: str) -> str:
              ("samples (fitting / verification / noisy)",
               " / ".join(number(entry.get(k)) for k in ("samples", "verification_samples", "noisy_samples"))
               if "samples" in entry else None),
-             ("left out: taken while the host ran slow", entry.get("disturbed_samples") or None),
+             ("left out: taken while the host ran slow or never settled", entry.get("disturbed_samples") or None),
              ("calibrated domain", ", ".join(f"{k} {number(lo)} .. {number(hi)}"
                                             for k, (lo, hi) in entry.get("domain", {}).items()) or None)]
     out.append(_facts((k, v) for k, v in facts if v is not None))

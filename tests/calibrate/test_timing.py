@@ -80,9 +80,12 @@ def test_the_warm_up_lasts_its_minimum_and_the_ranks_agree_on_its_calls():
 @pytest.mark.parametrize(("timings", "settled"), [
     ((1.0, 1.01, 3.0), True),       # two agree: the median is one of them
     ((1.0, 2.0, 3.0), False),       # none agree
-    ((1.0, 1.5, 1.52, 9.0), True),  # even count: the two middle timings agree
-    ((1.0, 1.2, 1.5, 9.0), False),
+    ((1.4, 1.5, 1.52, 9.0), True),  # even count: the two middle timings agree
+    ((1.4, 1.45, 1.6, 9.0), False),
     ((2.0,), False),
+    ((8.37, 8.47, 2.76), False),    # two agree, but both were slowed: one is far faster
+    ((1.0, 1.09, 1.1), True),       # the fastest within 10% of the median
+    ((1.0, 1.12, 1.13), False),
 ])
 def test_a_sample_settles_when_another_timing_agrees_with_its_median(timings, settled):
     assert Timing(timings, repeat=1).settled is settled

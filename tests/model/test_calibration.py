@@ -80,3 +80,15 @@ def test_verification_error_is_reported_per_rank_count():
     assert set(entry["verification_mre_by_ranks"]) == {"1", "2"}
     assert all(1.0 <= error < 1.2 for error in entry["verification_mre_by_ranks"].values())
     assert "verification_mre_by_ranks" not in fitted(samples(0.0))
+
+
+def test_samples_that_never_settled_are_left_out_like_disturbed_ones():
+    """A sample flagged noisy has a median no other timing confirmed: here every
+    tenth sample, 2x slow, is flagged and left out of the fit and verification."""
+    records = [dict(r, host=1.0) for r in samples(0.1).samples]
+    for record in records:
+        if record["index"] % 10 == 0:
+            record["noisy"] = True
+    entry = fitted(Samples({"kind": "header", "library": "line", "host_tolerance": 0.10}, records, []))
+    assert entry["disturbed_samples"] == 8
+    assert entry["samples"] == 54 and entry["verification_mre"] < 1.02
