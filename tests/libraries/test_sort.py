@@ -97,6 +97,27 @@ def test_counting_sort_at_every_run_length(sorts, count, width, seed, dtype):
     assert np.array_equal(radix.counting_sort(keys), np.sort(keys))
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(bpd=st.integers(1, 6), extra=st.integers(0, 3000), dtype=st.sampled_from(DTYPES),
+       shape=st.sampled_from(["random", "constant middle", "two values", "wide"]), seed=st.integers(0, 2**32 - 1))
+def test_radix_sort_with_padded_runs(sorts, bpd, extra, dtype, shape, seed):
+    """From PAD_FROM keys per digit value on, the scratch holds each digit's run
+    a cache line further along: every pass reads the previous one's runs
+    across the gaps (also when a pass between them moves nothing)."""
+    radix, _ = sorts
+    info = np.iinfo(dtype)
+    count = radix.PAD_FROM * (1 << radix.digit_bits(info.bits, bpd)) + extra
+    rng = np.random.default_rng(seed)
+    keys = rng.integers(info.min, info.max, size=count, dtype=dtype, endpoint=True)
+    if shape == "constant middle":  # a digit in the middle is the same in every key
+        keys = (keys & ~np.asarray(0b1111 << (info.bits // 2 - 2), dtype=dtype)).astype(dtype)
+    elif shape == "two values":
+        keys = np.where(keys % 2 == 0, info.min, info.max).astype(dtype)
+    elif shape == "wide" and info.bits < 64:
+        keys = keys.astype(np.int64) << (63 - info.bits)
+    assert np.array_equal(radix.radix_sort(keys, bpd), np.sort(keys))
+
+
 def test_wide_spans_and_strided_input(sorts):
     radix, _ = sorts
     rng = np.random.default_rng(7)
