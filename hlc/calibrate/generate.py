@@ -74,17 +74,15 @@ def _implementation(interface: ast.Interface, implementation: ast.Implementation
     prefix = safe(implementation.name)
     checks = _parameter_checks(implementation)
     unpack = _bounds_unpack(own, implementation, point_names, variable_names)
-    if searched:
-        unpack.append(f"_searched = {prefix}_searched(_variables)")
+    searching = [f"_searched = {prefix}_searched(_variables)"] if searched else []
     result = _dictionary(p.name for p in implementation.parameters)
     proposed = [f"{safe(p.name)} in _searched[\"{p.name}\"]" for p, _ in searched]
     condition = " and ".join(([checks] if checks else []) + proposed)
     innermost = [f"if {condition}:", f"    yield {result}"] if condition else [f"yield {result}"]
-    settings = "\n".join("    " + line for line in unpack) + ("\n" if unpack else "")
+    settings = "\n".join("    " + line for line in unpack + searching) + ("\n" if unpack + searching else "")
     settings += _loop_block(own, innermost, 1)
-    random_lines = [line for line in unpack if not line.startswith("_searched")]
-    random_lines += [f"{safe(loop.variable)} = _rng.randint({py(loop.range.low)}, {py(loop.range.high)})"
-                     for loop in own]
+    random_lines = unpack + [f"{safe(loop.variable)} = _rng.randint({py(loop.range.low)}, {py(loop.range.high)})"
+                             for loop in own]
     if checks:
         random_lines.append(f"if not ({checks}):")
         random_lines.append("    return None")
