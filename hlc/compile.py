@@ -29,13 +29,21 @@ from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 
+from hlc.errors import UserError
+
 #: Files beside a source that its compiled code may include.
 _INCLUDED = (".pxd", ".pxi", ".h")
 #: Environment variables that change what the compiler produces.
 _COMPILER_SETTINGS = ("CC", "CFLAGS", "CPPFLAGS", "LDFLAGS", "LDSHARED")
+#: Cython warnings about code whose result is undefined: the compiled code
+#: then does whatever the objects involved happen to do, which changes from one
+#: release of a dependency to the next (a negative index under
+#: ``wraparound=False`` was wrapped by NumPy 2.4 and refused by NumPy 2.5).
+#: They fail the compile.
+_UNDEFINED = ("is undefined",)
 
 
-class CompileError(Exception):
+class CompileError(UserError):
     """A Cython source that does not compile; the message holds the compiler's output."""
 
 
@@ -67,10 +75,15 @@ def compile_extensions(sources: Sequence[Path], target: Path, *, cached: bool = 
         return target
     result = subprocess.run([sys.executable, "-m", "hlc.compile", str(target), *map(str, missing)],
                             capture_output=True, text=True)
+    output = (result.stdout + result.stderr).strip().splitlines()
     if result.returncode != 0:
-        output = (result.stdout + result.stderr).strip().splitlines()
         raise CompileError("compiling " + ", ".join(s.name for s in missing) + " failed:\n"
                            + "\n".join(output[-40:]))
+    undefined = [line for line in output if line.startswith("warning:") and any(u in line for u in _UNDEFINED)]
+    if undefined:
+        for source in missing:
+            (target / _library_name(source)).unlink(missing_ok=True)
+        raise CompileError("Cython compiled code whose result is undefined:\n" + "\n".join(undefined))
     for source in missing if cache else ():
         _keep(target / _library_name(source), cache / keys[source])
     return target

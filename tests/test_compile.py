@@ -91,3 +91,25 @@ def test_an_uncached_compile_neither_reads_nor_fills_the_cache(tmp_path, counted
     compile_extensions([source], tmp_path / "second")
     compile_extensions([source], tmp_path / "third", cached=False)
     assert len(counted) == 3
+
+
+WRAPPED = """# cython: wraparound=False
+def last(values):
+    return values[-1]
+"""
+
+
+def test_a_negative_index_under_wraparound_false_fails_the_compile(tmp_path, counted):
+    """What such an index does depends on the object (NumPy 2.4 wrapped it,
+    NumPy 2.5 refuses it): the compile says where it is, and neither the
+    target nor the cache keeps the extension."""
+    source = tmp_path / "src" / "ends.pyx"
+    source.parent.mkdir()
+    source.write_text(WRAPPED)
+    with pytest.raises(CompileError, match=r"ends\.pyx:3:\d+: the result of using negative indices"):
+        compile_extensions([source], tmp_path / "out")
+    assert not list((tmp_path / "out").glob("ends.*so"))
+    assert not list((tmp_path / "cache").rglob("ends.*so"))
+    source.write_text(WRAPPED.replace("values[-1]", "values[len(values) - 1]"))
+    assert load(compile_extensions([source], tmp_path / "out"), "ends").last([1, 2, 3]) == 3
+

@@ -24,6 +24,12 @@ many keys as it passed in.
 
 Counting sort counts the occurrences of each of the 2**w values and writes
 the runs out in order; no scatter at all.  Under MPI only the counts travel.
+
+The module is compiled without bounds checks and without wraparound, for
+the kernels' sake.  That holds for indexing Python objects too: a negative
+index reaches the object unwrapped, and NumPy 2.5 refuses it, so the code
+that handles arrays as objects indexes from the front only (hlc's compile
+step rejects a constant negative index under ``wraparound=False``).
 """
 
 import threading
@@ -461,6 +467,7 @@ def _radix_parallel(array, low, int width, int bpd, team):
     cdef Py_ssize_t n = array.shape[0]
     sizes = team.allgather(np.array([n], dtype=np.int64))[:, 0]
     bounds = np.concatenate(([0], np.cumsum(sizes)))  # rank r owns positions bounds[r] .. bounds[r+1]
+    total = int(sizes.sum())
     offsets = _kept_array("first", n, np.uint64)
     _offsets(array, low, offsets)
     local = _kept_array("second", n, np.uint64)      # each pass's keys ordered by digit
@@ -469,7 +476,7 @@ def _radix_parallel(array, low, int width, int bpd, team):
         counts = _digit_counts(offsets, shift, bpd)
         before = team.scan(counts)        # keys with each digit on the ranks before this one
         totals = team.reduce(counts)      # keys with each digit on all ranks
-        if totals.max() == bounds[-1]:    # one digit everywhere: nothing moves
+        if totals.max() == total:    # one digit everywhere: nothing moves
             continue
         _by_digit(offsets, shift, bpd, counts, local)
         # This rank's keys of digit d take the global positions starts[d] ..
