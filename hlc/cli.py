@@ -356,11 +356,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return USER_ERROR
-    from hlc.errors import USER_ERRORS
+    from hlc.errors import UserError
 
     try:
         return COMMANDS[args.command](args)
-    except USER_ERRORS as error:
+    except UserError as error:
         print(f"hlc {args.command}: error: {error}" if not hasattr(error, "errors") else error, file=sys.stderr)
         return USER_ERROR
     except KeyboardInterrupt:

@@ -99,3 +99,27 @@ def test_parse_reads_text_relative_to_the_current_folder(monkeypatch):
 def test_parse_rejects_non_text():
     with pytest.raises(TypeError):
         hlc.parse(b"library x")
+
+
+HEAVY = ("numpy", "scipy", "jinja2", "matplotlib", "Cython")
+IMPORTED = """
+import sys
+from hlc.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(sorted({name.split('.')[0] for name in sys.modules} & set(sys.argv[0].split(','))))
+"""
+
+
+@pytest.mark.parametrize("arguments", [["check", *map(str, SHIPPED)], ["--help"], ["check", "--help"]],
+                         ids=["check", "help", "check-help"])
+def test_checking_and_help_import_no_numeric_or_build_library(arguments):
+    """`hlc check` reads the modules a description names (numpy.sort) from
+    their sources: it needs neither NumPy nor BLAS, which reserves memory
+    for every core when it loads."""
+    result = subprocess.run([sys.executable, "-c", IMPORTED.replace("sys.argv[0]", repr(",".join(HEAVY))),
+                             *arguments], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[]", result.stdout[-500:]

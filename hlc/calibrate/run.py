@@ -32,10 +32,11 @@ from pathlib import Path
 from hlc.calibrate.generate import profiling_program, pyx_sources
 from hlc.calibrate.harness import read_samples, repair
 from hlc.compile import compile_extensions
+from hlc.errors import UserError
 from hlc.language import ast
 
 
-class ProfileError(Exception):
+class ProfileError(UserError):
     """The profiling program failed outside any implementation (a broken
     description helper, a missing MPI launcher, …)."""
 

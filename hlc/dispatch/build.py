@@ -29,6 +29,7 @@ from typing import Any
 from hlc.calibrate.run import Failure, Progress, profile
 from hlc.compile import compile_extensions
 from hlc.dispatch.generate import dispatch_source
+from hlc.errors import UserError
 from hlc.language import ast
 from hlc.language.nest import loop_values
 from hlc.language.parse import parse_file
@@ -42,7 +43,7 @@ QUICK_SPARE = 4  # samples beyond a model's terms that a --quick build keeps for
 QUICK_VERIFY = 5
 
 
-class BuildError(Exception):
+class BuildError(UserError):
     """A library cannot be built as asked (a library it uses is not built)."""
 
 

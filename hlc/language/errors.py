@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hlc.errors import UserError
+
 # Longer source lines are shown as a window around the error's column.
 SHOWN_WIDTH = 100
 
@@ -44,7 +46,7 @@ class Diagnostic:
         return self.format()
 
 
-class HLError(Exception):
+class HLError(UserError):
     """A description that cannot be accepted.
 
     ``filename``, ``line``, ``column`` and ``message`` describe the first

@@ -3,17 +3,26 @@
 Checks must tell whether ``from "sort/radix.pyx" import radix_sort`` names
 something real without compiling or running the file: ``.py`` files are read
 with :mod:`ast`, ``.pyx`` files by their top-level ``def``/``cpdef``/``class``
-lines.  Importable modules (``numpy.sort``) are imported, since that is the
-only reliable way to know what they hold.
+lines.  Installed modules (``numpy.sort``) are found without being imported
+where their source tells: a module's file is located the way the import
+system would, and the names it binds at top level are read from it,
+following ``from … import *``.  Only a module whose names are made at run
+time (a module ``__getattr__``, ``globals()``, an extension module) is
+imported to see.  So checking a description loads no NumPy, no BLAS and
+none of their threads: ``hlc check`` runs in a small address space.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import importlib.machinery
+import importlib.util
 import re
+import sys
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 SOURCE_SUFFIXES = (".py", ".pyx")
 
@@ -52,7 +61,7 @@ def _definitions(path: Path, modified: float) -> frozenset[str]:
 
 def _python_definitions(module: ast.Module) -> frozenset[str]:
     names: set[str] = set()
-    for statement in module.body:
+    for statement in _top_level(module.body):
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(statement.name)
         elif isinstance(statement, (ast.Assign, ast.AnnAssign)):
@@ -78,20 +87,111 @@ def file_defines(path: Path, name: str) -> bool:
     return name in _definitions(path, path.stat().st_mtime)
 
 
+#: Names a module source can make at run time, beyond what its statements bind.
+_DYNAMIC = re.compile(r"\b(?:globals\(\)|setattr\(|exec\(|__getattr__)")
+#: How deep ``from … import *`` chains are followed.
+_STAR_DEPTH = 8
+
+
+def _find_spec(module: str) -> importlib.machinery.ModuleSpec | None:
+    """The module's spec, found as the import system would find it but without
+    running any package's ``__init__`` (``importlib.util.find_spec`` imports
+    the parents of a dotted name)."""
+    if module in sys.modules:
+        return getattr(sys.modules[module], "__spec__", None) or importlib.machinery.ModuleSpec(module, None)
+    parent, _, _ = module.rpartition(".")
+    if not parent:
+        return importlib.util.find_spec(module)
+    outer = _find_spec(parent)
+    if outer is None or outer.submodule_search_locations is None:
+        return None
+    return importlib.machinery.PathFinder.find_spec(module, list(outer.submodule_search_locations))
+
+
+class _Names(NamedTuple):
+    """What a module's source says it binds at top level."""
+
+    names: frozenset[str]
+    complete: bool  # False: it may make more at run time (or the source could not be read)
+
+
+def _static_names(module: str, depth: int = 0) -> _Names | None:
+    """The names ``module`` binds at top level, read from its source, without
+    importing it; None when there is no such module."""
+    spec = _find_spec(module)
+    if spec is None:
+        return None
+    if module in sys.modules or not spec.origin or not spec.origin.endswith(".py"):
+        return _Names(frozenset(), False)  # imported already, built in, or an extension module
+    try:
+        text = Path(spec.origin).read_text(encoding="utf-8")
+        tree = ast.parse(text, filename=spec.origin)
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return _Names(frozenset(), False)
+    names = set(_python_definitions(tree))
+    complete = not _DYNAMIC.search(text)
+    if spec.submodule_search_locations is not None:  # a package's submodules are its attributes once imported
+        names.update(m.name for m in _submodules(spec))
+    package = module if spec.submodule_search_locations is not None else module.rpartition(".")[0]
+    for statement in _top_level(tree.body):
+        if isinstance(statement, ast.ImportFrom) and any(alias.name == "*" for alias in statement.names):
+            source = _absolute(statement, package)
+            starred = _static_names(source, depth + 1) if source and depth < _STAR_DEPTH else None
+            if starred is None:
+                complete = False
+                continue
+            names.update(n for n in starred.names if not n.startswith("_"))
+            complete = complete and starred.complete
+    names.discard("*")
+    return _Names(frozenset(names), complete)
+
+
+def _submodules(spec: importlib.machinery.ModuleSpec):
+    import pkgutil
+
+    return pkgutil.iter_modules(list(spec.submodule_search_locations))
+
+
+def _absolute(statement: ast.ImportFrom, package: str) -> str | None:
+    """The module a ``from … import`` statement names, made absolute."""
+    if not statement.level:
+        return statement.module
+    parts = package.split(".") if package else []
+    if statement.level - 1 > len(parts):
+        return None
+    base = parts[:len(parts) - (statement.level - 1)]
+    return ".".join(base + ([statement.module] if statement.module else [])) or None
+
+
+def _top_level(body: list[ast.stmt]):
+    """The statements run when a module is imported: those of its body and of
+    the if/try/with blocks in it, not those of functions and classes."""
+    for statement in body:
+        yield statement
+        for block in ("body", "orelse", "finalbody"):
+            if isinstance(statement, (ast.If, ast.Try, ast.With)) and hasattr(statement, block):
+                yield from _top_level(getattr(statement, block))
+        if isinstance(statement, ast.Try):
+            for handler in statement.handlers:
+                yield from _top_level(handler.body)
+
+
 @lru_cache(maxsize=256)
 def module_problem(module: str) -> str | None:
-    """``None`` when ``module`` can be imported, else why not."""
+    """``None`` when ``module`` can be found, else why not.  It is not
+    imported: whether it imports is for the build to find out."""
     try:
-        importlib.import_module(module)
-    except ImportError as error:
+        found = _static_names(module)
+    except (ImportError, ValueError) as error:
         return f"cannot import module '{module}': {error}"
-    except Exception as error:  # a broken third-party module must not crash the check
-        return f"importing module '{module}' failed: {type(error).__name__}: {error}"
-    return None
+    return None if found is not None else f"cannot import module '{module}': no module named '{module}'"
 
 
 def attribute_problem(module: str, name: str) -> str | None:
     """``None`` when ``module.name`` exists, else why not (the module imports)."""
+    found = _static_names(module)
+    if found is not None and (name in found.names or found.complete):
+        return None if name in found.names else f"module '{module}' has no attribute '{name}'"
     if not hasattr(importlib.import_module(module), name):
         return f"module '{module}' has no attribute '{name}'"
     return None

@@ -37,12 +37,14 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
+from hlc.errors import UserError
+
 CONSTANT = "1"
 # Singular values below this fraction of the largest are treated as zero.
 SINGULAR_TOLERANCE = 1e-10
 
 
-class FitError(ValueError):
+class FitError(UserError, ValueError):
     """The samples cannot support the requested fit."""
 
 

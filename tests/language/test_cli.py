@@ -27,10 +27,11 @@ interface sort(keys: int[]) -> int[]
 """
 
 
-def hlc_check(*paths: Path, memory_limit: int | None = None) -> subprocess.CompletedProcess:
-    """Run `python -m hlc check PATHS` without HLC_PATH, optionally with its
-    address space limited to ``memory_limit`` bytes."""
-    environment = {key: value for key, value in os.environ.items() if key != "HLC_PATH"}
+def hlc_check(*paths: Path, memory_limit: int | None = None, **settings: str) -> subprocess.CompletedProcess:
+    """Run `python -m hlc check PATHS` without HLC_PATH and with the
+    environment variables ``settings``, optionally with its address space
+    limited to ``memory_limit`` bytes."""
+    environment = {key: value for key, value in os.environ.items() if key != "HLC_PATH"} | settings
     limit_memory = None
     if memory_limit is not None:
         resource = pytest.importorskip("resource")
@@ -119,9 +120,11 @@ def test_form_feed_does_not_shift_the_shown_line(library_folder):
 
 
 def test_huge_shift_step_is_a_user_error(library_folder):
+    """In a small address space, with OpenBLAS set to reserve buffers for 16
+    threads (as it does on a 16-core machine): the check loads no BLAS."""
     path = library_folder / "demo.hl"
     path.write_text(VALID.replace("for i in 4 .. 10 ++", "for i in 1 .. 10 <<= 10 ** 12"))
-    result = hlc_check(path, memory_limit=1 << 30)
+    result = hlc_check(path, memory_limit=256 << 20, OPENBLAS_NUM_THREADS="16")
     assert result.returncode == USER_ERROR, result.stderr
     assert "Traceback" not in result.stderr
     assert f"{path}:8:" in result.stderr

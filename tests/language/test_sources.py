@@ -1,0 +1,66 @@
+"""Finding what installed modules hold without importing them."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+import pytest
+
+from hlc.language.sources import attribute_problem, module_problem
+
+
+@pytest.fixture
+def package(tmp_path, monkeypatch):
+    """A package whose ``__init__`` would fail if it ran, binding names in every
+    way a module does: definitions, imports in try/else blocks, a star-import
+    chain with ``__all__``-less private names, and a lazy ``__getattr__`` in
+    a module beside it."""
+    root = tmp_path / "hlc_probe_pkg"
+    (root / "inner").mkdir(parents=True)
+    files = {
+        "__init__.py": """
+            raise RuntimeError("importing this package is not allowed")
+            def sort(x): return x
+            try:
+                import json
+            except ImportError:
+                pass
+            else:
+                from ._core import (merge as merged, shuffle)
+            from .chain import *
+            """,
+        "_core.py": "merge = shuffle = None\n",
+        "chain.py": "from .inner.deep import *\n_hidden = 1\nvisible = 2\n",
+        "inner/__init__.py": "",
+        "inner/deep.py": "def deepest(): pass\n_private = 3\n",
+    }
+    for name, text in files.items():
+        (root / name).write_text(textwrap.dedent(text))
+    (tmp_path / "hlc_probe_lazy.py").write_text(
+        "def __getattr__(name):\n    if name == 'made':\n        return 1\n    raise AttributeError(name)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "hlc_probe_pkg"
+    for name in [m for m in sys.modules if m.startswith("hlc_probe_")]:
+        del sys.modules[name]
+
+
+def test_names_are_read_from_the_sources_without_importing(package):
+    for name in ("sort", "json", "merged", "shuffle", "visible", "deepest", "chain", "inner"):
+        assert attribute_problem(package, name) is None, name
+    for name in ("_hidden", "_private", "merge", "nothing_such"):
+        assert attribute_problem(package, name) == f"module '{package}' has no attribute '{name}'"
+    assert module_problem(f"{package}.inner.deep") is None
+    assert attribute_problem(f"{package}.inner.deep", "deepest") is None
+    assert not [m for m in sys.modules if m.startswith(package)]
+
+
+def test_a_module_that_makes_names_at_run_time_is_imported_to_see(package):
+    assert attribute_problem("hlc_probe_lazy", "made") is None
+    assert attribute_problem("hlc_probe_lazy", "unmade") == "module 'hlc_probe_lazy' has no attribute 'unmade'"
+    assert "hlc_probe_lazy" in sys.modules
+
+
+def test_missing_modules_are_named(package):
+    assert module_problem(f"{package}.absent").startswith(f"cannot import module '{package}.absent'")
+    assert module_problem("hlc_probe_nowhere").startswith("cannot import module 'hlc_probe_nowhere'")
