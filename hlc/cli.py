@@ -133,6 +133,9 @@ def _build_options(command: argparse.ArgumentParser) -> None:
                          help="a reduced loop nest, for a smoke build (recorded in the fingerprint)")
     command.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     command.add_argument("--timeout", type=float, metavar="SECONDS", help="longest one timing may take")
+    command.add_argument("--strict", action="store_true",
+                         help="fail, keeping the previous build, when an implementation fails while profiling "
+                              "or cannot be fitted (by default the library is built without it, with a warning)")
 
 
 def _assignment(text: str) -> tuple[str, float]:
@@ -218,6 +221,11 @@ def _report_build(result) -> None:
     print(f"\nbuilt {result.library} in {result.seconds:.0f} s: {result.path}")
     print(f"use it:  python -c \"import hlc; {result.library} = hlc.load('{result.path}'); "
           f"help({result.library})\"")
+    for line in result.missing:
+        print(f"warning: {result.library} was built without {line}", file=sys.stderr)
+    if result.missing:
+        print(f"warning: calls never go to {'these implementations' if len(result.missing) > 1 else 'it'}; "
+              f"fix and rebuild, or build with --strict to make this an error", file=sys.stderr)
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -227,7 +235,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     with ProgressBar("profiling") as bar:
         result = build(args.description, out=args.out, ranks=args.procs, budget=args.budget,
                        quick=bool(args.quick), seed=args.seed, timeout=args.timeout, progress=bar.update,
-                       static=dict(args.static) if args.static else None)
+                       static=dict(args.static) if args.static else None, strict=args.strict)
     _report_build(result)
     return 0
 
@@ -236,7 +244,8 @@ def cmd_recalibrate(args: argparse.Namespace) -> int:
     from hlc.calibrate.progress import ProgressBar
     from hlc.dispatch.build import recalibrate
 
-    options = {"ranks": args.procs, "budget": args.budget, "seed": args.seed, "timeout": args.timeout}
+    options = {"ranks": args.procs, "budget": args.budget, "seed": args.seed, "timeout": args.timeout,
+               "strict": args.strict}
     if args.out:
         options["out"] = args.out
     if args.quick is not None:

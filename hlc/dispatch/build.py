@@ -33,7 +33,7 @@ from hlc.errors import UserError
 from hlc.language import ast
 from hlc.language.nest import loop_values
 from hlc.language.parse import parse_file
-from hlc.model.calibration import VERIFICATION_LIMIT, Samples, by_ranks_text, calibrate
+from hlc.model.calibration import VERIFICATION_LIMIT, Samples, by_ranks_text, calibrate, missing_implementations
 from hlc.model.fit import mean_relative_error
 from hlc.model.predict import Predictor
 
@@ -58,6 +58,11 @@ class BuildResult:
     seconds: float = 0.0
     checked: dict[str, float] = field(default_factory=dict)  # recalibrate --check: MRE on new samples
     refitted: list[str] | None = None  # None: everything was (re)built
+
+    @property
+    def missing(self) -> list[str]:
+        """The implementations this build is without, and why (one line each)."""
+        return missing_implementations(self.models)
 
 
 def quick_profile(library: ast.Library) -> ast.Library:
@@ -203,11 +208,16 @@ def _swap(link: Path, version: Path) -> None:
 def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[int] | None = None,
           budget: float | None = None, quick: bool = False, seed: int = 0, progress: Progress | None = None,
           timeout: float | None = None, static: dict[str, float] | None = None,
-          refit: Sequence[str] | None = None, previous: dict[str, Any] | None = None) -> BuildResult:
+          refit: Sequence[str] | None = None, previous: dict[str, Any] | None = None,
+          strict: bool = False) -> BuildResult:
     """Build the library described in ``description`` on this machine.
 
-    With ``refit``, only those implementations are profiled and fitted again;
-    the others keep their models from ``previous`` (a models artefact)."""
+    An implementation that fails while profiling (or cannot be fitted) is
+    left out, and the build goes on without it: :attr:`BuildResult.missing`
+    says which and why.  With ``strict``, that is a BuildError instead, and
+    the previous build stays in place.  With ``refit``, only those
+    implementations are profiled and fitted again; the others keep their
+    models from ``previous`` (a models artefact)."""
     started = time.monotonic()
     library = parse_file(description)
     link = Path(out) if out else Path("build") / library.name
@@ -231,6 +241,11 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
                 if name not in refit and name in models["implementations"]:
                     models["implementations"][name] = record
         used_models = {name: json.loads(path.read_text()) for name, path in used_paths.items() if path.exists()}
+        lost = missing_implementations(models)
+        if strict and lost:
+            kept = f"; {link} is as it was" if link.exists() else ""
+            raise BuildError(f"{library.name} would be built without " + "; without ".join(lost)
+                             + f"\n(--strict: nothing was installed{kept})")
         if static:
             models["static"] = static
         compiled = package(library, models, used_models, version, static)

@@ -31,12 +31,44 @@ def bitwidth(values: Any) -> int:
     This is the key width that matters to a radix sort: keys drawn from
     [lo, lo + 2**w) need w bits once lo is subtracted.  Empty or constant
     arrays need 0 bits.
+
+    Under mpiexec the values present are those of every rank, as the keys
+    of an SPMD sort are: the ranks' smallest and largest values are combined
+    (two all-reduces), so every rank must call it, as every rank computes
+    the variables of a call.  Two ranks holding one key each, -2**63 and
+    2**63 - 1, span 64 bits, though each rank's keys span none.
     """
     array = _array(values)
+    team = _ranks()
+    if team is not None:
+        return _bitwidth_over(team, array)
     if array.size == 0:
         return 0
     span = int(array.max()) - int(array.min())
     return span.bit_length()
+
+
+def _ranks() -> Any:
+    """The ranks of this mpiexec run when there are several, else None."""
+    from hlc.runtime.spmd import launched_by_mpiexec, world
+
+    if not launched_by_mpiexec():
+        return None
+    team = world()
+    return team if team.size > 1 else None
+
+
+def _bitwidth_over(team: Any, array: Any) -> int:
+    import numpy
+
+    dtype = array.dtype if array.dtype.kind in "iu" else numpy.dtype(numpy.float64)
+    info = numpy.iinfo(dtype) if dtype.kind in "iu" else numpy.finfo(dtype)
+    present = array.size > 0
+    low = team.reduce(numpy.array([array.min() if present else info.max], dtype=dtype), "min")[0]
+    high = team.reduce(numpy.array([array.max() if present else info.min], dtype=dtype), "max")[0]
+    if low > high:  # no rank holds a value
+        return 0
+    return (int(high) - int(low)).bit_length()
 
 
 def _log(x: float, base: float | None = None) -> float:

@@ -201,14 +201,16 @@ def calibrate(library: ast.Library, samples: Samples, *, relative: bool = True, 
     """Fit and verify every implementation: the models artefact, as a dict."""
     implementations: dict[str, Any] = {}
     predictor = Predictor(library, implementations, used_predictors(library, models_of or {}))
-    excluded = {(f["interface"], f["implementation"]): f["cause"] for f in samples.failures}
+    excluded = {(f["interface"], f["implementation"]): f for f in samples.failures}
     for interface, implementation in _order(library):
         record: dict[str, Any] = {"interface": interface.name}
         implementations[implementation.name] = record
         model = implementation.model("time")
         key = (interface.name, implementation.name)
         if key in excluded:
-            record["time"] = {"status": "excluded", "cause": excluded[key]}
+            failure = excluded[key]
+            record["time"] = {"status": "excluded", "cause": failure["cause"], "P": failure.get("P"),
+                              "point": failure.get("point")}
             continue
         fitting = samples.of(interface.name, implementation.name, verify=False)
         verification = samples.of(interface.name, implementation.name, verify=True)
@@ -241,6 +243,26 @@ def fit_samples(samples_path: Path, *, description: Path | None = None, **option
         raise FitError(f"{samples_path} holds samples of library '{samples.header['library']}', "
                        f"not of '{library.name}'")
     return calibrate(library, samples, **options)
+
+
+def missing_implementations(models: Mapping[str, Any]) -> list[str]:
+    """The implementations a build is without, one line each: which, and why.
+    The dispatcher never calls an implementation that has no model."""
+    lines = []
+    for name, record in models["implementations"].items():
+        entry = record.get("time", {})
+        status = entry.get("status", "not calibrated")
+        if status in ("fitted", "factored"):
+            continue
+        cause = str(entry.get("cause", "no cause recorded")).strip()
+        if status == "excluded":
+            where = ", ".join(f"{k} = {v}" for k, v in (entry.get("point") or {}).items())
+            ranks = f"P={entry['P']}" if entry.get("P") is not None else ""
+            at = ", ".join(part for part in (ranks, where) if part)
+            lines.append(f"{name}: excluded while profiling{f' (at {at})' if at else ''}: {cause}")
+        else:
+            lines.append(f"{name}: {status}: {cause}")
+    return lines
 
 
 def summary(models: dict[str, Any]) -> str:

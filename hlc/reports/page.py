@@ -17,6 +17,7 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
+from hlc.model.calibration import missing_implementations
 from hlc.reports.data import BuildData, ImplementationInfo, InterfaceInfo
 
 STYLE = """
@@ -127,8 +128,11 @@ def _header(data: BuildData) -> str:
              ("fit settings", models.get("settings"))]
     quick = ('<p class="warning">A quick build: a reduced loop nest was profiled, so the models are rough.</p>\n'
              if fingerprint.get("quick") else "")
+    lost = missing_implementations(models) if "implementations" in models else []
+    without = ('<div class="warning"><p>Built without these implementations: calls never go to them.</p><ul>'
+               + "".join(f"<li>{escape(line)}</li>" for line in lost) + "</ul></div>\n") if lost else ""
     return (f"<h1>Library {escape(str(models.get('library', '?')))}</h1>\n{doc}"
-            f"{_facts((k, v) for k, v in facts if v is not None)}{quick}")
+            f"{_facts((k, v) for k, v in facts if v is not None)}{quick}{without}")
 
 
 def _overview(section: InterfaceSection) -> str:

@@ -91,8 +91,9 @@ def test_failing_implementations_are_excluded_and_the_others_calibrate(tmp_path)
     models = calibrate(library, Samples.read(samples))["implementations"]
     assert models["good"]["time"]["status"] == "fitted"
     assert models["numpy"]["time"]["status"] == "fitted"
+    points = {f.implementation: f.point for f in result.failures}
     for name in causes:
-        assert models[name]["time"] == {"status": "excluded", "cause": causes[name]}
+        assert models[name]["time"] == {"status": "excluded", "cause": causes[name], "P": 1, "point": points[name]}
     # Every line of the file is whole JSON, whatever happened to the processes writing it.
     assert all(line.endswith("}") for line in samples.read_text().splitlines())
 

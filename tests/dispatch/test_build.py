@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -277,3 +279,49 @@ def test_a_quick_nest_keeps_enough_samples_for_every_model(description):
         if all(w > QUICK_VALUES for w in whole) and full.name == "sort":
             assert counts[-1] == whole[-1] == 16  # every bpd: a model of steps per digit width needs them all
             assert math.prod(counts) <= math.prod(whole) / 4  # still a smoke build
+
+
+PARTLY = """\
+library partly "One good sort, one that raises from 65 keys on."
+from "impls.py" import make_keys, sort_copy, raises_on_large
+interface sort(keys: int64[]) -> int64[]
+    n = len(keys)
+    reference good
+    impl good = sort_copy
+        time ~ 1 + n
+    impl raises = raises_on_large
+        time ~ 1 + n
+    profile
+        for i in 4 .. 10 ++
+        keys = make_keys(1 << i, seed)
+        verify 3
+"""
+
+
+def test_a_build_without_an_implementation_ends_with_a_warning_and_strict_refuses_it(tmp_path, capsys):
+    from hlc.cli import main
+
+    shutil.copy(DESCRIPTIONS / "faulty" / "impls.py", tmp_path / "impls.py")
+    description = tmp_path / "partly.hl"
+    description.write_text(PARTLY)
+    out = tmp_path / "build" / "partly"
+    assert main(["build", str(description), "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    warnings = captured.err.strip().splitlines()
+    assert warnings[-2].startswith("warning: partly was built without raises: excluded while profiling (at P=1, i = ")
+    assert re.search(r"raised ValueError: \d+ keys are too many for me \(at impls.py:\d+\)$", warnings[-2])
+    assert "--strict" in warnings[-1]
+    assert re.search(r"^raises +excluded ", captured.out, re.MULTILINE)  # the summary table's row
+    installed = out.resolve()
+    assert load(out).sort(np.array([3, 1, 2])).tolist() == [1, 2, 3]
+
+    assert main(["build", str(description), "--out", str(out), "--strict"]) == 2
+    error = capsys.readouterr().err
+    assert "partly would be built without raises: excluded while profiling" in error
+    assert "raised ValueError" in error and "nothing was installed" in error
+    assert out.resolve() == installed  # the previous build is untouched, and nothing is left behind
+    assert sorted(p.name for p in out.parent.iterdir()) == sorted(["partly", installed.name])
+
+    report = hlc.report(out)
+    page = report.index.read_text()
+    assert "Built without these implementations" in page and "raises: excluded while profiling" in page

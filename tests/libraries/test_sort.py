@@ -177,53 +177,49 @@ def test_bad_keys_are_refused_by_name(sorts, bad, error, words):
 
 SPMD_CHECK = """
 import sys
-import numpy as np
-sys.path[:0] = [sys.argv[1], sys.argv[2]]
+sys.path[:0] = sys.argv[1:]
 import radix, sample
+from hypothesis import strategies as st
 from hlc.runtime import world
+from spmd_examples import my_part, rank_keys, spmd_given
 
-DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 team = world()
-shared = np.random.default_rng(11)           # the same on every rank: what to test
-own = np.random.default_rng(100 + team.rank)  # different on every rank: the keys
-failures = []
-for trial in range(40):
-    dtype = shared.choice(DTYPES)
-    info = np.iinfo(dtype)
-    count = int(own.choice([0, 1, 3, 64, 1000, 4000]))
-    shape = trial % 4
-    if shape == 0:
-        keys = own.integers(info.min, info.max, size=count, dtype=dtype, endpoint=True)
-    elif shape == 1:                          # all equal: sample sort's worst case
-        keys = np.full(count, 7, dtype=dtype)
-    elif shape == 2:
-        keys = own.integers(0, 4, size=count).astype(dtype)
-    else:
-        keys = np.sort(own.integers(info.min, info.max, size=count, dtype=dtype, endpoint=True))[::-1].copy()
-    everything = team.allgatherv(keys)
-    expected = np.sort(everything)
-    calls = {"radix 3": lambda k: radix.radix_sort(k, 3), "radix 11": lambda k: radix.radix_sort(k, 11),
-             "sample": sample.sample_sort}
-    if everything.size == 0 or int(everything.max()) - int(everything.min()) < 1 << 24:
+
+
+@spmd_given(150, parts=rank_keys(team.size), bpd=st.integers(1, 16))
+def every_spmd_sort_gives_each_rank_its_part(parts, bpd):
+    keys = parts[team.rank]
+    everything = [key for part in parts for key in part.tolist()]
+    calls = {f"radix bpd {bpd}": lambda k: radix.radix_sort(k, bpd), "sample": sample.sample_sort}
+    if not everything or max(everything) - min(everything) < 1 << radix.MAX_COUNTING_WIDTH:
         calls["counting"] = radix.counting_sort
     for name, call in calls.items():
-        mine = call(keys)
-        gathered = team.allgatherv(mine)
-        if mine.shape != keys.shape or mine.dtype != keys.dtype or not np.array_equal(gathered, expected):
-            failures.append((name, str(dtype), count, shape))
-if team.rank == 0:
-    print("failures:", failures)
+        problem = my_part(parts, team.rank, call(keys), keys)
+        if problem:
+            yield f"{name}: {problem}"
+
+
+every_spmd_sort_gives_each_rank_its_part()
 """
+
+
+def run_spmd(folder: Path, script: str, ranks: int, *arguments: Path, timeout: float = 300):
+    """Run a script of spmd_examples tests under mpiexec from ``folder``; the
+    arguments come first in its sys.argv, this folder (for spmd_examples) last."""
+    path = folder / "spmd.py"
+    path.write_text(script)
+    return subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, str(path), *map(str, arguments),
+                           str(Path(__file__).parent)], capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_spmd_sorts_give_each_rank_its_part_of_the_global_order(compiled, tmp_path, ranks):
-    script = tmp_path / "spmd_check.py"
-    script.write_text(SPMD_CHECK)
-    result = subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, str(script), str(compiled), str(SORT)],
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr
-    assert "failures: []" in result.stdout, result.stdout
+    """Hypothesis examples drawn alike on every rank (spmd_examples): radix at
+    every digit width, counting and sample sort, against numpy.sort of all
+    ranks' keys."""
+    result = run_spmd(tmp_path, SPMD_CHECK, ranks, compiled, SORT)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "every_spmd_sort_gives_each_rank_its_part: passed" in result.stdout, result.stdout
 
 
 # ---- the built library ----------------------------------------------------------------------
@@ -294,39 +290,36 @@ def test_the_dispatched_sort_refuses_bad_keys_by_name(sort, bad, error, words):
 
 SPMD_CALL = """
 import sys, warnings
+sys.path.append(sys.argv[-1])
 import numpy as np
 import hlc
 from hlc.runtime import world
+from spmd_examples import my_part, rank_keys, spmd_given
 
 warnings.simplefilter("ignore")  # 3 ranks lie outside the calibrated rank counts
 sort = hlc.load(sys.argv[1])
 team = world()
-names = sorted(sort.__models__["implementations"])
-shared = np.random.default_rng(5)
-failures = []
-for trial in range(12):
-    own = np.random.default_rng([trial, team.rank])
-    bits = int(shared.integers(1, 40))
-    count = int(own.integers(0, 30_000)) if trial % 3 else 20_000
-    keys = own.integers(0, 1 << bits, size=count).astype(np.int64) - (1 << (bits - 1))
-    if trial % 4 == 3:
-        keys[:] = 5                                  # all equal on every rank
+
+
+@spmd_given(60, parts=rank_keys(team.size, max_count=2000, dtypes=("int64",)))
+def the_dispatched_sort_agrees_and_gives_each_rank_its_part(parts):
+    keys = parts[team.rank]
     choice = sort.choose(keys).implementation
-    mine = sort.sort(keys)
-    choices = team.allgatherv(np.array([names.index(choice)]))
-    everything, result = team.allgatherv(keys), team.allgatherv(mine)
-    if mine.shape != keys.shape or not np.array_equal(result, np.sort(everything)) or len(set(choices)) > 1:
-        failures.append((trial, choice, choices.tolist()))
-if team.rank == 0:
-    print("failures:", failures)
+    chosen = team.allgather(np.frombuffer(choice.ljust(32).encode(), dtype=np.uint8))
+    if len({row.tobytes() for row in chosen}) > 1:
+        yield f"the ranks chose differently: {[row.tobytes().decode().strip() for row in chosen]}"
+    problem = my_part(parts, team.rank, sort.sort(keys), keys)
+    if problem:
+        yield f"{choice}: {problem}"
+
+
+the_dispatched_sort_agrees_and_gives_each_rank_its_part()
 """
 
 
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_spmd_dispatched_sort(built, tmp_path, ranks):
-    script = tmp_path / "spmd_sort.py"
-    script.write_text(SPMD_CALL)
-    result = subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, str(script), str(built)],
-                            capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr
-    assert "failures: []" in result.stdout, result.stdout
+    """Every rank makes the same choice, and the chosen sort is right."""
+    result = run_spmd(tmp_path, SPMD_CALL, ranks, built, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "the_dispatched_sort_agrees_and_gives_each_rank_its_part: passed" in result.stdout, result.stdout
