@@ -370,3 +370,33 @@ def test_the_runtime_library_calibrates_its_primitives(tmp_path):
     assert not buffer.any()
     assert np.array_equal(runtime.combine(np.arange(5.0)), np.arange(5.0))
     assert runtime.predict("BlockTransfer", bytes=1 << 20, P=2) > runtime.predict("BlockTransfer", bytes=1 << 10, P=2)
+
+
+BITWIDTH = """
+import numpy as np
+from hlc.language.functions import bitwidth
+from hlc.runtime import world
+
+team = world()
+cases = {  # name: every rank's keys
+    "apart": [np.array([-2**63]), np.array([2**63 - 1])] + [np.array([0])] * (team.size - 2),
+    "one rank holds keys": [np.array([5, 9], dtype=np.uint8)] + [np.array([], dtype=np.uint8)] * (team.size - 1),
+    "none anywhere": [np.array([], dtype=np.int32)] * team.size,
+    "constant": [np.full(3, 7)] * team.size,
+}
+for name, parts in cases.items():
+    everything = np.concatenate(parts)
+    alone = (int(everything.max()) - int(everything.min())).bit_length() if everything.size else 0
+    right = team.allgatherv(np.array([bitwidth(parts[team.rank]) == alone]))
+    if team.rank == 0:
+        print(name, right.tolist())
+"""
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_bitwidth_under_mpiexec_spans_every_rank_s_values(tmp_path, ranks):
+    """The keys of an SPMD sort are all ranks' keys: their span decides which
+    sorts apply, however little of it one rank holds."""
+    result = run_ranks(tmp_path, BITWIDTH, ranks)
+    lines = result.stdout.splitlines()
+    assert len(lines) == 4 and all(line.endswith(f" {[True] * ranks}") for line in lines), result.stdout
