@@ -5,6 +5,7 @@ dtype and awkward input (hypothesis), and SPMD under mpiexec -n 2 and -n 3."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,10 @@ from hlc.language.expressions import evaluate
 
 ROOT = Path(__file__).resolve().parents[2]
 SORT = ROOT / "libraries" / "sort"
-DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+_spec = importlib.util.spec_from_file_location("spmd_examples", Path(__file__).with_name("spmd_examples.py"))
+examples = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(examples)
+DTYPES = examples.DTYPES
 
 
 @pytest.fixture(scope="module")
@@ -41,29 +45,16 @@ def sorts(compiled):
     return radix, sample
 
 
-def shaped(draw, dtype: str) -> np.ndarray:
+def drawn_keys(draw, dtype: str) -> np.ndarray:
     """Random keys of one dtype, in one of the shapes sorts get wrong."""
     info = np.iinfo(dtype)
     values = draw(hnp.arrays(dtype, st.integers(0, 300), elements=st.integers(int(info.min), int(info.max))))
-    shape = draw(st.sampled_from(["random", "sorted", "reversed", "equal", "extremes", "skewed", "narrow"]))
-    if shape == "sorted":
-        return np.sort(values)
-    if shape == "reversed":
-        return np.sort(values)[::-1].copy()
-    if shape == "equal":
-        return np.full(values.shape, values[0] if values.size else info.max, dtype=dtype)
-    if shape == "extremes":
-        return np.where(values % 2 == 0, info.min, info.max).astype(dtype)
-    if shape == "skewed":  # most keys equal, a few far away
-        return np.where(values % 7 == 0, values, info.min + 1).astype(dtype)
-    if shape == "narrow":  # a narrow span far from zero
-        return (values % 37).astype(dtype) + np.asarray(info.max - 40, dtype=dtype)
-    return values
+    return examples.shaped(values, draw(st.sampled_from([s for s in examples.SHAPES if s != "empty here"])))
 
 
 @st.composite
 def keys(draw) -> np.ndarray:
-    return shaped(draw, draw(st.sampled_from(DTYPES)))
+    return drawn_keys(draw, draw(st.sampled_from(DTYPES)))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -112,7 +103,7 @@ def test_radix_sort_with_padded_runs(sorts, bpd, extra, dtype, shape, seed):
     if shape == "constant middle":  # a digit in the middle is the same in every key
         keys = (keys & ~np.asarray(0b1111 << (info.bits // 2 - 2), dtype=dtype)).astype(dtype)
     elif shape == "two values":
-        keys = np.where(keys % 2 == 0, info.min, info.max).astype(dtype)
+        keys = examples.shaped(keys, "extremes")
     elif shape == "wide" and info.bits < 64:
         keys = keys.astype(np.int64) << (63 - info.bits)
     assert np.array_equal(radix.radix_sort(keys, bpd), np.sort(keys))
