@@ -61,11 +61,17 @@ def spmd_given(max_examples: int, **strategies):
 
 
 def shaped(values: np.ndarray, shape: str) -> np.ndarray:
-    """The keys ``values`` made into one of SHAPES (but "empty here"), in their dtype.
-    The dtype's extremes are NumPy scalars: a Python int beyond int64 does
-    not mix with an array under NumPy 2.5."""
+    """The keys ``values`` made into one of SHAPES (but "empty here"), in their
+    dtype.  Every constant is made in the dtype from a Python int: NumPy 2.5
+    refuses a Python int beyond int64 beside an array, and NumPy 1.26 turns
+    uint64 and a Python int into float64."""
     dtype = values.dtype
-    low, high = np.array(np.iinfo(dtype).min, dtype=dtype), np.array(np.iinfo(dtype).max, dtype=dtype)
+    info = np.iinfo(dtype)
+
+    def typed(value: int) -> np.ndarray:
+        return np.array(value, dtype=dtype)
+
+    low, high = typed(info.min), typed(info.max)
     if shape == "sorted":
         return np.sort(values)
     if shape == "reversed":
@@ -73,11 +79,11 @@ def shaped(values: np.ndarray, shape: str) -> np.ndarray:
     if shape == "equal":
         return np.full_like(values, values[0] if values.size else high)
     if shape == "extremes":
-        return np.where(values % 2 == 0, low, high)
+        return np.where(values % typed(2) == 0, low, high)
     if shape == "skewed":  # most keys equal, a few far away
-        return np.where(values % 7 == 0, values, low + 1)
+        return np.where(values % typed(7) == 0, values, typed(info.min + 1))
     if shape == "narrow":  # a narrow span far from zero
-        return values % 37 + (high - 40)
+        return values % typed(37) + typed(info.max - 40)
     return values
 
 
