@@ -18,8 +18,10 @@ import ast
 import importlib
 import importlib.machinery
 import importlib.util
+import pkgutil
 import re
 import sys
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -113,6 +115,13 @@ class _Names(NamedTuple):
 
     names: frozenset[str]
     complete: bool  # False: it may make more at run time (or the source could not be read)
+    exported: frozenset[str] | None = None  # its literal __all__, if any: what ``import *`` takes
+
+    def starred(self) -> frozenset[str]:
+        """The names ``from module import *`` binds."""
+        if self.exported is not None:
+            return self.exported
+        return frozenset(n for n in self.names if not n.startswith("_"))
 
 
 def _static_names(module: str, depth: int = 0) -> _Names | None:
@@ -140,15 +149,28 @@ def _static_names(module: str, depth: int = 0) -> _Names | None:
             if starred is None:
                 complete = False
                 continue
-            names.update(n for n in starred.names if not n.startswith("_"))
+            names.update(starred.starred())
             complete = complete and starred.complete
     names.discard("*")
-    return _Names(frozenset(names), complete)
+    return _Names(frozenset(names), complete, _literal_all(tree))
 
 
-def _submodules(spec: importlib.machinery.ModuleSpec):
-    import pkgutil
+def _literal_all(tree: ast.Module) -> frozenset[str] | None:
+    """The module's ``__all__`` when it is a literal list or tuple of strings."""
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__"
+                                                     for t in statement.targets):
+            try:
+                value = ast.literal_eval(statement.value)
+            except ValueError:
+                return None
+            if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+                return frozenset(value)
+            return None
+    return None
 
+
+def _submodules(spec: importlib.machinery.ModuleSpec) -> Iterator[pkgutil.ModuleInfo]:
     return pkgutil.iter_modules(list(spec.submodule_search_locations))
 
 
@@ -163,7 +185,7 @@ def _absolute(statement: ast.ImportFrom, package: str) -> str | None:
     return ".".join(base + ([statement.module] if statement.module else [])) or None
 
 
-def _top_level(body: list[ast.stmt]):
+def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     """The statements run when a module is imported: those of its body and of
     the if/try/with blocks in it, not those of functions and classes."""
     for statement in body:

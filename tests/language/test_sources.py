@@ -13,9 +13,9 @@ from hlc.language.sources import attribute_problem, module_problem
 @pytest.fixture
 def package(tmp_path, monkeypatch):
     """A package whose ``__init__`` would fail if it ran, binding names in every
-    way a module does: definitions, imports in try/else blocks, a star-import
-    chain with ``__all__``-less private names, and a lazy ``__getattr__`` in
-    a module beside it."""
+    way a module does: definitions, imports in try/else blocks, star-import
+    chains with and without ``__all__``, and a lazy ``__getattr__`` in a
+    module beside it."""
     root = tmp_path / "hlc_probe_pkg"
     (root / "inner").mkdir(parents=True)
     files = {
@@ -31,7 +31,8 @@ def package(tmp_path, monkeypatch):
             from .chain import *
             """,
         "_core.py": "merge = shuffle = None\n",
-        "chain.py": "from .inner.deep import *\n_hidden = 1\nvisible = 2\n",
+        "chain.py": "from .inner.deep import *\nfrom .listed import *\n_hidden = 1\nvisible = 2\n",
+        "listed.py": "__all__ = ['shown', '_private_but_listed']\nshown = unlisted = _private_but_listed = 1\n",
         "inner/__init__.py": "",
         "inner/deep.py": "def deepest(): pass\n_private = 3\n",
     }
@@ -46,10 +47,14 @@ def package(tmp_path, monkeypatch):
 
 
 def test_names_are_read_from_the_sources_without_importing(package):
-    for name in ("sort", "json", "merged", "shuffle", "visible", "deepest", "chain", "inner"):
+    for name in ("sort", "json", "merged", "shuffle", "visible", "deepest", "chain", "inner", "shown"):
         assert attribute_problem(package, name) is None, name
-    for name in ("_hidden", "_private", "merge", "nothing_such"):
+    for name in ("_hidden", "_private", "merge", "unlisted", "nothing_such"):
         assert attribute_problem(package, name) == f"module '{package}' has no attribute '{name}'"
+    # chain takes what listed's __all__ names, private or not; the package takes chain's public names
+    assert attribute_problem(f"{package}.chain", "_private_but_listed") is None
+    assert attribute_problem(f"{package}.chain", "unlisted") is not None
+    assert attribute_problem(package, "_private_but_listed") is not None
     assert module_problem(f"{package}.inner.deep") is None
     assert attribute_problem(f"{package}.inner.deep", "deepest") is None
     assert not [m for m in sys.modules if m.startswith(package)]
