@@ -156,18 +156,23 @@ def _static_names(module: str, depth: int = 0) -> _Names | None:
 
 
 def _literal_all(tree: ast.Module) -> frozenset[str] | None:
-    """The module's ``__all__`` when it is a literal list or tuple of strings."""
-    for statement in tree.body:
+    """The module's ``__all__`` when it is one literal list or tuple of strings,
+    never changed after (NumPy 1.26 extends one with other modules' lists)."""
+    found = None
+    for statement in _top_level(tree.body):
         if isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__"
                                                      for t in statement.targets):
+            if found is not None:
+                return None
             try:
-                value = ast.literal_eval(statement.value)
+                found = ast.literal_eval(statement.value)
             except ValueError:
                 return None
-            if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-                return frozenset(value)
-            return None
-    return None
+            if not isinstance(found, (list, tuple)) or not all(isinstance(v, str) for v in found):
+                return None
+        elif any(isinstance(node, ast.Name) and node.id == "__all__" for node in ast.walk(statement)):
+            return None  # __all__ += …, __all__.extend(…): made at run time
+    return frozenset(found) if found is not None else None
 
 
 def _submodules(spec: importlib.machinery.ModuleSpec) -> Iterator[pkgutil.ModuleInfo]:

@@ -69,3 +69,15 @@ def test_a_module_that_makes_names_at_run_time_is_imported_to_see(package):
 def test_missing_modules_are_named(package):
     assert module_problem(f"{package}.absent").startswith(f"cannot import module '{package}.absent'")
     assert module_problem("hlc_probe_nowhere").startswith("cannot import module 'hlc_probe_nowhere'")
+
+
+def test_an_all_extended_at_run_time_exports_every_public_name(tmp_path, monkeypatch):
+    """NumPy 1.26's ``numpy.core`` starts ``__all__`` as a literal and adds the
+    lists of its submodules to it: the literal alone would hide ``sort``."""
+    root = tmp_path / "hlc_probe_grown"
+    root.mkdir()
+    (root / "__init__.py").write_text("from .core import *\n")
+    (root / "core.py").write_text("__all__ = ['char']\nchar = 1\ndef sort(x): return x\n__all__ += ['sort']\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert attribute_problem("hlc_probe_grown", "sort") is None
+    assert "hlc_probe_grown" not in sys.modules
