@@ -1,0 +1,421 @@
+"""Finding where a machine's costs change slope or step, from the samples.
+
+A description names the algorithm's terms (``n``, ``n * iter``); the machine
+adds costs the author cannot know: a per-key cost that rises once the keys
+outgrow a cache, a digit width beyond which the scatter's write streams
+thrash.  This module finds them, in the spirit of MARS (Friedman 1991):
+
+* **Factors** are the shapes such costs take: a *step* ``(v >= k)`` of an
+  integer variable or parameter at one of its values, and a *step* or a
+  *hinge* ``max(0, log2(x) - k)`` of a size-like variable (positive, over
+  several octaves) at knots every half octave.
+* **Candidates** are products of a term already in the model (a written term,
+  the constant, or a factor product found before: the hierarchy rule) with
+  one new factor.  So a step in the per-key cost is ``n * (log2(n) >= 18)``,
+  and an interaction enters only with its main effect.
+* **Screening** drops candidates that cannot help: constant on the samples,
+  a duplicate of another, or explained by the terms already in (what is left
+  after projecting them out is below a small share of the column).  Seed
+  001's point: a few informative columns beat many.
+* **Forward selection** ranks the candidates by how much of the residual
+  each explains (one projection each), cross-validates the best few, and
+  adds the one that lowers the cross-validated relative error most, while
+  it lowers it by at least ``MIN_GAIN``.  **Backward pruning** then removes
+  every discovered term whose removal does not raise that error.
+
+Cross-validation uses the fitting samples only (deterministic folds), so
+the verification samples stay untouched for the verdict; the thesis's
+relevance test then runs on the final set (:func:`hlc.model.fit.fit`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: Knots of a size-like variable lie every KNOT_STEP in log2 of it.
+KNOT_STEP = 0.5
+#: A size-like variable: positive, its largest value at least this many times its smallest.
+SIZE_SPAN = 16.0
+#: An integer variable whose values span at most this many units gets a step
+#: at each value (bits, digit widths, ranks); a wider one is size-like.
+MOST_STEPS = 64
+#: A knot or step needs this many distinct values of its variable on each side.
+SIDE_VALUES = 2
+#: Folds of the cross-validation.
+FOLDS = 5
+#: A term is added only when it lowers the cross-validated error (in log of
+#: the MRE) by at least this share.
+MIN_GAIN = 0.02
+#: ... and its gain exceeds this many standard errors of the gain, sample by sample.
+SIGNIFICANCE = 2.0
+#: A gain of this share of the error is taken whatever its spread.
+LARGE_GAIN = 0.15
+#: Candidates cross-validated at each forward step (the best by residual explained).
+SHORTLIST = 6
+#: A candidate whose part outside the model's span is below this share of its norm is explained already.
+EXPLAINED = 1e-6
+#: Factors a discovered term may multiply onto its written term.
+MAX_DEGREE = 2
+
+
+@dataclass(frozen=True)
+class Factor:
+    """One shape of a cost change: a step or a hinge of one variable at a knot."""
+
+    kind: str  # "step" or "hinge"
+    variable: str
+    knot: float  # in log2 of the variable when ``log``, else in its own units
+    log: bool
+
+    def values(self, variables: Mapping[str, np.ndarray]) -> np.ndarray:
+        x = np.asarray(variables[self.variable], dtype=float)
+        if self.log:
+            x = np.log2(np.maximum(x, 1e-300))
+        if self.kind == "step":
+            return (x >= self.knot).astype(float)
+        return np.maximum(0.0, x - self.knot)
+
+    @property
+    def text(self) -> str:
+        """The factor in the description language."""
+        x = f"log2({self.variable})" if self.log else self.variable
+        knot = _number(self.knot)
+        return f"({x} >= {knot})" if self.kind == "step" else f"max(0, {x} - {knot})"
+
+
+@dataclass(frozen=True)
+class Discovered:
+    """A term the fitter adds: a model term times one or more factors."""
+
+    base: str  # the text of a written term, "1" for the constant
+    factors: tuple[Factor, ...]
+
+    @property
+    def text(self) -> str:
+        factors = " * ".join(f.text for f in self.factors)
+        if self.base == "1":
+            return factors
+        base = self.base if _is_product(self.base) else f"({self.base})"
+        return f"{base} * {factors}"
+
+
+@dataclass
+class Discovery:
+    """What :func:`discover` found, and how the cross-validated error went."""
+
+    terms: list[Discovered] = field(default_factory=list)
+    columns: dict[str, np.ndarray] = field(default_factory=dict)  # text → values on the fitting samples
+    error_before: float = math.nan  # cross-validated MRE of the written terms alone
+    error_after: float = math.nan  # with the discovered terms
+    candidates: int = 0  # offered after screening, at the first step
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(round(float(value), 6))
+
+
+def _is_product(text: str) -> bool:
+    """Whether a term's text binds tighter than ``*`` (no top-level + or -)."""
+    depth = 0
+    for i, char in enumerate(text):
+        depth += char == "("
+        depth -= char == ")"
+        if depth == 0 and char in "+-" and i > 0 and text[i - 1] == " ":
+            return False
+    return True
+
+
+def factors_of(variables: Mapping[str, np.ndarray], integers: Sequence[str] = ()) -> list[Factor]:
+    """Every factor the samples can tell: steps of the integer variables of
+    a narrow range (named in ``integers``, or found integral) at each value
+    with SIDE_VALUES values on each side, and steps and hinges of the
+    size-like variables at knots every KNOT_STEP octaves, as well supported."""
+    found: list[Factor] = []
+    for name, values in variables.items():
+        x = np.asarray(values, dtype=float)
+        distinct = np.unique(x)
+        if distinct.size < 2 * SIDE_VALUES:
+            continue
+        integral = name in integers or bool(np.all(distinct == np.round(distinct)))
+        if integral and distinct[-1] - distinct[0] <= MOST_STEPS:  # a digit width, a key width, ranks
+            for knot in distinct[SIDE_VALUES:distinct.size - SIDE_VALUES + 1]:
+                found.append(Factor("step", name, float(knot), False))
+        elif np.all(x > 0) and distinct[-1] >= SIZE_SPAN * distinct[0]:  # sizes: knots in octaves
+            for knot in _size_knots(np.unique(np.log2(distinct))):
+                found.append(Factor("step", name, knot, True))
+                found.append(Factor("hinge", name, knot, True))
+    return found
+
+
+def _size_knots(logs: np.ndarray) -> list[float]:
+    """Knots in log2 of a size-like variable: the grid every KNOT_STEP, each
+    moved to the middle of the gap between the sampled values around it.
+    The samples cannot tell where in a gap a cost changes; the middle is at
+    most half a gap from where it does."""
+    knots: list[float] = []
+    first = math.ceil(logs[SIDE_VALUES - 1] / KNOT_STEP) * KNOT_STEP
+    for grid in np.arange(first, logs[-SIDE_VALUES] + 1e-9, KNOT_STEP):
+        above = int(np.searchsorted(logs, grid, side="left"))  # logs[above - 1] < grid <= logs[above]
+        if above < SIDE_VALUES or logs.size - above < SIDE_VALUES:
+            continue
+        low, high = logs[above - 1], logs[above]
+        knot = round((low + high) / 2, 3)
+        if not low < knot <= high:
+            knot = (low + high) / 2
+        if not knots or knot != knots[-1]:
+            knots.append(float(knot))
+    return knots
+
+
+def _whitened_design(columns: Sequence[np.ndarray], weights: np.ndarray) -> np.ndarray:
+    return np.column_stack(columns) / weights[:, None]
+
+
+def _folds(count: int) -> list[np.ndarray]:
+    """Deterministic folds that interleave the samples (taken in nest order)."""
+    folds = min(FOLDS, count)
+    index = np.arange(count)
+    return [index % folds == k for k in range(folds)]
+
+
+def held_out_errors(columns: Sequence[np.ndarray], times: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """log(1 + |relative error|) of each sample's prediction by a fit to the
+    other folds' samples (weighted as the fit is)."""
+    design = _whitened_design(columns, weights)
+    target = times / weights
+    raw = np.column_stack(columns)
+    logs = np.empty_like(times)
+    for held in _folds(times.size):
+        beta, *_ = np.linalg.lstsq(design[~held], target[~held], rcond=None)
+        logs[held] = np.log1p(np.abs((times[held] - raw[held] @ beta) / times[held]))
+    return logs
+
+
+def cross_validated_error(columns: Sequence[np.ndarray], times: np.ndarray, weights: np.ndarray) -> float:
+    """log of the cross-validated MRE (the mean of :func:`held_out_errors`)."""
+    return float(np.mean(held_out_errors(columns, times, weights)))
+
+
+def _clearly_better(new: np.ndarray, old: np.ndarray) -> bool:
+    """Whether the held-out errors ``new`` beat ``old`` by more than chance:
+    by LARGE_GAIN of the old error, or by MIN_GAIN and SIGNIFICANCE standard
+    errors of the mean difference, sample by sample.  A term that fits the
+    noise of some folds lowers the mean a little and not consistently; a
+    cost that steps at one size lowers it a lot, at the few samples near
+    the step."""
+    difference = old - new
+    gain = float(np.mean(difference))
+    if gain > LARGE_GAIN * float(np.mean(old)):
+        return True
+    spread = float(np.std(difference, ddof=1)) / math.sqrt(difference.size) if difference.size > 1 else 0.0
+    return gain > SIGNIFICANCE * spread and gain > MIN_GAIN * float(np.mean(old))
+
+
+def discover(written: Mapping[str, np.ndarray], times: np.ndarray, variables: Mapping[str, np.ndarray], *,
+             integers: Sequence[str] = (), relative: bool = True, most: int | None = None) -> Discovery:
+    """Terms to add to the ``written`` terms (text → values, the constant as
+    "1" when the model has one) so that they predict ``times`` better, found
+    from the ``variables`` (name → values) of the same samples.
+
+    The search runs from the best first term, then again from each of the
+    next SHORTLIST - 1 (a greedy first choice can be a hinge between two
+    steps that later terms cannot undo); another start's result replaces the
+    first only when it is clearly better (:func:`_clearly_better`)."""
+    search = _Search(written, np.asarray(times, dtype=float), variables, integers, relative, most)
+    result = Discovery(error_before=search.error_of([]))
+    if not written:
+        return result
+    firsts = search.ranked([])
+    result.candidates = len(firsts)
+    found = search.run([])
+    errors = search.errors_of(found)
+    for first, _ in firsts[1:SHORTLIST]:
+        other = search.run([first])
+        other_errors = search.errors_of(other)
+        if _clearly_better(other_errors, errors):
+            found, errors = other, other_errors
+    result.terms = found
+    result.columns = {term.text: search.column(term) for term in found}
+    result.error_after = float(np.mean(errors))
+    return result
+
+
+class _Search:
+    """Forward selection, exchange, knot refinement and pruning over one
+    model's candidates; a model is the written terms plus a list of
+    discovered terms."""
+
+    def __init__(self, written: Mapping[str, np.ndarray], times: np.ndarray, variables: Mapping[str, np.ndarray],
+                 integers: Sequence[str], relative: bool, most: int | None):
+        self.written = {name: np.asarray(values, dtype=float) for name, values in written.items()}
+        self.times = times
+        self.weights = times / times.mean() if relative else np.ones_like(times)
+        self.variables = variables
+        self.factors = {factor: factor.values(variables) for factor in factors_of(variables, integers)}
+        count = len(self.written)
+        self.limit = most if most is not None else max(0, min(3 * count + 6, times.size // 4 - count))
+        self._columns: dict[Discovered, np.ndarray] = {}
+
+    def column(self, term: Discovered) -> np.ndarray:
+        if term not in self._columns:
+            product = np.prod([self.factors[f] for f in term.factors], axis=0)
+            self._columns[term] = self.written[term.base] * product
+        return self._columns[term]
+
+    def columns(self, found: Sequence[Discovered]) -> list[np.ndarray]:
+        return [*self.written.values(), *(self.column(term) for term in found)]
+
+    def errors_of(self, found: Sequence[Discovered]) -> np.ndarray:
+        return held_out_errors(self.columns(found), self.times, self.weights)
+
+    def error_of(self, found: Sequence[Discovered]) -> float:
+        return float(np.mean(self.errors_of(found))) if self.written else math.nan
+
+    def ranked(self, found: Sequence[Discovered]) -> list[tuple[Discovered, np.ndarray]]:
+        """The candidates for one more term, by the share of the weighted
+        residual each explains, most first: each term of the model (its
+        written base and the factors it holds) times a factor of another
+        variable; screened: not constant, not a duplicate of a column in or
+        offered, not explained by the model's columns."""
+        columns = self.columns(found)
+        seen = {_fingerprint(column) for column in columns}
+        held = [(name, ()) for name in self.written] + [(term.base, term.factors) for term in found]
+        offered: list[tuple[Discovered, np.ndarray]] = []
+        for (base, factors), column in zip(held, columns, strict=True):
+            if len(factors) >= MAX_DEGREE:
+                continue
+            for factor, values in self.factors.items():
+                if any(f.variable == factor.variable for f in factors):
+                    continue
+                product = column * values
+                if np.ptp(product) == 0:
+                    continue
+                mark = _fingerprint(product)
+                if mark in seen:
+                    continue
+                seen.add(mark)
+                term = Discovered(base, (*factors, factor))
+                self._columns.setdefault(term, product)
+                offered.append((term, product))
+        return _rank(offered, columns, self.times, self.weights)
+
+    def run(self, start: list[Discovered]) -> list[Discovered]:
+        found = self.forward(list(start))
+        found = self.exchange(found)
+        found = self.refine(found)
+        found = self.prune(found)
+        return self.refine(found)
+
+    def forward(self, found: list[Discovered]) -> list[Discovered]:
+        """Add the best of the SHORTLIST candidates that explain the most
+        residual while it is clearly better (:func:`_clearly_better`)."""
+        errors = self.errors_of(found)
+        while len(found) < self.limit:
+            best = None
+            for term, _ in self.ranked(found)[:SHORTLIST]:
+                trial = self.errors_of([*found, term])
+                if best is None or np.mean(trial) < np.mean(best[0]):
+                    best = (trial, term)
+            if best is None or not _clearly_better(best[0], errors):
+                break
+            errors = best[0]
+            found.append(best[1])
+        return found
+
+    def exchange(self, found: list[Discovered]) -> list[Discovered]:
+        """Take each discovered term out in turn and put in the candidate that
+        the others make best, when that lowers the cross-validated error (two
+        rounds: one change can enable another)."""
+        error = self.error_of(found)
+        for k in [k for _ in range(2) for k in range(len(found))]:
+            others = found[:k] + found[k + 1:]
+            for term, _ in self.ranked(others)[:SHORTLIST]:
+                if term in found:
+                    continue
+                trial = found[:k] + [term] + found[k + 1:]
+                trial_error = self.error_of(trial)
+                if trial_error < error:
+                    error, found = trial_error, trial
+        return found
+
+    def refine(self, found: list[Discovered]) -> list[Discovered]:
+        """Move each discovered factor to a neighbouring knot or the other
+        kind, or the term onto another written term, while that lowers the
+        cross-validated error."""
+        error = self.error_of(found)
+        improved, rounds = True, 0
+        while improved and rounds < 4 * max(len(found), 1):
+            improved, rounds = False, rounds + 1
+            for k, term in enumerate(found):
+                moves = [Discovered(term.base, term.factors[:i] + (other,) + term.factors[i + 1:])
+                         for i, factor in enumerate(term.factors) for other in _neighbours(factor, self.factors)]
+                moves += [Discovered(base, term.factors) for base in self.written if base != term.base]
+                for moved in moves:
+                    if moved in found:
+                        continue
+                    trial = found[:k] + [moved] + found[k + 1:]
+                    trial_error = self.error_of(trial)
+                    if trial_error < error:
+                        error, found = trial_error, trial
+                        improved = True
+                        break
+        return found
+
+    def prune(self, found: list[Discovered]) -> list[Discovered]:
+        """Remove, one at a time, each discovered term the others do not
+        clearly need (the test that let terms in), last found first, keeping
+        the hierarchy (a term stays while a term built on it does)."""
+        errors = self.errors_of(found)
+        changed = True
+        while changed and found:
+            changed = False
+            for k in range(len(found) - 1, -1, -1):
+                if any(other.base == found[k].base and set(found[k].factors) < set(other.factors)
+                       for other in found):
+                    continue
+                trial = found[:k] + found[k + 1:]
+                trial_errors = self.errors_of(trial)
+                if not _clearly_better(errors, trial_errors):
+                    errors, found, changed = trial_errors, trial, True
+                    break
+        return found
+
+
+def _fingerprint(column: np.ndarray) -> bytes:
+    """Equal for columns equal up to a positive scale (a duplicate offers nothing)."""
+    scale = np.max(np.abs(column))
+    return np.round(column / scale, 9).tobytes() if scale > 0 else b"zero"
+
+
+def _rank(candidates: list[tuple[Discovered, np.ndarray]], columns: Sequence[np.ndarray], times: np.ndarray,
+          weights: np.ndarray) -> list[tuple[Discovered, np.ndarray]]:
+    """The candidates by the share of the weighted residual each explains,
+    most first; those the model's terms explain already are left out."""
+    if not candidates:
+        return []
+    design = _whitened_design(columns, weights)
+    target = times / weights
+    basis, _ = np.linalg.qr(design)
+    residual = target - basis @ (basis.T @ target)
+    block = np.column_stack([column for _, column in candidates]) / weights[:, None]
+    outside = block - basis @ (basis.T @ block)
+    norms = np.sum(outside**2, axis=0)
+    total = np.sum(block**2, axis=0)
+    usable = norms > EXPLAINED * total
+    scores = np.where(usable, (residual @ outside) ** 2 / np.where(usable, norms, 1.0), -1.0)
+    order = np.argsort(-scores, kind="stable")
+    return [candidates[i] for i in order if usable[i]]
+
+
+def _neighbours(factor: Factor, factors: Mapping[Factor, np.ndarray]) -> list[Factor]:
+    """The factors of the same variable at the nearest knots (and the other
+    kind at the same knot): where a greedy choice may have landed one off."""
+    same = [f for f in factors if f.variable == factor.variable and f.log == factor.log]
+    knots = sorted({f.knot for f in same})
+    at = knots.index(factor.knot) if factor.knot in knots else -1
+    near = {knots[i] for i in (at - 1, at + 1) if 0 <= i < len(knots)} | {factor.knot}
+    return [f for f in same if f.knot in near and f != factor]

@@ -1,0 +1,122 @@
+"""Discovery of a machine's cost changes on synthetic costs with known
+steps: the knots are found, the model reaches the noise, and smooth costs
+get no knot."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hlc.model.discover import KNOT_STEP, discover, factors_of
+from hlc.model.fit import fit, mean_relative_error
+
+NOISE = 0.03  # multiplicative: each time is the cost times 1 + N(0, 0.03)
+SEEDS = range(20)
+
+
+def costs(kind: str, n: np.ndarray, bpd: np.ndarray) -> np.ndarray:
+    """Seconds: a per-element cost that jumps by half at 2**14 elements and by
+    as much again at 2**20 ("jumps"); passes whose cost per key rises by 40%
+    from 9 bits a digit ("digits"); or costs smooth in n ("smooth")."""
+    if kind == "jumps":
+        return 1e-6 + n * 1e-9 * (1 + 0.5 * (np.log2(n) >= 14) + 1.0 * (np.log2(n) >= 20))
+    if kind == "digits":
+        return 1e-6 + n * 1e-9 * (1 + 0.4 * (bpd >= 9)) * np.ceil(24 / bpd)
+    return 1e-6 + n * 1e-9 + n * np.log2(n) * 1e-10
+
+
+def written(kind: str, n: np.ndarray, bpd: np.ndarray) -> dict[str, np.ndarray]:
+    """The algorithm's terms, as an author writes them."""
+    terms = {"1": np.ones_like(n), "n": n}
+    if kind == "digits":
+        terms["n * iter"] = n * np.ceil(24 / bpd)
+    if kind == "smooth":
+        terms["n * log2(n)"] = n * np.log2(n)
+    return terms
+
+
+def profile(kind: str, seed: int):
+    """The samples of a profile: fitting samples at every point of a nest
+    (``for i in 32 .. 96`` with ``n = floor(2 ** (i / 4))``: sizes every
+    quarter octave; or ``for i in 8 .. 22`` times ``for bpd in 1 .. 16``),
+    and 60 verification samples at iteration values drawn uniformly, as
+    hlc draws them, with fresh noise."""
+    rng = np.random.default_rng(seed)
+    if kind == "digits":
+        logn, bpd = (a.ravel() for a in np.meshgrid(np.arange(8, 22.01, 1.0), np.arange(1, 17), indexing="ij"))
+        held_logn, held_bpd = rng.integers(8, 23, 60).astype(float), rng.integers(1, 17, 60).astype(float)
+    else:
+        logn = np.arange(32, 97) / 4
+        bpd = np.ones_like(logn)
+        held_logn, held_bpd = rng.integers(32, 97, 60) / 4, np.ones(60)
+    n, held_n = np.floor(2**logn), np.floor(2**held_logn)
+    times = costs(kind, n, bpd) * (1 + rng.normal(0, NOISE, n.size))
+    truth = costs(kind, held_n, held_bpd)
+    held_times = truth * (1 + rng.normal(0, NOISE, truth.size))
+    return (n, bpd, times), (held_n, held_bpd, held_times, truth)
+
+
+def discovered_model(kind: str, seed: int):
+    (n, bpd, times), (held_n, held_bpd, held_times, truth) = profile(kind, seed)
+    variables = {"n": n, "bpd": bpd} if kind == "digits" else {"n": n}
+    found = discover(written(kind, n, bpd), times, variables)
+    held_variables = {"n": held_n, "bpd": held_bpd}
+
+    def columns(n_, bpd_, variables_):
+        terms = written(kind, n_, bpd_)
+        for term in found.terms:
+            terms[term.text] = terms[term.base] * np.prod([f.values(variables_) for f in term.factors], axis=0)
+        return {name: values for name, values in terms.items() if name != "1"}
+
+    result = fit(columns(n, bpd, variables), times)
+    predicted = result.predict({k: v for k, v in columns(held_n, held_bpd, held_variables).items()
+                                if k in result.coefficients})
+    return found, mean_relative_error(held_times, predicted), mean_relative_error(held_times, truth)
+
+
+def knots(found, variable: str) -> list[float]:
+    return sorted({f.knot for term in found.terms for f in term.factors if f.variable == variable})
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_two_jumps_in_the_per_element_cost_are_found_and_the_model_reaches_the_noise(seed):
+    found, error, noise = discovered_model("jumps", seed)
+    for true in (14, 20):
+        assert any(abs(knot - true) <= KNOT_STEP for knot in knots(found, "n")), (true, [t.text for t in found.terms])
+    assert error <= noise + 0.01, [t.text for t in found.terms]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_step_in_an_integer_parameter_is_found(seed):
+    found, error, noise = discovered_model("digits", seed)
+    assert 9 in knots(found, "bpd"), [t.text for t in found.terms]
+    assert error <= noise + 0.01, [t.text for t in found.terms]
+
+
+def test_smooth_costs_get_no_knot_in_19_of_20_runs():
+    added = [seed for seed in SEEDS if discovered_model("smooth", seed)[0].terms]
+    assert len(added) <= 1, added
+
+
+def test_discovery_is_deterministic():
+    first, second = discovered_model("jumps", 3)[0], discovered_model("jumps", 3)[0]
+    assert [t.text for t in first.terms] == [t.text for t in second.terms]
+
+
+def test_knots_lie_in_the_middle_of_the_gaps_between_sampled_sizes():
+    """The samples cannot tell where in a gap a cost changes: a knot at the
+    middle is at most half a gap off."""
+    n = np.floor(2.0 ** np.arange(8, 16.01, 1.0))
+    steps = [f for f in factors_of({"n": n}) if f.kind == "step"]
+    assert [f.knot for f in steps] == [9.5, 10.5, 11.5, 12.5, 13.5, 14.5]
+    bpd = np.arange(1, 17, dtype=float)
+    assert [f.knot for f in factors_of({"bpd": bpd})] == list(range(3, 16))
+    assert factors_of({"constant": np.full(10, 4.0)}) == []
+
+
+def test_factors_and_terms_read_as_the_description_language():
+    n = np.floor(2.0 ** np.arange(8, 16.01, 0.5))
+    step = next(f for f in factors_of({"n": n}) if f.kind == "step")
+    hinge = next(f for f in factors_of({"n": n}) if f.kind == "hinge")
+    assert step.text == "(log2(n) >= 8.75)" and hinge.text == "max(0, log2(n) - 8.75)"
+    assert np.array_equal(step.values({"n": np.array([2.0**8.7, 2.0**8.8])}), [0.0, 1.0])
