@@ -52,6 +52,8 @@ def create_parser() -> argparse.ArgumentParser:
     fit.add_argument("--absolute", action="store_true", help="minimize absolute instead of relative error")
     fit.add_argument("--confidence", type=float, default=0.95, metavar="C",
                      help="confidence level of the relevance test (default 0.95)")
+    fit.add_argument("--no-discovery", dest="discovering", action="store_false",
+                     help="fit the written terms only: add no steps or hinges found in the samples")
     fit.add_argument("--description", metavar="LIB.hl", help="description (default: the one the samples name)")
     fit.add_argument("--uses", action="append", default=[], metavar="NAME=MODELS",
                      help="models file of a used library (default build/NAME/models.json)")
@@ -206,7 +208,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         models_of[name] = Path(path)
     samples = Path(args.samples)
     models = fit_samples(samples, description=args.description, relative=not args.absolute,
-                         confidence=args.confidence, models_of=models_of)
+                         confidence=args.confidence, models_of=models_of, discovering=args.discovering)
     out = Path(args.out) if args.out else samples.with_name("models.json")
     out.write_text(json.dumps(models, indent=1) + "\n", encoding="utf-8")
     print(summary(models))

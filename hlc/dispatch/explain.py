@@ -10,6 +10,7 @@ from hlc.dispatch.reference import Choice
 from hlc.language import ast
 from hlc.language.expressions import EvaluationError
 from hlc.model.predict import ModelUnavailable, Predictor, band, term_values
+from hlc.model.terms import model_terms
 
 
 def _seconds(value: float) -> str:
@@ -43,7 +44,7 @@ def contributions(predictor: Predictor, implementation: ast.Implementation, envi
     model = implementation.model("time")
     if model is None or not model.fitted:
         return []
-    values = term_values(predictor, implementation, model, environment)
+    values = term_values(predictor, implementation, model_terms(model, entry), environment)
     shares = [("1", entry["coefficients"].get("1", 0.0))] if "1" in entry["coefficients"] else []
     shares += [(term, beta * values[term]) for term, beta in entry["coefficients"].items() if term != "1"]
     return sorted(shares, key=lambda item: -abs(item[1]))

@@ -26,10 +26,12 @@ from hlc.calibrate.host import TOLERANCE as HOST_TOLERANCE
 from hlc.language import ast
 from hlc.language.expressions import EvaluationError, calls, unparse
 from hlc.language.parse import parse_file
+from hlc.model.discover import discover
 from hlc.model.fingerprint import fingerprint
 from hlc.model.fit import CONSTANT, Fit, FitError, RankWarning, fit, mean_relative_error
 from hlc.model.predict import ModelUnavailable, Predictor, term_values
 from hlc.model.render import c_source, python_source
+from hlc.model.terms import model_terms
 
 MODELS_FORMAT = 1
 # Verification MRE above which a model is reported as inaccurate (thesis: 10%).
@@ -138,17 +140,31 @@ def _domain(samples: list[dict[str, Any]]) -> dict[str, list[float]]:
     return domain
 
 
-def _columns(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
+def _columns(predictor: Predictor, implementation: ast.Implementation, terms: list[ast.Expression],
              samples: list[dict[str, Any]]) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    rows = [term_values(predictor, implementation, model, _environment(s)) for s in samples]
-    names = [unparse(t) for t in model.terms]
+    rows = [term_values(predictor, implementation, terms, _environment(s)) for s in samples]
+    names = [unparse(t) for t in terms]
     columns = {name: np.array([row[name] for row in rows], dtype=float) for name in names}
     return columns, np.array([s["seconds"] for s in samples], dtype=float)
 
 
+def _discovered(implementation: ast.Implementation, model: ast.CostModel, columns: dict[str, np.ndarray],
+                times: np.ndarray, samples: list[dict[str, Any]], relative: bool) -> list[dict[str, Any]]:
+    """The terms discovery adds to the written ones (hlc.model.discover), as
+    specs for the models artefact; it looks at the interface's variables and
+    the implementation's parameters."""
+    names = [name for name in samples[0]["variables"] if name not in ("P", "logP")] if samples else []
+    names += [p.name for p in implementation.parameters]
+    variables = {name: np.array([_environment(s)[name] for s in samples], dtype=float) for name in names}
+    written = ({CONSTANT: np.ones_like(times)} if model.constant else {}) | columns
+    found = discover(written, times, variables, integers=[p.name for p in implementation.parameters],
+                     relative=relative)
+    return [term.spec() for term in found.terms]
+
+
 def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
              fitting: list[dict[str, Any]], verification: list[dict[str, Any]], relative: bool,
-             confidence: float, tolerance: float = HOST_TOLERANCE) -> dict[str, Any]:
+             confidence: float, tolerance: float = HOST_TOLERANCE, discovering: bool = True) -> dict[str, Any]:
     fitting, verification, disturbed = _steady(fitting, verification, tolerance)
     entry: dict[str, Any] = {"samples": len(fitting), "verification_samples": len(verification),
                              "noisy_samples": sum(1 for s in fitting + verification if s.get("noisy")),
@@ -161,7 +177,10 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
             entry["verification_mre"] = mean_relative_error(np.array([s["seconds"] for s in everything]),
                                                             np.array(predicted))
         return entry
-    columns, times = _columns(predictor, implementation, model, fitting)
+    columns, times = _columns(predictor, implementation, list(model.terms), fitting)
+    entry["discovered"] = _discovered(implementation, model, columns, times, fitting, relative) if discovering else []
+    terms = model_terms(model, entry)
+    columns, times = _columns(predictor, implementation, terms, fitting)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RankWarning)
         result = fit(columns, times, relative=relative, confidence=confidence, constant=model.constant)
@@ -172,7 +191,7 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
         residuals=[float(r) for r in result.residuals], warnings=[str(w.message) for w in caught],
     )
     if verification:
-        held_columns, held_times = _columns(predictor, implementation, model, verification)
+        held_columns, held_times = _columns(predictor, implementation, terms, verification)
         entry["verification_mre"] = result.mre_on(held_columns, held_times)
         by_ranks = _by_ranks(result, held_columns, held_times, verification)
         if by_ranks:
@@ -197,8 +216,11 @@ def used_predictors(library: ast.Library, models_of: Mapping[str, Path]) -> dict
 
 
 def calibrate(library: ast.Library, samples: Samples, *, relative: bool = True, confidence: float = 0.95,
-              models_of: Mapping[str, Path] | None = None, quick: bool = False) -> dict[str, Any]:
-    """Fit and verify every implementation: the models artefact, as a dict."""
+              models_of: Mapping[str, Path] | None = None, quick: bool = False,
+              discovering: bool = True) -> dict[str, Any]:
+    """Fit and verify every implementation: the models artefact, as a dict.
+    With ``discovering``, the fitter adds the steps and hinges the samples
+    show to the written terms (hlc.model.discover)."""
     implementations: dict[str, Any] = {}
     predictor = Predictor(library, implementations, used_predictors(library, models_of or {}))
     excluded = {(f["interface"], f["implementation"]): f for f in samples.failures}
@@ -218,7 +240,7 @@ def calibrate(library: ast.Library, samples: Samples, *, relative: bool = True, 
             if model.fitted and not fitting:
                 raise FitError("no fitting samples (was the library profiled?)")
             entry = _fit_one(predictor, implementation, model, fitting, verification, relative, confidence,
-                             samples.header.get("host_tolerance", HOST_TOLERANCE))
+                             samples.header.get("host_tolerance", HOST_TOLERANCE), discovering)
         except (FitError, EvaluationError, ModelUnavailable) as error:
             record["time"] = {"status": "unfitted", "cause": str(error)}
             continue
@@ -230,7 +252,7 @@ def calibrate(library: ast.Library, samples: Samples, *, relative: bool = True, 
         # absolute: a built module finds its description (and its sources) from any folder
         "format": MODELS_FORMAT, "library": library.name, "description": str(Path(library.filename).resolve()),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "samples_header": samples.header,
-        "settings": {"relative": relative, "confidence": confidence},
+        "settings": {"relative": relative, "confidence": confidence, "discovering": discovering},
         "fingerprint": fingerprint(library, quick=quick), "implementations": implementations,
     }
 
@@ -280,6 +302,10 @@ def summary(models: dict[str, Any]) -> str:
             details.append(f"{name}: " + " + ".join(
                 f"{entry['coefficients'][t]:.4g}(±{entry['half_widths'][t]:.2g})"
                 + ("" if t == CONSTANT else f"·{t}") for t in entry["kept"]))
+            if entry.get("discovered"):
+                found = len(entry["discovered"])
+                details.append(f"  discovered {found} term{'s' if found > 1 else ''}: "
+                               + "; ".join(entry["terms"][-found:]))
             if entry.get("verification_mre_by_ranks"):
                 details.append("  verification MRE by rank count: " + by_ranks_text(entry["verification_mre_by_ranks"]))
             if entry.get("disturbed_samples"):

@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -79,6 +80,10 @@ class Factor:
             return (x >= self.knot).astype(float)
         return np.maximum(0.0, x - self.knot)
 
+    def spec(self) -> dict[str, Any]:
+        """The factor as the models artefact records it (hlc.model.terms reads it)."""
+        return {"kind": self.kind, "variable": self.variable, "knot": self.knot, "log": self.log}
+
     @property
     def text(self) -> str:
         """The factor in the description language."""
@@ -93,6 +98,9 @@ class Discovered:
 
     base: str  # the text of a written term, "1" for the constant
     factors: tuple[Factor, ...]
+
+    def spec(self) -> dict[str, Any]:
+        return {"base": self.base, "factors": [factor.spec() for factor in self.factors]}
 
     @property
     def text(self) -> str:

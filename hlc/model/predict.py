@@ -11,7 +11,7 @@ which also holds the predictors of the libraries named by ``uses``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hlc.language import ast
@@ -19,6 +19,7 @@ from hlc.language.check import implementation_signature
 from hlc.language.expressions import EvaluationError, evaluate, names, unparse
 from hlc.language.nest import constant_values
 from hlc.model.fit import confidence_band
+from hlc.model.terms import model_terms
 
 
 class ModelUnavailable(LookupError):
@@ -82,7 +83,7 @@ class Predictor:
         if not entry or entry.get("status") != "fitted":
             raise ModelUnavailable(f"the {objective} model of {self.library.name}.{name} is not calibrated")
         coefficients = entry["coefficients"]
-        kept = [term for term in model.terms if coefficients.get(unparse(term), 0.0)]
+        kept = [term for term in model_terms(model, entry) if coefficients.get(unparse(term), 0.0)]
         environment = self.helpers(implementation, {**self.constants, **environment}, kept)
         functions = self.functions(environment)
         total = coefficients.get("1", 0.0)
@@ -108,13 +109,13 @@ def _bind(method: Callable[..., float], name: str, context: Mapping[str, Any]) -
     return model
 
 
-def term_values(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
+def term_values(predictor: Predictor, implementation: ast.Implementation, terms: Sequence[ast.Expression],
                 environment: Mapping[str, Any]) -> dict[str, float]:
-    """The value of each term of a fitted model at one sample."""
+    """The value of each of ``terms`` (a fitted model's, :func:`model_terms`) at one sample."""
     scope = predictor.helpers(implementation, {**predictor.constants, **environment})
     functions = predictor.functions(scope)
     values = {}
-    for term in model.terms:
+    for term in terms:
         try:
             values[unparse(term)] = float(evaluate(term, scope, functions))
         except (EvaluationError, ModelUnavailable) as error:
@@ -136,7 +137,7 @@ def band(predictor: Predictor, implementation: ast.Implementation, entry: Mappin
     covariance, quantile = entry.get("covariance"), entry.get("quantile")
     if not covariance or quantile is None:
         return None
-    values = term_values(predictor, implementation, model, environment)
+    values = term_values(predictor, implementation, model_terms(model, entry), environment)
     return float(confidence_band(covariance, float(quantile), {t: values[t] for t in covariance if t != "1"})[0])
 
 

@@ -14,6 +14,7 @@ from hlc.language import ast
 from hlc.language.check import implementation_signature
 from hlc.language.expressions import to_c, to_python, unparse
 from hlc.model.predict import helpers_for
+from hlc.model.terms import model_terms
 
 
 def function_name(model: str, objective: str = "time") -> str:
@@ -45,7 +46,7 @@ def model_sum(model: ast.CostModel, entry: dict[str, Any], spell: Any) -> str:
         return spell(model.body)
     coefficients = entry["coefficients"]
     parts = [repr(coefficients["1"])] if "1" in coefficients else []
-    for term in model.terms:
+    for term in model_terms(model, entry):
         beta = coefficients.get(unparse(term))
         if beta:
             parts.append(f"{beta!r} * {spell(term) if _atomic(term) else '(' + spell(term) + ')'}")
@@ -59,7 +60,8 @@ def _atomic(term: ast.Expression) -> bool:
 
 def used_helpers(implementation: ast.Implementation, model: ast.CostModel, entry: dict[str, Any]) -> list[ast.Let]:
     """The helpers the kept terms need, in definition order (with their own needs)."""
-    kept = [t for t in model.terms if entry["coefficients"].get(unparse(t))] if model.fitted else [model.body]
+    kept = [t for t in model_terms(model, entry) if entry["coefficients"].get(unparse(t))] if model.fitted \
+        else [model.body]
     return helpers_for(implementation, kept)
 
 
