@@ -148,14 +148,21 @@ def _columns(predictor: Predictor, implementation: ast.Implementation, terms: li
     return columns, np.array([s["seconds"] for s in samples], dtype=float)
 
 
-def _discovered(implementation: ast.Implementation, model: ast.CostModel, columns: dict[str, np.ndarray],
-                times: np.ndarray, samples: list[dict[str, Any]], relative: bool) -> list[dict[str, Any]]:
+def _discovered(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
+                columns: dict[str, np.ndarray], times: np.ndarray, samples: list[dict[str, Any]],
+                relative: bool) -> list[dict[str, Any]]:
     """The terms discovery adds to the written ones (hlc.model.discover), as
-    specs for the models artefact; it looks at the interface's variables and
-    the implementation's parameters."""
+    specs for the models artefact.  It looks at the interface's variables,
+    the implementation's parameters and its integer-valued helpers (a radix
+    sort's digit width, which its parameter only bounds)."""
     names = [name for name in samples[0]["variables"] if name not in ("P", "logP")] if samples else []
     names += [p.name for p in implementation.parameters]
     variables = {name: np.array([_environment(s)[name] for s in samples], dtype=float) for name in names}
+    helpers = [predictor.helpers(implementation, {**predictor.constants, **_environment(s)}) for s in samples]
+    for let in implementation.lets:
+        values = np.array([float(h[let.name]) for h in helpers])
+        if np.all(np.isfinite(values)) and np.all(values == np.round(values)):
+            variables[let.name] = values
     written = ({CONSTANT: np.ones_like(times)} if model.constant else {}) | columns
     found = discover(written, times, variables, integers=[p.name for p in implementation.parameters],
                      relative=relative)
@@ -178,7 +185,8 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
                                                             np.array(predicted))
         return entry
     columns, times = _columns(predictor, implementation, list(model.terms), fitting)
-    entry["discovered"] = _discovered(implementation, model, columns, times, fitting, relative) if discovering else []
+    entry["discovered"] = (_discovered(predictor, implementation, model, columns, times, fitting, relative)
+                           if discovering else [])
     terms = model_terms(model, entry)
     columns, times = _columns(predictor, implementation, terms, fitting)
     with warnings.catch_warnings(record=True) as caught:
