@@ -59,6 +59,8 @@ LARGE_GAIN = 0.15
 SHORTLIST = 6
 #: A candidate whose part outside the model's span is below this share of its norm is explained already.
 EXPLAINED = 1e-6
+#: Fewer fitting samples than this show noise, not a machine's costs: nothing is discovered.
+MIN_SAMPLES = 40
 #: Factors a discovered term may multiply onto its written term.
 MAX_DEGREE = 2
 
@@ -265,7 +267,8 @@ class _Search:
         self.variables = variables
         self.factors = {factor: factor.values(variables) for factor in factors_of(variables, integers)}
         count = len(self.written)
-        self.limit = most if most is not None else max(0, min(3 * count + 6, times.size // 4 - count))
+        enough = times.size >= MIN_SAMPLES
+        self.limit = most if most is not None else max(0, min(3 * count + 6, times.size // 8 - count)) * enough
         self._columns: dict[Discovered, np.ndarray] = {}
 
     def column(self, term: Discovered) -> np.ndarray:
