@@ -10,7 +10,7 @@ from hlc.dispatch.reference import Choice
 from hlc.language import ast
 from hlc.language.expressions import EvaluationError
 from hlc.model.predict import ModelUnavailable, Predictor, band, term_values
-from hlc.model.terms import model_terms
+from hlc.model.terms import discovered_in_words, model_terms
 
 
 def _seconds(value: float) -> str:
@@ -97,6 +97,10 @@ def explanation(library: ast.Library, models: Mapping[str, Any], interface_name:
             lines.append(f"\nwhat {winner.name}'s prediction is made of:")
             for term, value in shares[:5]:
                 lines.append(f"  {term:<28} {_seconds(value):>12}  {value / total:6.1%}")
+        found = discovered_in_words(winner.model("time"), entry) if entry.get("status") == "fitted" else []
+        if found:
+            lines.append(f"\nwhat the fitter found in {winner.name}'s samples:")
+            lines += [f"  {line}" for line in found]
     fingerprint = models.get("fingerprint", {})
     quick = ", quick calibration" if fingerprint.get("quick") else ""
     lines.append(f"\ncalibrated {models.get('created', '?')} on {fingerprint.get('cpu', '?')} "

@@ -47,3 +47,44 @@ def model_terms(model: ast.CostModel, entry: Mapping[str, Any] | None) -> list[a
         written = {unparse(term): term for term in terms}
         terms += [discovered_expression(written, spec) for spec in specs]
     return terms
+
+
+def _seconds(value: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if abs(value) >= scale:
+            return f"{abs(value) / scale:.3g} {unit}"
+    return f"{abs(value) / 1e-12:.3g} ps"
+
+
+def _where(factor: Mapping[str, Any]) -> str:
+    knot = factor["knot"]
+    if factor["log"]:
+        return f"{factor['variable']} = 2^{knot:g} ({2 ** knot:,.0f})"
+    return f"{factor['variable']} = {knot:g}"
+
+
+def describe(spec: Mapping[str, Any], coefficient: float) -> str:
+    """A discovered term in words: "the cost per n rises by 2.1 ns from
+    n = 2^18.25 (311,744)"; "… grows by 0.4 ns per octave of n beyond …"."""
+    per = "the constant cost" if spec["base"] == "1" else f"the cost per {spec['base']}"
+    *conditions, last = spec["factors"]
+    where = "".join(f" where {_where(f)} or more" for f in conditions if f["kind"] == "step")
+    change = "rises" if coefficient > 0 else "falls"
+    if last["kind"] == "step":
+        return f"{per}{where} {change} by {_seconds(coefficient)} from {_where(last)}"
+    octave = f"per octave of {last['variable']}"
+    return f"{per}{where} {'grows' if coefficient > 0 else 'shrinks'} by {_seconds(coefficient)} {octave} " \
+           f"beyond {_where(last)}"
+
+
+def discovered_in_words(model: ast.CostModel, entry: Mapping[str, Any]) -> list[str]:
+    """Each kept discovered term of a fitted model, in words."""
+    specs = entry.get("discovered", [])
+    written = {unparse(term): term for term in model.terms}
+    coefficients = entry.get("coefficients", {})
+    lines = []
+    for spec in specs:
+        beta = coefficients.get(unparse(discovered_expression(written, spec)))
+        if beta:
+            lines.append(describe(spec, beta))
+    return lines
