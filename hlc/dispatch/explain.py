@@ -97,7 +97,7 @@ def explanation(library: ast.Library, models: Mapping[str, Any], interface_name:
             lines.append(f"\nwhat {winner.name}'s prediction is made of:")
             for term, value in shares[:5]:
                 lines.append(f"  {term:<28} {_seconds(value):>12}  {value / total:6.1%}")
-        found = discovered_in_words(winner.model("time"), entry) if entry.get("status") == "fitted" else []
+        found = discovered_in_words(entry) if entry.get("status") == "fitted" else []
         if found:
             lines.append(f"\nwhat the fitter found in {winner.name}'s samples:")
             lines += [f"  {line}" for line in found]

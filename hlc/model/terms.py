@@ -77,14 +77,12 @@ def describe(spec: Mapping[str, Any], coefficient: float) -> str:
            f"beyond {_where(last)}"
 
 
-def discovered_in_words(model: ast.CostModel, entry: Mapping[str, Any]) -> list[str]:
-    """Each kept discovered term of a fitted model, in words."""
+def discovered_in_words(entry: Mapping[str, Any]) -> list[str]:
+    """Each kept discovered term of a fitted model's entry, in words.  The
+    entry's ``terms`` end with the discovered ones, in the order of its
+    ``discovered`` specs."""
     specs = entry.get("discovered", [])
-    written = {unparse(term): term for term in model.terms}
+    names = entry.get("terms", [])[-len(specs):] if specs else []
     coefficients = entry.get("coefficients", {})
-    lines = []
-    for spec in specs:
-        beta = coefficients.get(unparse(discovered_expression(written, spec)))
-        if beta:
-            lines.append(describe(spec, beta))
-    return lines
+    return [describe(spec, coefficients[name]) for spec, name in zip(specs, names, strict=True)
+            if coefficients.get(name)]

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from hlc.model.calibration import missing_implementations
+from hlc.model.terms import discovered_in_words
 from hlc.reports.data import BuildData, ImplementationInfo, InterfaceInfo
 
 STYLE = """
@@ -172,6 +173,10 @@ def _model(section: ImplementationSection, interface: str) -> str:
         out.append(_table(["term kept", "coefficient β", "half-width h (95%)", "|β/h|"], rows, numeric=(1, 2, 3)))
         if entry.get("dropped"):
             out.append(f"<p>dropped as irrelevant: {escape(', '.join(entry['dropped']))}</p>\n")
+        found = discovered_in_words(entry)
+        if found:
+            out.append("<p>found by the fitter in the samples:</p><ul>"
+                       + "".join(f"<li>{escape(line)}</li>" for line in found) + "</ul>\n")
     facts = [("R²", entry.get("r2")), ("fit MRE", entry.get("mre")),
              ("verification MRE", entry.get("verification_mre")),
              ("verification MRE by rank count", ", ".join(
