@@ -59,6 +59,8 @@ LARGE_GAIN = 0.15
 SHORTLIST = 6
 #: A candidate whose part outside the model's span is below this share of its norm is explained already.
 EXPLAINED = 1e-6
+#: Relative singular values of a Gram matrix below this are rounding (1e-6 of the design's).
+GRAM_TOLERANCE = 1e-12
 #: Fewer fitting samples than this show noise, not a machine's costs: nothing is discovered.
 MIN_SAMPLES = 40
 #: Factors a discovered term may multiply onto its written term.
@@ -163,22 +165,32 @@ def factors_of(variables: Mapping[str, np.ndarray], integers: Sequence[str] = ()
 
 def _size_knots(logs: np.ndarray) -> list[float]:
     """Knots in log2 of a size-like variable: the grid every KNOT_STEP, each
-    moved to the middle of the gap between the sampled values around it.
-    The samples cannot tell where in a gap a cost changes; the middle is at
-    most half a gap from where it does."""
+    moved to (near) the middle of the gap between the sampled values around
+    it.  The samples cannot tell where in a gap a cost changes; the middle
+    is at most half a gap from where it does."""
     knots: list[float] = []
     first = math.ceil(logs[SIDE_VALUES - 1] / KNOT_STEP) * KNOT_STEP
     for grid in np.arange(first, logs[-SIDE_VALUES] + 1e-9, KNOT_STEP):
         above = int(np.searchsorted(logs, grid, side="left"))  # logs[above - 1] < grid <= logs[above]
         if above < SIDE_VALUES or logs.size - above < SIDE_VALUES:
             continue
-        low, high = logs[above - 1], logs[above]
-        knot = round((low + high) / 2, 3)
-        if not low < knot <= high:
-            knot = (low + high) / 2
+        knot = _round_knot(logs[above - 1], logs[above])
         if not knots or knot != knots[-1]:
-            knots.append(float(knot))
+            knots.append(knot)
     return knots
+
+
+def _round_knot(low: float, high: float) -> float:
+    """The knot for a gap (low, high]: the multiple of a quarter octave (else
+    of 1/64) nearest its middle, so that the knots read as 2^18.25, not
+    2^18.2371."""
+    middle = (low + high) / 2
+    for unit in (0.25, 1 / 64):
+        knot = round(middle / unit) * unit
+        for candidate in sorted({knot, knot - unit, knot + unit}, key=lambda k: abs(k - middle)):
+            if low < candidate <= high:
+                return float(candidate)
+    return float(middle)
 
 
 def _whitened_design(columns: Sequence[np.ndarray], weights: np.ndarray) -> np.ndarray:
@@ -194,15 +206,36 @@ def _folds(count: int) -> list[np.ndarray]:
 
 def held_out_errors(columns: Sequence[np.ndarray], times: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """log(1 + |relative error|) of each sample's prediction by a fit to the
-    other folds' samples (weighted as the fit is)."""
+    other folds' samples (weighted as the fit is).
+
+    Each fold's fit solves its normal equations, the whole design's Gram
+    matrix less the fold's, by SVD with the fit's tolerance (so dependent
+    columns are harmless): one pass over the samples for all folds.  The
+    columns are scaled to unit norm first, which the solution does not
+    depend on and the conditioning does."""
     design = _whitened_design(columns, weights)
+    scale = np.linalg.norm(design, axis=0)
+    scale[scale == 0] = 1.0
+    design = design / scale
     target = times / weights
-    raw = np.column_stack(columns)
+    gram, moment = design.T @ design, design.T @ target
     logs = np.empty_like(times)
     for held in _folds(times.size):
-        beta, *_ = np.linalg.lstsq(design[~held], target[~held], rcond=None)
-        logs[held] = np.log1p(np.abs((times[held] - raw[held] @ beta) / times[held]))
+        part = design[held]
+        beta = _solve_small(gram - part.T @ part, moment - part.T @ target[held])
+        predicted = (part @ beta) * weights[held]
+        logs[held] = np.log1p(np.abs((times[held] - predicted) / times[held]))
     return logs
+
+
+def _solve_small(gram: np.ndarray, moment: np.ndarray) -> np.ndarray:
+    """The minimum-norm solution of gram · β = moment; directions whose
+    singular value is below GRAM_TOLERANCE of the largest (the design's
+    below its square root) are left out, as rounding would make them."""
+    u, singular, vt = np.linalg.svd(gram, hermitian=True)
+    keep = singular > GRAM_TOLERANCE * (singular[0] if singular.size else 0.0)
+    inverse = np.where(keep, 1.0 / np.where(keep, singular, 1.0), 0.0)
+    return vt.T @ (inverse * (u.T @ moment))
 
 
 def cross_validated_error(columns: Sequence[np.ndarray], times: np.ndarray, weights: np.ndarray) -> float:
