@@ -303,12 +303,23 @@ class _Search:
         enough = times.size >= MIN_SAMPLES
         self.limit = most if most is not None else max(0, min(3 * count + 6, times.size // 8 - count)) * enough
         self._columns: dict[Discovered, np.ndarray] = {}
+        self._marks: dict[Discovered, bytes | None] = {}
 
     def column(self, term: Discovered) -> np.ndarray:
         if term not in self._columns:
-            product = np.prod([self.factors[f] for f in term.factors], axis=0)
-            self._columns[term] = self.written[term.base] * product
+            column = self.written[term.base]
+            for factor in term.factors:
+                column = column * self.factors[factor]
+            self._columns[term] = column
         return self._columns[term]
+
+    def _mark(self, term: Discovered) -> bytes | None:
+        """The term's column's fingerprint (None: the column is constant),
+        computed once: the same candidates come up at every step."""
+        if term not in self._marks:
+            column = self.column(term)
+            self._marks[term] = None if np.ptp(column) == 0 else _fingerprint(column)
+        return self._marks[term]
 
     def columns(self, found: Sequence[Discovered]) -> list[np.ndarray]:
         return [*self.written.values(), *(self.column(term) for term in found)]
@@ -326,25 +337,21 @@ class _Search:
         variable; screened: not constant, not a duplicate of a column in or
         offered, not explained by the model's columns."""
         columns = self.columns(found)
-        seen = {_fingerprint(column) for column in columns}
-        held = [(name, ()) for name in self.written] + [(term.base, term.factors) for term in found]
+        seen = {self._mark(term) for term in found} | {_fingerprint(c) for c in self.written.values()}
+        held = [Discovered(name, ()) for name in self.written] + list(found)
         offered: list[tuple[Discovered, np.ndarray]] = []
-        for (base, factors), column in zip(held, columns, strict=True):
-            if len(factors) >= MAX_DEGREE:
+        for parent in held:
+            if len(parent.factors) >= MAX_DEGREE:
                 continue
-            for factor, values in self.factors.items():
-                if any(f.variable == factor.variable for f in factors):
+            for factor in self.factors:
+                if any(f.variable == factor.variable for f in parent.factors):
                     continue
-                product = column * values
-                if np.ptp(product) == 0:
-                    continue
-                mark = _fingerprint(product)
-                if mark in seen:
+                term = Discovered(parent.base, (*parent.factors, factor))
+                mark = self._mark(term)
+                if mark is None or mark in seen:
                     continue
                 seen.add(mark)
-                term = Discovered(base, (*factors, factor))
-                self._columns.setdefault(term, product)
-                offered.append((term, product))
+                offered.append((term, self.column(term)))
         return _rank(offered, columns, self.times, self.weights)
 
     def run(self, start: list[Discovered]) -> list[Discovered]:
@@ -388,8 +395,7 @@ class _Search:
 
     def refine(self, found: list[Discovered]) -> list[Discovered]:
         """Move each discovered factor to a neighbouring knot or the other
-        kind, or the term onto another written term, while that lowers the
-        cross-validated error."""
+        kind while that lowers the cross-validated error."""
         error = self.error_of(found)
         improved, rounds = True, 0
         while improved and rounds < 4 * max(len(found), 1):
@@ -397,7 +403,6 @@ class _Search:
             for k, term in enumerate(found):
                 moves = [Discovered(term.base, term.factors[:i] + (other,) + term.factors[i + 1:])
                          for i, factor in enumerate(term.factors) for other in _neighbours(factor, self.factors)]
-                moves += [Discovered(base, term.factors) for base in self.written if base != term.base]
                 for moved in moves:
                     if moved in found:
                         continue

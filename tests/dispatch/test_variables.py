@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 import hlc
 from hlc.dispatch.build import package
 from hlc.language.functions import bitwidth
+from hlc.model.predict import Predictor, term_values
+from hlc.model.terms import model_terms
 
 DESCRIPTION = """\
 library chained
@@ -97,11 +99,15 @@ def test_hlc_explain_prints_the_confidence_band_of_the_models(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     choice = module.choose_f_at(**variables)
     assert choice.implementation in ("a", "b")
+    library = hlc.parse_file(description)
+    predictor = Predictor(library, models["implementations"])
     for name in ("a", "b"):  # the chosen one among them
         entry = models["implementations"][name]["time"]
         kept = list(entry["covariance"])
         assert sorted(kept) == sorted(entry["kept"])
-        x = np.array([{**variables, "1": 1.0}[term] for term in kept])
+        implementation = library.interface("f").implementation(name)
+        values = term_values(predictor, implementation, model_terms(implementation.model("time"), entry), variables)
+        x = np.array([1.0 if term == "1" else values[term] for term in kept])
         sigma = np.array([[entry["covariance"][a][b] for b in kept] for a in kept])
         expected = entry["quantile"] * np.sqrt(x @ sigma @ x)
         value, unit = _printed_band(lines, name).split()
