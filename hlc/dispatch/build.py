@@ -36,6 +36,7 @@ from hlc.language.parse import parse_file
 from hlc.model.calibration import VERIFICATION_LIMIT, Samples, by_ranks_text, calibrate, missing_implementations
 from hlc.model.fit import mean_relative_error
 from hlc.model.predict import Predictor
+from hlc.model.terms import discovered_in_words
 
 QUICK_VALUES = 4  # values per loop in a --quick build
 QUICK_PARAMETER_VALUES = 16  # values per loop over a parameter in a --quick build
@@ -363,6 +364,10 @@ def summary_table(result: BuildResult) -> str:
     if by_ranks:
         lines.append("verification MRE by rank count: " + "; ".join(
             f"{name} {by_ranks_text(errors)}" for name, errors in by_ranks))
+    for name, record in result.models["implementations"].items():
+        found = discovered_in_words(record["time"]) if record["time"].get("status") == "fitted" else []
+        if found:
+            lines.append(f"{name}: the fitter found that " + "; ".join(found))
     disturbed = sum(record["time"].get("disturbed_samples", 0) for record in result.models["implementations"].values())
     if disturbed:
         lines.append(f"{disturbed} samples taken while the host ran slow or never settled were left out of the fits")
