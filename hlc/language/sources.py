@@ -219,7 +219,11 @@ def attribute_problem(module: str, name: str) -> str | None:
     found = _static_names(module)
     if found is not None and (name in found.names or found.complete):
         return None if name in found.names else f"module '{module}' has no attribute '{name}'"
-    if not hasattr(importlib.import_module(module), name):
+    try:
+        imported = importlib.import_module(module)
+    except Exception as error:  # a broken third-party module must not crash the check
+        return f"importing module '{module}' failed: {type(error).__name__}: {error}"
+    if not hasattr(imported, name):
         return f"module '{module}' has no attribute '{name}'"
     return None
 

@@ -81,3 +81,11 @@ def test_an_all_extended_at_run_time_exports_every_public_name(tmp_path, monkeyp
     monkeypatch.syspath_prepend(str(tmp_path))
     assert attribute_problem("hlc_probe_grown", "sort") is None
     assert "hlc_probe_grown" not in sys.modules
+
+
+def test_a_module_that_fails_to_import_is_a_problem_not_a_crash(tmp_path, monkeypatch):
+    (tmp_path / "hlc_probe_broken.py").write_text("def __getattr__(name):\n    raise AttributeError(name)\n1 / 0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert module_problem("hlc_probe_broken") is None  # found; importing it is the build's work
+    assert attribute_problem("hlc_probe_broken", "sort") == \
+        "importing module 'hlc_probe_broken' failed: ZeroDivisionError: division by zero"
