@@ -46,15 +46,19 @@ def create_parser() -> argparse.ArgumentParser:
     fit = commands.add_parser("fit", help="fit and verify the models of every implementation",
                               description="Fit each implementation's cost model to its samples (weighted "
                                           "SVD, irrelevant terms removed), verify it on the random "
-                                          "verification samples, and write the models file.")
-    fit.add_argument("samples", metavar="SAMPLES", help="samples file written by hlc profile")
+                                          "verification samples, and write the models file.  Given a "
+                                          "build folder, refit the build from its stored samples, measuring "
+                                          "nothing, and install the new models and dispatch module in one "
+                                          "step.")
+    fit.add_argument("samples", metavar="SAMPLES", help="samples file written by hlc profile, or a build folder")
     fit.add_argument("-o", "--out", metavar="MODELS", help="models file (default: models.json beside SAMPLES)")
     fit.add_argument("--absolute", action="store_true", help="minimize absolute instead of relative error")
     fit.add_argument("--confidence", type=float, default=0.95, metavar="C",
                      help="confidence level of the relevance test (default 0.95)")
     fit.add_argument("--no-discovery", dest="discovering", action="store_false",
                      help="fit the written terms only: add no steps or hinges found in the samples")
-    fit.add_argument("--description", metavar="LIB.hl", help="description (default: the one the samples name)")
+    fit.add_argument("--description", metavar="LIB.hl", help="description (default: the one the samples or the "
+                                                            "build name)")
     fit.add_argument("--uses", action="append", default=[], metavar="NAME=MODELS",
                      help="models file of a used library (default build/NAME/models.json)")
     build = commands.add_parser("build", help="profile, fit, generate and compile a library's dispatch module",
@@ -91,7 +95,8 @@ def create_parser() -> argparse.ArgumentParser:
                                                "alternative there side by side with the dispatched call, and "
                                                "print how often the choice is right and what a wrong one costs. "
                                                "Writes BUILD/evaluation.json (read by hlc report).")
-    evaluate.add_argument("build", metavar="BUILD", help="a built library (the folder hlc build wrote)")
+    evaluate.add_argument("build", metavar="BUILD", help="a built library (the folder hlc build wrote); with "
+                                                        "--replay, a models file will do")
     evaluate.add_argument("--points", type=int, default=200, help="held-out points per interface and rank count "
                                                                   "(default 200)")
     evaluate.add_argument("--procs", metavar="P[,P…]", type=_rank_list, help="rank counts to run at (default 1)")
@@ -99,13 +104,17 @@ def create_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--params", choices=("chosen", "exhaustive"), default="chosen",
                           help="time parameterized implementations at the chosen parameters only (default), "
                                "or at every value the dispatcher chooses among too")
-    evaluate.add_argument("--tolerance", type=float, default=0.03,
-                          help="a choice within this fraction of the fastest is right (default 0.03)")
+    evaluate.add_argument("--tolerance", type=float,
+                          help="a choice within this fraction of the fastest is right (default 0.03; with "
+                               "--replay, the stored evaluation's)")
     evaluate.add_argument("--baseline", metavar="IMPL", help="the implementation to compare against "
                                                              "(default: the interface's reference)")
     evaluate.add_argument("--json", metavar="OUT", help="also write the figures and judged points here")
     evaluate.add_argument("--resume", action="store_true", help="continue an interrupted evaluation")
     evaluate.add_argument("--timeout", type=float, metavar="SECONDS", help="longest one timing may take")
+    evaluate.add_argument("--replay", nargs="?", const="", metavar="EVALUATION",
+                          help="time nothing: judge BUILD's models against the candidates timed by a stored "
+                               "evaluation made with --params exhaustive (default: BUILD/evaluation.json)")
 
     report = commands.add_parser("report", help="write an HTML report of a built library, with plots",
                                  description="Write BUILD/report/index.html: each model's table and fit plots, "
@@ -207,12 +216,29 @@ def cmd_fit(args: argparse.Namespace) -> int:
             raise SystemExit(f"hlc fit: error: --uses expects NAME=MODELS, not {item!r}")
         models_of[name] = Path(path)
     samples = Path(args.samples)
+    if samples.is_dir():
+        return _refit_build(args, samples)
     models = fit_samples(samples, description=args.description, relative=not args.absolute,
                          confidence=args.confidence, models_of=models_of, discovering=args.discovering)
     out = Path(args.out) if args.out else samples.with_name("models.json")
     out.write_text(json.dumps(models, indent=1) + "\n", encoding="utf-8")
     print(summary(models))
     print(f"models: {out}")
+    return 0
+
+
+def _refit_build(args: argparse.Namespace, target) -> int:
+    from hlc.dispatch.build import refit, summary_table
+
+    if args.out or args.uses:
+        raise SystemExit("hlc fit: error: a build is refitted in place, with the models of the libraries it uses; "
+                         "-o and --uses apply to a samples file")
+    result = refit(target, description=args.description, relative=not args.absolute, confidence=args.confidence,
+                   discovering=args.discovering)
+    print(summary_table(result))
+    print(f"\nrefitted {result.library} from its stored samples in {result.seconds:.0f} s: {result.path}")
+    for line in result.missing:
+        print(f"warning: {result.library} was built without {line}", file=sys.stderr)
     return 0
 
 
@@ -317,16 +343,39 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from hlc.calibrate.progress import ProgressBar
     from hlc.evaluation import evaluate
 
+    if args.replay is not None:
+        return _replay(args)
     try:
         with ProgressBar("evaluating") as bar:
             result = evaluate(args.build, points=args.points, procs=args.procs, seed=args.seed, params=args.params,
-                              tolerance=args.tolerance, baseline=args.baseline, out=args.json, resume=args.resume,
+                              tolerance=0.03 if args.tolerance is None else args.tolerance,
+                              baseline=args.baseline, out=args.json, resume=args.resume,
                               timeout=args.timeout, progress=bar.update)
     except (FileNotFoundError, ValueError) as error:
         print(f"hlc evaluate: error: {error}", file=sys.stderr)
         return USER_ERROR
     print(result.table())
     print(f"\nfigures and judged points: {result.path}")
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from hlc.replay import replay
+
+    try:
+        result = replay(args.build, args.replay or None, tolerance=args.tolerance)
+    except (FileNotFoundError, ValueError) as error:
+        print(f"hlc evaluate: error: {error}", file=sys.stderr)
+        return USER_ERROR
+    print(result.table())
+    if args.json:
+        document = {"library": result.library, "models": str(result.models), **result.settings,
+                    "interfaces": result.interfaces}
+        Path(args.json).write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+        print(f"\nfigures and judged points: {args.json}")
     return 0
 
 

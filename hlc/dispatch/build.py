@@ -319,6 +319,42 @@ def recalibrate(target: str | Path, *, check: bool = False, **options: Any) -> B
     return result
 
 
+def refit(target: str | Path, *, description: str | Path | None = None, **fit_options: Any) -> BuildResult:
+    """Fit a build's models again from its stored samples, measuring nothing,
+    and install them as ``recalibrate`` does: the new models, dispatch module
+    and all go into a new version folder that replaces the build in one step.
+
+    ``description`` fits another description to the same samples (its
+    implementations, parameters and variables must be the profiled ones);
+    the build then records and uses that description."""
+    started = time.monotonic()
+    link = Path(target)
+    samples_file = link / "samples.jsonl"
+    if not (link / "models.json").exists() or not samples_file.exists():
+        raise BuildError(f"{target} is not a built library with stored samples (models.json, samples.jsonl)")
+    previous = json.loads((link / "models.json").read_text(encoding="utf-8"))
+    library = parse_file(description or previous["description"])
+    samples = Samples.read(samples_file)
+    if library.name != samples.header["library"]:
+        raise BuildError(f"{samples_file} holds samples of library '{samples.header['library']}', "
+                         f"not of '{library.name}'")
+    used_paths = _used_models(library, link.parent)
+    used_models = {name: json.loads(path.read_text()) for name, path in used_paths.items() if path.exists()}
+    quick = previous.get("fingerprint", {}).get("quick", False)
+    models = calibrate(library, samples, models_of=used_paths, quick=quick, **fit_options)
+    if "static" in previous:
+        models["static"] = previous["static"]
+    version = link.parent / f".{link.name}.{time.strftime('%Y%m%d-%H%M%S')}.{os.getpid()}"
+    try:
+        shutil.copytree(link.resolve(), version, symlinks=True)
+        compiled = package(library, models, used_models, version, previous.get("static"))
+    except BaseException:
+        shutil.rmtree(version, ignore_errors=True)
+        raise
+    _swap(link, version)
+    return BuildResult(library.name, link, models, compiled=compiled, seconds=time.monotonic() - started)
+
+
 def load(path: str | Path) -> ModuleType:
     """Import a built library from its folder (``hlc.load("build/sort")``)."""
     folder = Path(path).resolve()

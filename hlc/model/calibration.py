@@ -24,7 +24,7 @@ import numpy as np
 from hlc.calibrate.harness import read_samples
 from hlc.calibrate.host import TOLERANCE as HOST_TOLERANCE
 from hlc.language import ast
-from hlc.language.expressions import EvaluationError, calls, unparse
+from hlc.language.expressions import EvaluationError, calls, evaluate, unparse
 from hlc.language.parse import parse_file
 from hlc.model.discover import discover
 from hlc.model.fingerprint import fingerprint
@@ -242,8 +242,9 @@ def calibrate(library: ast.Library, samples: Samples, *, relative: bool = True, 
             record["time"] = {"status": "excluded", "cause": failure["cause"], "P": failure.get("P"),
                               "point": failure.get("point")}
             continue
-        fitting = samples.of(interface.name, implementation.name, verify=False)
-        verification = samples.of(interface.name, implementation.name, verify=True)
+        fitting = _within(predictor, implementation, samples.of(interface.name, implementation.name, verify=False))
+        verification = _within(predictor, implementation,
+                               samples.of(interface.name, implementation.name, verify=True))
         try:
             if model.fitted and not fitting:
                 raise FitError("no fitting samples (was the library profiled?)")
@@ -263,6 +264,25 @@ def calibrate(library: ast.Library, samples: Samples, *, relative: bool = True, 
         "settings": {"relative": relative, "confidence": confidence, "discovering": discovering},
         "fingerprint": fingerprint(library, quick=quick), "implementations": implementations,
     }
+
+
+def _within(predictor: Predictor, implementation: ast.Implementation,
+            taken: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The samples where the implementation's preconditions hold.  A profile
+    takes none elsewhere; samples refitted under a description whose
+    preconditions are narrower than the profiled one's hold some, and a model
+    is not to be fitted where the dispatcher never asks it."""
+    if not implementation.requires:
+        return taken
+    kept = []
+    for sample in taken:
+        environment = {**predictor.constants, **sample["variables"]}
+        try:
+            if all(evaluate(condition, environment) for condition in implementation.requires):
+                kept.append(sample)
+        except (EvaluationError, ArithmeticError, ValueError):
+            continue
+    return kept
 
 
 def fit_samples(samples_path: Path, *, description: Path | None = None, **options: Any) -> dict[str, Any]:

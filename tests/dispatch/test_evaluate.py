@@ -8,6 +8,7 @@ import statistics
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -18,6 +19,7 @@ from hlc.calibrate.oracle import AGAIN, CONFIRM_ROUNDS, DISPATCHED, Evaluator
 from hlc.calibrate.run import ProfileError
 from hlc.cli import main
 from hlc.evaluation import judge, ratio, summarize
+from hlc.replay import rejudge, replay
 
 DESCRIPTIONS = Path(__file__).resolve().parents[1] / "descriptions"
 
@@ -210,3 +212,78 @@ def test_the_report_overlays_a_real_evaluation(squares):
     page = report.index.read_text()
     assert f"4 points evaluated, {wrong} wrong choice" in page
     assert not any("evaluation" in note for note in report.notes)
+
+
+def test_rejudge_looks_up_the_replayed_choice_among_the_timed_candidates():
+    line = record("a", {"a": 1.0, "b k=1": 1.2, "b k=2": 0.9, AGAIN: 1.0})
+    stored = judge(line, 0.03)
+    # other models choose b at k=1: 1.2 / 0.9 slower than the fastest
+    point = rejudge(stored, "b", {"k": 1}, {"b": {"k": 1}}, 0.03)
+    assert point["chosen_label"] == "b k=1" and point["best_label"] == "b k=2"
+    assert point["penalty"] == pytest.approx(1.2 / 0.9 - 1) and point["right"] is False
+    assert point["dispatched"] is None  # nothing was timed for these models
+    # the implementation's first candidate is at the replayed parameters (its own is judged there)
+    assert [c["label"] for c in point["candidates"] if c["implementation"] == "b"] == ["b k=1", "b k=2"]
+    assert rejudge(stored, "b", {"k": 2}, {"b": {"k": 2}}, 0.03)["right"] is True
+    # a choice that was not timed is not judged, nor is no choice
+    assert rejudge(stored, "b", {"k": 3}, {"b": {"k": 3}}, 0.03) is None
+    assert rejudge(stored, None, {}, {}, 0.03) is None
+    # the parameters given to another implementation were not timed: it stands for nothing there
+    point = rejudge(stored, "a", {}, {"b": {"k": 7}}, 0.03)
+    assert point["right"] is False and [c["implementation"] for c in point["candidates"]] == ["a"]
+
+
+def test_replay_of_the_build_s_own_models_gives_the_evaluation_s_choices(squares, tmp_path):
+    measured = hlc.evaluate(squares, points=8, seed=11, params="exhaustive")
+    replayed = replay(squares)
+    assert replayed.evaluation == squares / "evaluation.json"
+    own, again = measured.interfaces["square_sum"], replayed.interfaces["square_sum"]
+    assert again["unmeasured"] == 0
+    assert [p["chosen_label"] for p in again["points"]] == [p["chosen_label"] for p in own["points"]]
+    for figure in ("right_share", "expected_penalty", "worst_penalty", "optimal_parameters_chunked"):
+        assert again["summary"][figure] == pytest.approx(own["summary"][figure])
+    assert "nothing timed" in replayed.table()
+
+    # other models: every call to the Python loop where it applies
+    models = json.loads((squares / "models.json").read_text())
+    for name in ("dot", "chunked"):
+        models["implementations"][name]["time"]["coefficients"] = {"1": 1.0}
+    other = tmp_path / "models.json"
+    other.write_text(json.dumps(models))
+    replayed = replay(other, squares / "evaluation.json")
+    points = replayed.interfaces["square_sum"]["points"]
+    assert {p["chosen_label"] for p in points} <= {"loop"}
+    unmeasured = replayed.interfaces["square_sum"]["unmeasured"]
+    assert len(points) + unmeasured == 8
+    for point, stored in zip(points, [p for p in own["points"] if p["variables"]["n"] <= 4096], strict=True):
+        slower = {c["label"]: ratio(next(x for x in stored["candidates"] if x["label"] == "loop"), c)
+                  for c in stored["candidates"]}
+        assert point["penalty"] == pytest.approx(max(1.0, *slower.values()) - 1)
+
+
+def test_replay_refuses_what_it_cannot_judge(squares, tmp_path, capsys):
+    hlc.evaluate(squares, points=3, seed=4)  # chosen parameters only
+    assert main(["evaluate", str(squares), "--replay"]) == 2
+    assert "--params exhaustive" in capsys.readouterr().err
+    assert main(["evaluate", str(squares), "--replay", str(tmp_path / "nothing.json")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    hlc.evaluate(squares, points=3, seed=4, params="exhaustive")
+    out = tmp_path / "replayed.json"
+    assert main(["evaluate", str(squares), "--replay", "--json", str(out)]) == 0
+    assert "right choices" in capsys.readouterr().out
+    assert json.loads(out.read_text())["interfaces"]["square_sum"]["summary"]["points"] == 3
+
+
+def test_fit_refits_a_build_from_its_stored_samples(squares, capsys):
+    before = (squares / "models.json").read_text()
+    version = squares.resolve()
+    assert main(["fit", str(squares), "--no-discovery"]) == 0
+    assert "refitted squares from its stored samples" in capsys.readouterr().out
+    assert squares.resolve() != version and not version.exists()  # replaced in one step, the old one removed
+    models = json.loads((squares / "models.json").read_text())
+    assert models["settings"]["discovering"] is False and before != (squares / "models.json").read_text()
+    assert json.loads(before)["samples_header"] == models["samples_header"]  # the same samples, nothing measured
+    module = hlc.load(squares)
+    assert module.square_sum(np.arange(5.0)) == 30.0
+    with pytest.raises(SystemExit, match="refitted in place"):
+        main(["fit", str(squares), "-o", "elsewhere.json"])
