@@ -14,6 +14,7 @@ from pathlib import Path
 from hlc.codegen import import_loads, py, render, safe
 from hlc.language import ast
 from hlc.language.expressions import names
+from hlc.language.machine import used_machine_constants
 
 _UPDATE = {"++": "+= 1", "+=": "+=", "*=": "*=", "<<=": "<<="}
 
@@ -202,6 +203,7 @@ def profiling_program(library: ast.Library, compiled: Path | None, program_name:
         else library.filename, program_name=program_name, base=str(library.directory),
         compiled=str(compiled) if compiled else None,
         imports=import_loads(library, "sources", "harness.load_attribute"),
+        machine=list(used_machine_constants(library).items()),
         constants=[(safe(c.name), py(c.value)) for c in library.constants],
         interfaces=[_interface(i, imports) for i in profiled],
         interface_constants=", ".join(safe(i.name).upper() for i in profiled),

@@ -22,6 +22,7 @@ from hlc.language import ast
 from hlc.language.check import implementation_signature
 from hlc.language.expressions import C_PRELUDE, names, to_c
 from hlc.language.functions import BUILTINS
+from hlc.language.machine import used_machine_constants
 from hlc.language.nest import constant_values
 from hlc.model.predict import helpers_for
 from hlc.model.render import model_sum, used_helpers
@@ -91,7 +92,7 @@ class Library:
         self.library = library
         self.calibration = calibration
         self.used = used
-        self.constants = {c.name for c in library.constants}
+        self.constants = set(used_machine_constants(library)) | {c.name for c in library.constants}
         self.models = {m.name for m in library.models}
         self.implementations = {i.name for i in library.implementations}
 

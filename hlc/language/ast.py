@@ -166,6 +166,28 @@ class Parameter(Node):
 
 
 @dataclass(frozen=True)
+class Family(Node):
+    """``steps(digit)`` or ``hinges(log2(n) at 10 .. 22 += 0.5)``: candidate
+    factors the fitter chooses among, ``(x >= k)`` or ``max(0, x - k)`` at
+    each knot k.  Without ``at`` the knots are the values the samples tell
+    apart.  It stands only as a factor of a term of a fitted model."""
+
+    kind: str  # "steps" or "hinges"
+    expression: Expression
+    knots: Range | None = None
+    update: Update | None = None  # None with knots: "++" for steps, "+= 1" for hinges
+
+
+@dataclass(frozen=True)
+class FamilyTerm(Node):
+    """A term with a family among its factors: ``n * hinges(log2(n))``.  The
+    fitter adds ``base * member`` for the members the samples need."""
+
+    base: Expression | None  # the other factors; None: the family alone
+    family: Family
+
+
+@dataclass(frozen=True)
 class CostModel(Node):
     """``time ~ 1 + n + n*log2(n)`` (fitted) or ``time = 2 * Sub(n)`` (factored).
 
@@ -181,6 +203,7 @@ class CostModel(Node):
     constant: bool
     body: Expression | None
     numbers: tuple[Number, ...] = ()  # number terms as written (0 withdraws the constant, 1 offers it)
+    families: tuple[FamilyTerm, ...] = ()  # terms with a family factor, which the fitter expands
 
 
 @dataclass(frozen=True)

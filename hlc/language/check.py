@@ -21,7 +21,9 @@ from typing import Any
 from hlc.language import ast
 from hlc.language.errors import Diagnostic, HLError, make_diagnostic
 from hlc.language.expressions import EvaluationError, calls, evaluate, names, unparse, walk
+from hlc.language.families import MOST_KNOTS, family_knots
 from hlc.language.functions import ARGUMENT, BUILTINS, GLOBALS, MATH
+from hlc.language.machine import MACHINE_CONSTANTS
 from hlc.language.nest import NestError, constant_values, count_points, is_integer, relevant_loops
 from hlc.language.sources import (
     SOURCE_SUFFIXES,
@@ -114,6 +116,9 @@ class Checker:
         if name in GLOBALS:
             self.error(node, f"'{name}' is predefined ({GLOBALS[name]}) and cannot be redefined")
             return False
+        if name in MACHINE_CONSTANTS:
+            self.error(node, f"'{name}' is a machine constant ({MACHINE_CONSTANTS[name]}) and cannot be redefined")
+            return False
         if name in BUILTINS:
             self.error(node, f"{kind} '{name}' would hide the built-in function {name}()")
             return False
@@ -195,7 +200,7 @@ class Checker:
 
     def check_constants(self) -> None:
         seen: dict[str, ast.Node] = dict(self._import_nodes())
-        defined: dict[str, str] = {}
+        defined: dict[str, str] = {name: "a machine constant" for name in MACHINE_CONSTANTS}
         for constant in self.library.constants:
             scope = Scope(f"constant '{constant.name}'", dict(defined), frozenset({"math"}))
             ok = self.check_expression(constant.value, scope)
@@ -275,7 +280,8 @@ class Checker:
             visit(name, (name,))
 
     def constant_names(self) -> dict[str, str]:
-        return {c.name: "a library constant" for c in self.library.constants}
+        return {**{name: f"a machine constant ({meaning})" for name, meaning in MACHINE_CONSTANTS.items()},
+                **{c.name: "a library constant" for c in self.library.constants}}
 
     # ---- interfaces -----------------------------------------------------------------
 
@@ -456,6 +462,8 @@ class Checker:
             if text in seen:
                 self.warning(term, f"term '{text}' appears twice in the {model.objective} model")
             seen[text] = term
+        for term in model.families:
+            self.check_family(term, scope)
         zeros = [n for n in model.numbers if n.value == 0]
         others = [n for n in model.numbers if n.value != 0]
         if zeros and others:
@@ -464,6 +472,28 @@ class Checker:
             if number.value != 1:
                 self.warning(number, f"the constant term is written {number.value}; its coefficient is fitted, "
                                      f"so write 1")
+
+    def check_family(self, term: ast.FamilyTerm, scope: Scope) -> None:
+        """A family's base and expression read what a term may read; its knots
+        are constants, a non-empty range advancing upward."""
+        if term.base is not None:
+            self.check_expression(term.base, scope)
+        family = term.family
+        self.check_expression(family.expression, scope)
+        if family.knots is None:
+            return
+        try:
+            knots = family_knots(family, self.constants)
+        except (EvaluationError, ValueError) as error:
+            self.error(family.knots, f"the knots of {family.kind}() must be constants (library constants and "
+                                     f"machine constants): {error}")
+            return
+        if not knots:
+            self.error(family.knots, f"{family.kind}() has no knots: {unparse(family.knots.low)} .. "
+                                     f"{unparse(family.knots.high)} is empty")
+        elif len(knots) > MOST_KNOTS:
+            self.error(family.knots, f"{family.kind}() has {len(knots)} knots; at most {MOST_KNOTS} are offered "
+                                     f"to the fitter")
 
     def check_optimization(self, implementation: ast.Implementation, optimization: ast.Optimization,
                            context: dict[str, str], scope_names: dict[str, str],
@@ -690,6 +720,9 @@ class Checker:
         for node in walk(expression):
             if isinstance(node, ast.Call):
                 argument_positions |= self.check_call(node, scope)
+            elif isinstance(node, ast.Family):
+                self.error(node, f"{node.kind}() is a family of candidate terms; it stands only as a factor of a "
+                                 f"term of a fitted model ('time ~ ... + n * {node.kind}(...)')")
         for node in names(expression):
             if id(node) in argument_positions:
                 continue

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from hlc.language.ast import Binary, Call, Expression, Name, Number, Unary
+from hlc.language.ast import Binary, Call, Expression, Family, Name, Number, Unary
 from hlc.language.functions import BUILTINS, c_call, python_call
 
 # Binding strength, loosest first (Python's order).
@@ -125,6 +125,8 @@ class _Printer:
             return self.call(expression)
         if isinstance(expression, Unary):
             return self.unary(expression)
+        if isinstance(expression, Family):
+            return family_text(expression)
         return self.binary(expression)
 
     def number(self, value: int | float) -> str:
@@ -249,6 +251,17 @@ _OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
+def family_text(family: Family) -> str:
+    """``hinges(log2(n) at 10 .. 22 += 0.5)``, as written."""
+    text = unparse(family.expression)
+    if family.knots is not None:
+        text += f" at {unparse(family.knots.low)} .. {unparse(family.knots.high)}"
+        if family.update is not None:
+            amount = f" {unparse(family.update.amount)}" if family.update.amount is not None else ""
+            text += f" {family.update.operator}{amount}"
+    return f"{family.kind}({text})"
+
+
 def evaluate(expression: Expression, environment: Mapping[str, Any],
              functions: Mapping[str, Callable[..., Any]] | None = None) -> Any:
     """Value of ``expression`` with Python semantics.
@@ -280,6 +293,8 @@ def _evaluate(node: Expression, environment: Mapping[str, Any],
         if function is None:
             raise EvaluationError(f"{node.function}() cannot be evaluated here")
         return function(*arguments)
+    if isinstance(node, Family):
+        raise EvaluationError(f"{family_text(node)} is a family of candidate terms, not a value")
     if isinstance(node, Unary):
         value = _evaluate(node.operand, environment, functions)
         return {"-": lambda v: -v, "+": lambda v: +v, "not": lambda v: not v}[node.operator](value)

@@ -15,6 +15,7 @@ from typing import Any
 
 from hlc.language.ast import Interface, Library, Loop
 from hlc.language.expressions import EvaluationError, evaluate, names
+from hlc.language.machine import machine_constants
 
 # A loop with more values than this is a mistake, not a profile.
 MAX_LOOP_VALUES = 1_000_000
@@ -29,8 +30,9 @@ class NestError(Exception):
 
 
 def constant_values(library: Library) -> dict[str, Any]:
-    """Values of the library's ``let`` constants, in order; ones that fail are left out."""
-    values: dict[str, Any] = {}
+    """Values of the machine constants, then of the library's ``let``
+    constants, in order; ones that fail are left out."""
+    values: dict[str, Any] = dict(machine_constants())
     for constant in library.constants:
         try:
             values[constant.name] = evaluate(constant.value, values)

@@ -22,7 +22,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from hlc.language import ast
 from hlc.language.errors import Diagnostic, HLError, file_error, make_diagnostic, source_lines
-from hlc.language.expressions import depth, split_terms
+from hlc.language.expressions import depth, split_terms, walk
 from hlc.resources import read_text
 
 
@@ -121,6 +121,35 @@ def _constant_term(term: ast.Expression) -> ast.Number | None:
         value = term.operand.value if term.operator == "+" else -term.operand.value
         return ast.Number(line=term.line, column=term.column, value=value)
     return None
+
+
+def _factors(term: ast.Expression) -> list[ast.Expression]:
+    """The factors of a product written without parentheses (``n * iter * x``)."""
+    if isinstance(term, ast.Binary) and term.operator == "*" and not term.parenthesized:
+        return _factors(term.left) + _factors(term.right)
+    return [term]
+
+
+def _family_term(term: ast.Expression) -> ast.FamilyTerm | None:
+    """The term as a base times a family, when a family is one of its factors.
+    A family anywhere else in a term has no meaning as a candidate factor."""
+    found = [node for node in walk(term) if isinstance(node, ast.Family)]
+    if not found:
+        return None
+    factors = _factors(term)
+    direct = [f for f in factors if isinstance(f, ast.Family)]
+    if len(found) > 1 or len(direct) != 1:
+        where = found[1] if len(found) > 1 and direct else found[0]
+        raise _Problem(where.line, where.column,
+                       "a family (steps, hinges) must be a factor of a term, and a term may hold only one: "
+                       "write 'n * hinges(log2(n))', not 'n * max(1, hinges(log2(n)))'")
+    base = None
+    for factor in factors:
+        if factor is direct[0]:
+            continue
+        base = factor if base is None else ast.Binary(line=base.line, column=base.column, operator="*",
+                                                       left=base, right=factor)
+    return ast.FamilyTerm(line=term.line, column=term.column, base=base, family=direct[0])
 
 
 def _integer_value(text: str) -> int:
@@ -280,9 +309,19 @@ class _ToAst(Transformer):
         terms = split_terms(formula)
         numbers = [_constant_term(t) for t in terms if _constant_term(t) is not None]
         withdrawn = any(n.value == 0 for n in numbers)
+        families = [_family_term(t) for t in terms]
         return ast.CostModel(line=name.line, column=name.column, objective=str(name), fitted=True,
-                             terms=tuple(t for t in terms if _constant_term(t) is None),
-                             constant=not withdrawn, body=None, numbers=tuple(numbers))
+                             terms=tuple(t for t, f in zip(terms, families, strict=True)
+                                         if _constant_term(t) is None and f is None),
+                             constant=not withdrawn, body=None, numbers=tuple(numbers),
+                             families=tuple(f for f in families if f is not None))
+
+    def family(self, children):
+        kind, expression, *rest = children
+        knots = next((c for c in rest if isinstance(c, ast.Range)), None)
+        update = next((c for c in rest if isinstance(c, ast.Update)), None)
+        return ast.Family(line=kind.line, column=kind.column, kind=str(kind), expression=expression,
+                          knots=knots, update=update)
 
     def factored_model(self, children):
         name, body = children

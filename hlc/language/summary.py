@@ -8,12 +8,12 @@ profile will take for each rank count.
 from __future__ import annotations
 
 from hlc.language import ast
-from hlc.language.expressions import unparse
+from hlc.language.expressions import family_text, unparse
 from hlc.language.nest import constant_values, count_points, loop_values, relevant_loops
 
 
-def _plural(count: int, noun: str) -> str:
-    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
+def _plural(count: int, noun: str, nouns: str | None = None) -> str:
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {nouns or noun + 's'}"
 
 
 def _range(range_: ast.Range) -> str:
@@ -37,7 +37,12 @@ def _model(model: ast.CostModel) -> str:
     if not model.fitted:
         return f"{model.objective} = {unparse(model.body)}  (factored: not fitted)"
     terms = (["1"] if model.constant else []) + [unparse(t) for t in model.terms]
-    return f"{model.objective} ~ {_plural(len(terms), 'term')}: {', '.join(terms)}"
+    text = f"{model.objective} ~ {_plural(len(terms), 'term')}: {', '.join(terms)}"
+    if model.families:
+        families = [family_text(f.family) if f.base is None else f"{unparse(f.base)} * {family_text(f.family)}"
+                    for f in model.families]
+        text += f"; {_plural(len(families), 'family', 'families')}: {', '.join(families)}"
+    return text
 
 
 def _loop(loop: ast.Loop, constants: dict) -> str:

@@ -25,8 +25,9 @@ from hlc.calibrate.harness import read_samples
 from hlc.calibrate.host import TOLERANCE as HOST_TOLERANCE
 from hlc.language import ast
 from hlc.language.expressions import EvaluationError, calls, evaluate, unparse
+from hlc.language.families import family_knots
 from hlc.language.parse import parse_file
-from hlc.model.discover import discover
+from hlc.model.discover import FamilyCandidates, discover, family_factors
 from hlc.model.fingerprint import fingerprint
 from hlc.model.fit import CONSTANT, Fit, FitError, RankWarning, fit, mean_relative_error
 from hlc.model.predict import ModelUnavailable, Predictor, term_values
@@ -148,12 +149,29 @@ def _columns(predictor: Predictor, implementation: ast.Implementation, terms: li
     return columns, np.array([s["seconds"] for s in samples], dtype=float)
 
 
+def _families(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
+              samples: list[dict[str, Any]]) -> list[FamilyCandidates]:
+    """The model's families, valued on the samples."""
+    families = []
+    for term in model.families:
+        expressions = [term.family.expression] + ([term.base] if term.base is not None else [])
+        values, _ = _columns(predictor, implementation, expressions, samples)
+        variable = unparse(term.family.expression)
+        base = unparse(term.base) if term.base is not None else CONSTANT
+        base_values = values[base] if term.base is not None else np.ones(len(samples))
+        knots = family_knots(term.family, predictor.constants) or None
+        factors = family_factors(term.family.kind, variable, values[variable], knots)
+        families.append(FamilyCandidates(base, base_values, tuple(factors), values[variable]))
+    return families
+
+
 def _discovered(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
                 columns: dict[str, np.ndarray], times: np.ndarray, samples: list[dict[str, Any]],
-                relative: bool) -> list[dict[str, Any]]:
+                relative: bool, automatic: bool) -> list[dict[str, Any]]:
     """The terms discovery adds to the written ones (hlc.model.discover), as
-    specs for the models artefact.  It looks at the interface's variables,
-    the implementation's parameters and its integer-valued helpers (a radix
+    specs for the models artefact: members of the model's families, and with
+    ``automatic`` steps and hinges of the interface's variables, the
+    implementation's parameters and its integer-valued helpers (a radix
     sort's digit width, which its parameter only bounds)."""
     names = [name for name in samples[0]["variables"] if name not in ("P", "logP")] if samples else []
     names += [p.name for p in implementation.parameters]
@@ -165,7 +183,8 @@ def _discovered(predictor: Predictor, implementation: ast.Implementation, model:
             variables[let.name] = values
     written = ({CONSTANT: np.ones_like(times)} if model.constant else {}) | columns
     found = discover(written, times, variables, integers=[p.name for p in implementation.parameters],
-                     relative=relative)
+                     relative=relative, families=_families(predictor, implementation, model, samples),
+                     automatic=automatic)
     return [term.spec() for term in found.terms]
 
 
@@ -185,8 +204,8 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
                                                             np.array(predicted))
         return entry
     columns, times = _columns(predictor, implementation, list(model.terms), fitting)
-    entry["discovered"] = (_discovered(predictor, implementation, model, columns, times, fitting, relative)
-                           if discovering else [])
+    entry["discovered"] = (_discovered(predictor, implementation, model, columns, times, fitting, relative,
+                                       discovering) if discovering or model.families else [])
     terms = model_terms(model, entry)
     columns, times = _columns(predictor, implementation, terms, fitting)
     with warnings.catch_warnings(record=True) as caught:

@@ -115,6 +115,35 @@ class Discovered:
         return f"{base} * {factors}"
 
 
+@dataclass(frozen=True)
+class FamilyCandidates:
+    """A family the description writes (``n * hinges(log2(n))``): its base
+    term's text and values, and its factor at each knot.  Its members are
+    offered whether or not automatic discovery runs."""
+
+    base: str  # the text of the base term, "1" for none
+    base_values: np.ndarray
+    factors: tuple[Factor, ...]
+    values: np.ndarray  # the family's expression on the samples
+
+
+def family_factors(kind: str, variable: str, values: np.ndarray, knots: Sequence[float] | None) -> list[Factor]:
+    """A family's factors: at the written knots, or where the samples tell
+    values apart (as :func:`factors_of` places them, in the expression's own
+    units)."""
+    shape = "step" if kind == "steps" else "hinge"
+    if knots:
+        return [Factor(shape, variable, float(k), False) for k in knots]
+    distinct = np.unique(np.asarray(values, dtype=float))
+    if distinct.size < 2 * SIDE_VALUES:
+        return []
+    if np.all(distinct == np.round(distinct)) and distinct[-1] - distinct[0] <= MOST_STEPS:
+        chosen = distinct[SIDE_VALUES:distinct.size - SIDE_VALUES + 1]
+    else:
+        chosen = np.array(_size_knots(distinct))
+    return [Factor(shape, variable, float(k), False) for k in chosen]
+
+
 @dataclass
 class Discovery:
     """What :func:`discover` found, and how the cross-validated error went."""
@@ -259,18 +288,22 @@ def _clearly_better(new: np.ndarray, old: np.ndarray) -> bool:
 
 
 def discover(written: Mapping[str, np.ndarray], times: np.ndarray, variables: Mapping[str, np.ndarray], *,
-             integers: Sequence[str] = (), relative: bool = True, most: int | None = None) -> Discovery:
+             integers: Sequence[str] = (), relative: bool = True, most: int | None = None,
+             families: Sequence[FamilyCandidates] = (), automatic: bool = True) -> Discovery:
     """Terms to add to the ``written`` terms (text → values, the constant as
     "1" when the model has one) so that they predict ``times`` better, found
-    from the ``variables`` (name → values) of the same samples.
+    from the ``variables`` (name → values) of the same samples, and among the
+    members of the ``families`` the description writes.  Without
+    ``automatic``, only family members are candidates.
 
     The search runs from the best first term, then again from each of the
     next SHORTLIST - 1 (a greedy first choice can be a hinge between two
     steps that later terms cannot undo); another start's result replaces the
     first only when it is clearly better (:func:`_clearly_better`)."""
-    search = _Search(written, np.asarray(times, dtype=float), variables, integers, relative, most)
+    search = _Search(written, np.asarray(times, dtype=float), variables if automatic else {}, integers, relative,
+                     most, families)
     result = Discovery(error_before=search.error_of([]))
-    if not written:
+    if not written or not (search.factors or search.members):
         return result
     firsts = search.ranked([])
     result.candidates = len(firsts)
@@ -293,12 +326,22 @@ class _Search:
     discovered terms."""
 
     def __init__(self, written: Mapping[str, np.ndarray], times: np.ndarray, variables: Mapping[str, np.ndarray],
-                 integers: Sequence[str], relative: bool, most: int | None):
+                 integers: Sequence[str], relative: bool, most: int | None,
+                 families: Sequence[FamilyCandidates] = ()):
         self.written = {name: np.asarray(values, dtype=float) for name, values in written.items()}
         self.times = times
         self.weights = times / times.mean() if relative else np.ones_like(times)
         self.variables = variables
+        # automatic factors, offered to every term; a family's, to its base only
         self.factors = {factor: factor.values(variables) for factor in factors_of(variables, integers)}
+        self.values = dict(self.factors)
+        self.bases = dict(self.written)
+        self.members: list[Discovered] = []
+        for family in families:
+            self.bases.setdefault(family.base, np.asarray(family.base_values, dtype=float))
+            for factor in family.factors:
+                self.values.setdefault(factor, factor.values({factor.variable: family.values}))
+                self.members.append(Discovered(family.base, (factor,)))
         count = len(self.written)
         enough = times.size >= MIN_SAMPLES
         self.limit = most if most is not None else max(0, min(3 * count + 6, times.size // 8 - count)) * enough
@@ -307,9 +350,9 @@ class _Search:
 
     def column(self, term: Discovered) -> np.ndarray:
         if term not in self._columns:
-            column = self.written[term.base]
+            column = self.bases[term.base]
             for factor in term.factors:
-                column = column * self.factors[factor]
+                column = column * self.values[factor]
             self._columns[term] = column
         return self._columns[term]
 
@@ -340,6 +383,12 @@ class _Search:
         seen = {self._mark(term) for term in found} | {_fingerprint(c) for c in self.written.values()}
         held = [Discovered(name, ()) for name in self.written] + list(found)
         offered: list[tuple[Discovered, np.ndarray]] = []
+        for term in self.members:
+            mark = self._mark(term)
+            if mark is None or mark in seen:
+                continue
+            seen.add(mark)
+            offered.append((term, self.column(term)))
         for parent in held:
             if len(parent.factors) >= MAX_DEGREE:
                 continue
@@ -402,7 +451,7 @@ class _Search:
             improved, rounds = False, rounds + 1
             for k, term in enumerate(found):
                 moves = [Discovered(term.base, term.factors[:i] + (other,) + term.factors[i + 1:])
-                         for i, factor in enumerate(term.factors) for other in _neighbours(factor, self.factors)]
+                         for i, factor in enumerate(term.factors) for other in _neighbours(factor, self.values)]
                 for moved in moves:
                     if moved in found:
                         continue

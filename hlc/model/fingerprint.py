@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hlc.language import ast
+from hlc.language.machine import machine_constants
 
 
 def _cpu_model() -> str:
@@ -57,6 +58,7 @@ def machine() -> dict[str, Any]:
         "cython": _version("cython"),
         "mpi4py": _version("mpi4py"),
         "platform": os.environ.get("HLC_PLATFORM", "native"),
+        "constants": machine_constants(),
     }
 
 

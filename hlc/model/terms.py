@@ -20,9 +20,12 @@ def _number(value: float) -> ast.Number:
     return ast.Number(0, 0, int(value) if float(value).is_integer() else float(value))
 
 
-def factor_expression(spec: Mapping[str, Any]) -> ast.Expression:
-    """``(log2(n) >= 18.25)``, ``max(0, log2(n) - 18.25)`` or ``(bpd >= 9)``."""
-    x: ast.Expression = ast.Name(0, 0, spec["variable"])
+def factor_expression(spec: Mapping[str, Any],
+                      expressions: Mapping[str, ast.Expression] | None = None) -> ast.Expression:
+    """``(log2(n) >= 18.25)``, ``max(0, log2(n) - 18.25)`` or ``(bpd >= 9)``.
+    The variable is a name, or the text of a family's expression (found in
+    ``expressions``)."""
+    x: ast.Expression = (expressions or {}).get(spec["variable"]) or ast.Name(0, 0, spec["variable"])
     if spec["log"]:
         x = ast.Call(0, 0, "log2", (x,))
     if spec["kind"] == "step":
@@ -30,9 +33,10 @@ def factor_expression(spec: Mapping[str, Any]) -> ast.Expression:
     return ast.Call(0, 0, "max", (ast.Number(0, 0, 0), ast.Binary(0, 0, "-", x, _number(spec["knot"]))))
 
 
-def discovered_expression(written: Mapping[str, ast.Expression], spec: Mapping[str, Any]) -> ast.Expression:
+def discovered_expression(written: Mapping[str, ast.Expression], spec: Mapping[str, Any],
+                          expressions: Mapping[str, ast.Expression] | None = None) -> ast.Expression:
     """The written term ``spec["base"]`` ("1": none) times each of its factors."""
-    factors = [factor_expression(f) for f in spec["factors"]]
+    factors = [factor_expression(f, expressions) for f in spec["factors"]]
     expression = factors[0] if spec["base"] == "1" else written[spec["base"]]
     for factor in factors[1:] if spec["base"] == "1" else factors:
         expression = ast.Binary(0, 0, "*", expression, factor)
@@ -44,8 +48,10 @@ def model_terms(model: ast.CostModel, entry: Mapping[str, Any] | None) -> list[a
     terms = list(model.terms)
     specs = (entry or {}).get("discovered", [])
     if specs:
-        written = {unparse(term): term for term in terms}
-        terms += [discovered_expression(written, spec) for spec in specs]
+        written = {unparse(f.base): f.base for f in model.families if f.base is not None}
+        written.update({unparse(term): term for term in terms})
+        expressions = {unparse(f.family.expression): f.family.expression for f in model.families}
+        terms += [discovered_expression(written, spec, expressions) for spec in specs]
     return terms
 
 

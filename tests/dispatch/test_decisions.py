@@ -13,7 +13,10 @@ import hlc
 from hlc.dispatch.build import load, package
 from hlc.dispatch.reference import Decider
 from hlc.language.expressions import unparse
+from hlc.language.families import family_knots
+from hlc.language.nest import constant_values
 from hlc.model.predict import Predictor
+from hlc.model.terms import model_terms
 
 DESCRIPTIONS = Path(__file__).resolve().parents[1] / "descriptions"
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
@@ -22,16 +25,23 @@ pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C co
 def synthetic_models(library: hlc.Library, rng: random.Random) -> dict:
     """A models artefact with random positive coefficients on most terms."""
     implementations = {}
+    constants = constant_values(library)
     for interface in library.interfaces:
         for implementation in interface.implementations:
             model = implementation.model("time")
             if not model.fitted:
                 entry = {"status": "factored"}
             else:
-                terms = ["1"] + [unparse(t) for t in model.terms]
+                # a member of each family, as the fitter would add it
+                discovered = [{"base": unparse(f.base) if f.base is not None else "1",
+                               "factors": [{"kind": "hinge" if f.family.kind == "hinges" else "step",
+                                            "variable": unparse(f.family.expression), "log": False,
+                                            "knot": rng.choice(family_knots(f.family, constants) or [4, 9])}]}
+                              for f in model.families]
+                entry = {"status": "fitted", "discovered": discovered}
+                terms = ["1"] + [unparse(t) for t in model_terms(model, entry)]
                 kept = [t for t in terms if rng.random() < 0.85] or ["1"]
-                entry = {"status": "fitted", "terms": terms, "kept": kept,
-                         "coefficients": {t: rng.uniform(1e-9, 1e-6) for t in kept}}
+                entry.update(terms=terms, kept=kept, coefficients={t: rng.uniform(1e-9, 1e-6) for t in kept})
             implementations[implementation.name] = {"interface": interface.name, "time": entry}
     return {"library": library.name, "description": library.filename, "fingerprint": {},
             "implementations": implementations}
@@ -43,6 +53,7 @@ def compiled(tmp_path_factory):
     rng = random.Random(20261121)
     models = synthetic_models(library, rng)
     used = {"comm": synthetic_models(library.used["comm"], rng)}
+    assert all(models["implementations"][name]["time"]["discovered"] for name in ("plain", "digits"))
     folder = tmp_path_factory.mktemp("decisions")
     assert package(library, models, used, folder)
     with pytest.warns(hlc.StaleModelWarning):  # the synthetic models have no fingerprint

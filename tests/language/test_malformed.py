@@ -827,6 +827,108 @@ MALFORMED = [
           impl numpy = numpy.sort
             time = runtime.Block(n)
         """, 5, 12, "'runtime' is not a used library (add 'uses runtime')"),
+    # ---- families and machine constants ---------------------------------------------------
+    case("family-inside-a-call", """\
+        library demo
+        from "sort/support.py" import random_keys
+        interface sort(keys: int[])
+          n = len(keys)
+          impl numpy = numpy.sort
+            time ~ 1 + n * max(1, hinges(log2(n)))
+          profile
+            for i in 4 .. 10 ++
+            keys = random_keys(1 << i, 8, seed)
+        """, 6, 27, "a family (steps, hinges) must be a factor of a term"),
+    case("two-families-in-one-term", """\
+        library demo
+        from "sort/support.py" import random_keys
+        interface sort(keys: int[])
+          n = len(keys)
+          impl numpy = numpy.sort
+            time ~ 1 + n * steps(n) * hinges(n)
+          profile
+            for i in 4 .. 10 ++
+            keys = random_keys(1 << i, 8, seed)
+        """, 6, 31, "a term may hold only one"),
+    case("family-in-a-precondition", """\
+        library demo
+        from "sort/support.py" import random_keys
+        interface sort(keys: int[])
+          n = len(keys)
+          impl numpy = numpy.sort
+            requires steps(n) > 0
+            time ~ 1 + n
+          profile
+            for i in 4 .. 10 ++
+            keys = random_keys(1 << i, 8, seed)
+        """, 6, 14, "steps() is a family of candidate terms; it stands only as a factor of a term"),
+    case("family-in-a-factored-model", """\
+        library demo
+        interface sort(keys: int[])
+          n = len(keys)
+          impl numpy = numpy.sort
+            time = n * hinges(n)
+        """, 5, 16, "hinges() is a family of candidate terms"),
+    case("family-knots-read-a-variable", """\
+        library demo
+        from "sort/support.py" import random_keys
+        interface sort(keys: int[])
+          n = len(keys)
+          impl numpy = numpy.sort
+            time ~ 1 + n * hinges(log2(n) at 4 .. n)
+          profile
+            for i in 4 .. 10 ++
+            keys = random_keys(1 << i, 8, seed)
+        """, 6, 38, "the knots of hinges() must be constants"),
+    case("family-knots-do-not-advance", """\
+        library demo
+        from "sort/support.py" import random_keys
+        interface sort(keys: int[])
+          n = len(keys)
+          impl numpy = numpy.sort
+            time ~ 1 + n * hinges(log2(n) at 4 .. 20 += 0)
+          profile
+            for i in 4 .. 10 ++
+            keys = random_keys(1 << i, 8, seed)
+        """, 6, 38, "the knots must advance"),
+    case("family-with-too-many-knots", """\
+        library demo
+        from "sort/support.py" import random_keys
+        interface sort(keys: int[])
+          n = len(keys)
+          impl numpy = numpy.sort
+            time ~ 1 + n * steps(n at 1 .. 1000)
+          profile
+            for i in 4 .. 10 ++
+            keys = random_keys(1 << i, 8, seed)
+        """, 6, 31, "at most 256 are offered"),
+    case("family-of-an-unknown-name", """\
+        library demo
+        from "sort/support.py" import random_keys
+        interface sort(keys: int[])
+          n = len(keys)
+          impl numpy = numpy.sort
+            time ~ 1 + n * steps(digits)
+          profile
+            for i in 4 .. 10 ++
+            keys = random_keys(1 << i, 8, seed)
+        """, 6, 26, "undefined name 'digits'"),
+    case("machine-constant-redefined", """\
+        library demo
+        let cache_l2 = 1000000
+        """, 2, 5, "'cache_l2' is a machine constant"),
+    case("machine-constant-misspelt", """\
+        library demo
+        from "sort/support.py" import random_keys
+        interface sort(keys: int[])
+          n = len(keys)
+          impl numpy = numpy.sort
+            requires 8 * n <= cache_l4
+            time ~ 1 + n
+          profile
+            for i in 4 .. 10 ++
+            keys = random_keys(1 << i, 8, seed)
+        """, 6, 23, "undefined name 'cache_l4'"),
 ]
 
 
