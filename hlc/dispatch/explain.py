@@ -8,7 +8,7 @@ from typing import Any
 
 from hlc.dispatch.reference import Choice
 from hlc.language import ast
-from hlc.language.expressions import EvaluationError
+from hlc.language.expressions import EvaluationError, evaluate
 from hlc.model.predict import ModelUnavailable, Predictor, band, term_values
 from hlc.model.terms import discovered_in_words, model_terms
 
@@ -50,6 +50,76 @@ def contributions(predictor: Predictor, implementation: ast.Implementation, envi
     return sorted(shares, key=lambda item: -abs(item[1]))
 
 
+def composition(shares: list[tuple[str, float]], most: int = 6) -> list[str]:
+    """The lines of a prediction's make-up: the terms that add cost, each
+    with its share of what they add up to, then those that take some off
+    (a fitted correction: the written terms overestimate there), in seconds."""
+    adding = [(t, v) for t, v in shares if v > 0]
+    lowering = [(t, v) for t, v in shares if v < 0]
+    total = sum(v for _, v in adding) or 1.0
+    lines = [f"  {term:<36} {_seconds(value):>12}  {value / total:6.1%}" for term, value in adding[:most]]
+    if len(adding) > most:
+        rest = sum(v for _, v in adding[most:])
+        lines.append(f"  {f'{len(adding) - most} more terms':<36} {_seconds(rest):>12}  {rest / total:6.1%}")
+    if lowering:
+        lines.append("  less corrections the fit made (where the terms above overestimate):")
+        lines += [f"    {term:<34} {'-' + _seconds(-value):>12}" for term, value in lowering[:most]]
+    return lines
+
+
+def weighed_values(predictor: Predictor, implementation: ast.Implementation, parameter: ast.Parameter,
+                   variables: Mapping[str, Any], chosen: Mapping[str, int], most: int = 24) -> list[tuple[int, float]]:
+    """The values of ``parameter`` the dispatcher's search weighs here (those
+    its ``over`` clause proposes, else its range when short), each with the
+    predicted time there, the other parameters as chosen."""
+    environment = {**predictor.constants, **variables, **chosen}
+    rule = implementation.optimization(parameter.name)
+    try:
+        if rule is not None and rule.over is not None:
+            low = math.ceil(evaluate(rule.over.range.low, environment))
+            high = math.floor(evaluate(rule.over.range.high, environment))
+            values = sorted({int(evaluate(rule.over.value, {**environment, rule.over.variable: step}))
+                             for step in range(low, high + 1)} if high - low < 4 * most else set())
+        elif parameter.range is not None:
+            low = math.ceil(evaluate(parameter.range.low, environment))
+            high = math.floor(evaluate(parameter.range.high, environment))
+            values = list(range(low, high + 1)) if high - low < most else []
+        else:
+            values = []
+    except (EvaluationError, ArithmeticError, ValueError):
+        return []
+    weighed = []
+    for value in values[:most]:
+        try:
+            weighed.append((value, predictor.evaluate(implementation.name, {**environment, parameter.name: value})))
+        except (EvaluationError, ModelUnavailable, ArithmeticError, ValueError):
+            continue
+    return weighed
+
+
+def extrapolations(interface: ast.Interface, calibration: Mapping[str, Any], variables: Mapping[str, float],
+                   choice: Choice) -> list[str]:
+    """Where a prediction that took part in the choice lies beyond its model's
+    samples: a variable the profile held at one value (a model of two ranks
+    asked about four), or outside the range it was profiled over."""
+    notes = []
+    for implementation in interface.implementations:
+        if not math.isfinite(choice.predicted.get(implementation.name, math.inf)):
+            continue
+        entry = calibration.get(implementation.name, {}).get("time", {})
+        for name, (low, high) in entry.get("domain", {}).items():
+            value = variables.get(name)
+            if value is None or low <= value <= high:
+                continue
+            if low == high:
+                notes.append(f"{implementation.name}: every sample had {name} = {low:g}, so its prediction at "
+                             f"{name} = {value:g} extrapolates (terms in {name} cannot be told from others there)")
+            else:
+                notes.append(f"{implementation.name}: its samples span {name} = {low:g} .. {high:g}; "
+                             f"{value:g} extrapolates")
+    return notes
+
+
 def explanation(library: ast.Library, models: Mapping[str, Any], interface_name: str,
                 variables: Mapping[str, float], choice: Choice,
                 used_models: Mapping[str, Mapping[str, Any]] | None = None) -> str:
@@ -88,19 +158,28 @@ def explanation(library: ast.Library, models: Mapping[str, Any], interface_name:
         entry = calibration[winner.name]["time"]
         if choice.parameters:
             lines.append("\nparameters: " + ", ".join(f"{k} = {v}" for k, v in choice.parameters.items()))
+            for parameter in winner.parameters:
+                weighed = weighed_values(predictor, winner, parameter, variables, choice.parameters)
+                if len(weighed) > 1:
+                    chosen = choice.parameters.get(parameter.name)
+                    lines.append(f"  {parameter.name} weighed: " + ", ".join(
+                        f"{value} → {_seconds(seconds)}{' (chosen)' if value == chosen else ''}"
+                        for value, seconds in weighed))
         try:
             shares = contributions(predictor, winner, {**variables, **choice.parameters}, entry)
         except (EvaluationError, ModelUnavailable):
             shares = []
         if shares:
-            total = sum(value for _, value in shares) or 1.0
             lines.append(f"\nwhat {winner.name}'s prediction is made of:")
-            for term, value in shares[:5]:
-                lines.append(f"  {term:<28} {_seconds(value):>12}  {value / total:6.1%}")
+            lines += composition(shares)
         found = discovered_in_words(entry) if entry.get("status") == "fitted" else []
         if found:
             lines.append(f"\nwhat the fitter found in {winner.name}'s samples:")
             lines += [f"  {line}" for line in found]
+    notes = extrapolations(interface, calibration, variables, choice)
+    if notes:
+        lines.append("\nbeyond the samples:")
+        lines += [f"  {note}" for note in notes]
     fingerprint = models.get("fingerprint", {})
     quick = ", quick calibration" if fingerprint.get("quick") else ""
     lines.append(f"\ncalibrated {models.get('created', '?')} on {fingerprint.get('cpu', '?')} "

@@ -29,7 +29,7 @@ from hlc.language.families import family_knots
 from hlc.language.parse import parse_file
 from hlc.model.discover import FamilyCandidates, discover, family_factors
 from hlc.model.fingerprint import fingerprint
-from hlc.model.fit import CONSTANT, Fit, FitError, RankWarning, fit, mean_relative_error
+from hlc.model.fit import CONSTANT, Fit, FitError, RankWarning, aliased_text, fit, mean_relative_error
 from hlc.model.predict import ModelUnavailable, Predictor, term_values
 from hlc.model.render import c_source, python_source
 from hlc.model.terms import model_terms
@@ -214,8 +214,10 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
     entry.update(
         status="fitted", terms=list(result.terms), kept=result.kept, coefficients=result.coefficients,
         half_widths=result.half_widths, covariance=result.covariance, quantile=result.quantile,
-        dropped=result.dropped, r2=result.r2, mre=result.mre,
-        residuals=[float(r) for r in result.residuals], warnings=[str(w.message) for w in caught],
+        dropped=result.dropped, aliases=result.aliases, r2=result.r2, mre=result.mre,
+        residuals=[float(r) for r in result.residuals],
+        warnings=[aliased_text(term, others) for term, others in result.aliases.items()]
+        + [str(w.message) for w in caught],
     )
     if verification:
         held_columns, held_times = _columns(predictor, implementation, terms, verification)

@@ -8,9 +8,12 @@ w_i, so one fit path serves both error measures —
   minimizes Σ ((y_i − ŷ_i) / y_i)² up to a constant;
 * absolute error: w_i = 1.
 
-The system is solved by singular value decomposition: singular values below a
-relative tolerance are treated as zero, so dependent or duplicate columns do
-not break the fit — duplicates share the weight (minimum-norm solution).
+Identifiability first: a column that is a linear combination of earlier
+columns on the samples (``logP`` beside ``1`` when one rank count was
+profiled) is left out by name, and the earlier columns keep its weight
+(:func:`unidentifiable`).  The system is then solved by singular value
+decomposition: singular values below a relative tolerance are treated as
+zero, so nearly dependent columns do not break the fit.
 
 Relevance (thesis §2.2.5, eq. 28–30): each coefficient gets a half-width
 h_i = t · sqrt(V · C_i), with t the two-sided Student-t quantile for the
@@ -42,6 +45,8 @@ from hlc.errors import UserError
 CONSTANT = "1"
 # Singular values below this fraction of the largest are treated as zero.
 SINGULAR_TOLERANCE = 1e-10
+# A unit column within this distance of the span of earlier ones is a combination of them.
+ALIAS_TOLERANCE = 1e-9
 
 
 class FitError(UserError, ValueError):
@@ -70,6 +75,8 @@ class Fit:
     # Σ = V·(AᵀA)⁻¹ over the kept terms (constant under "1"): kept → kept → covariance
     covariance: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
     quantile: float = math.nan  # t: the two-sided Student-t quantile at the confidence, n − r degrees of freedom
+    # terms the samples cannot tell from earlier ones: term → the kept terms it equals a combination of
+    aliases: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def kept(self) -> list[str]:
@@ -127,10 +134,48 @@ class Fit:
             lines.append(f"{term:<28} {self.coefficients[term]:>14.6g} {self.half_widths[term]:>14.3g}")
         if self.dropped:
             lines.append("dropped as irrelevant: " + ", ".join(self.dropped))
+        for term, others in self.aliases.items():
+            lines.append(f"left out: {aliased_text(term, others)}")
         kind = "relative" if self.relative else "absolute"
         lines.append(f"{self.samples} samples, {kind} error, {self.confidence:.0%} confidence: "
                      f"R² = {self.r2:.4f}, MRE = {self.mre:.4f}")
         return "\n".join(lines)
+
+
+def aliased_text(term: str, others: list[str]) -> str:
+    """Why a term was left out: "the samples cannot tell logP from 1: 1 carries its weight"."""
+    if len(others) == 1:
+        return f"the samples cannot tell {term} from {others[0]}: {others[0]} carries its weight"
+    return (f"the samples cannot tell {term} from a combination of {', '.join(others[:-1])} and {others[-1]}: "
+            f"they carry its weight")
+
+
+def unidentifiable(design: np.ndarray, names: list[str]) -> dict[str, list[str]]:
+    """The columns that are a linear combination of earlier ones on these
+    samples, each with the earlier columns it combines (in offered order).
+
+    The samples cannot tell such a column from that combination — ``logP``
+    from ``1`` when one rank count was profiled, ``n * logP`` from ``n`` — so
+    its weight is not the samples' to give: the earlier, simpler column
+    keeps it and the later one is left out, by name, rather than both
+    sharing it as a minimum-norm solution would."""
+    scale = np.linalg.norm(design, axis=0)
+    normal = design / np.where(scale > 0, scale, 1.0)
+    kept: list[int] = []
+    aliases: dict[str, list[str]] = {}
+    for j in range(design.shape[1]):
+        if scale[j] == 0:
+            continue  # a column of zeros: the relevance rule drops it
+        if kept:
+            basis = normal[:, kept]
+            coefficients, *_ = np.linalg.lstsq(basis, normal[:, j], rcond=None)
+            residual = normal[:, j] - basis @ coefficients
+            if np.linalg.norm(residual) <= ALIAS_TOLERANCE:
+                used = [names[kept[i]] for i in np.flatnonzero(np.abs(coefficients) > 1e-6)]
+                aliases[names[j]] = used or [names[kept[0]]]
+                continue
+        kept.append(j)
+    return aliases
 
 
 def mean_relative_error(times: np.ndarray, predicted: np.ndarray) -> float:
@@ -211,7 +256,8 @@ def fit(terms: Mapping[str, ArrayLike], times: ArrayLike, *, relative: bool = Tr
     design = np.column_stack(columns) / weights[:, None]
     target = y / weights
 
-    active = list(range(len(names)))
+    aliases = unidentifiable(design, names)
+    active = [i for i, name in enumerate(names) if name not in aliases]
     dropped: list[str] = []
     rank_deficient = False
     if prune:
@@ -247,5 +293,5 @@ def fit(terms: Mapping[str, ArrayLike], times: ArrayLike, *, relative: bool = Tr
         dropped=dropped, relative=relative, confidence=confidence, samples=int(y.size),
         residuals=residuals, predicted=y - residuals, times=y, weights=weights,
         covariance={a: {b: float(variance * factor[i, j]) for j, b in enumerate(kept)} for i, a in enumerate(kept)},
-        quantile=quantile,
+        quantile=quantile, aliases=aliases,
     )

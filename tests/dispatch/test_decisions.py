@@ -11,7 +11,8 @@ import pytest
 
 import hlc
 from hlc.dispatch.build import load, package
-from hlc.dispatch.reference import Decider
+from hlc.dispatch.explain import composition, explanation
+from hlc.dispatch.reference import Choice, Decider
 from hlc.language.expressions import unparse
 from hlc.language.families import family_knots
 from hlc.language.nest import constant_values
@@ -98,3 +99,30 @@ def test_every_kind_of_parameter_search_is_exercised(compiled):
             if decider.applies(implementation, variables):
                 seen.setdefault(name, set()).add(tuple(decider.parameters(implementation, variables).items()))
     assert all(len(values) > 3 for values in seen.values()), seen
+
+
+def test_explain_shows_the_search_the_make_up_and_what_lies_beyond_the_samples(compiled):
+    library, module, decider = compiled
+    models = module.__models__
+    for record in models["implementations"].values():  # as if profiled at n <= 2**20 on two ranks only
+        record["time"]["domain"] = {"n": [16, 2**20], "P": [2, 2]}
+    interface = library.interface("work")
+    variables = {"n": 300_000, "width": 29, "P": 1, "logP": 0.0}
+    decided = decider.decide(interface, variables)
+    # explained as if digits had won, at the parameters its search set
+    choice = Choice("digits", decided.settings["digits"], decided.predicted, decided.settings)
+    text = explanation(library, models, "work", variables, choice, {"comm": {"implementations": {}}})
+    weighed = next(line for line in text.splitlines() if line.strip().startswith("bpd weighed:"))
+    # every digit width the search proposes (one per number of passes), the chosen one marked
+    proposed = sorted({max(1, math.ceil(variables["width"] / i))
+                       for i in range(max(1, math.ceil(variables["width"] / 16)), variables["width"] + 1)})
+    assert [int(part.split(" → ")[0]) for part in weighed.split(": ", 1)[1].split(", ")] == proposed
+    assert f"{choice.parameters['bpd']} → " in weighed and "(chosen)" in weighed
+    assert "every sample had P = 2, so its prediction at P = 1 extrapolates" in text
+    assert "%" in text and "-" not in "".join(line.split()[-1] for line in text.splitlines() if line.endswith("%"))
+
+
+def test_the_make_up_of_a_prediction_has_no_negative_share():
+    lines = composition([("n", 3e-3), ("1", 1e-3), ("n * (log2(n) >= 18)", -5e-4)])
+    assert lines[0].split()[-1] == "75.0%" and lines[1].split()[-1] == "25.0%"
+    assert "less corrections" in lines[2] and lines[3].split()[-2:] == ["-500", "µs"]
