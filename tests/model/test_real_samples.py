@@ -1,17 +1,21 @@
-"""The fitter on real samples (tests/data): the sort library measured on one
-machine, refitted with and without discovery."""
+"""The fitter on real samples (tests/data/sort): the sort library measured
+on one machine, refitted, and its choices replayed against the timings of a
+stored exhaustive evaluation.  Nothing is timed."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from hlc.language.parse import parse_file
 from hlc.model.calibration import Samples, calibrate
+from hlc.replay import replay
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "sort"
 ROOT = Path(__file__).resolve().parents[2]
+DESCRIPTION = ROOT / "libraries" / "sort.hl"
 
 
 @pytest.fixture(scope="module")
@@ -19,30 +23,43 @@ def samples() -> Samples:
     return Samples.read(DATA / "samples.jsonl")
 
 
-def verification(library_path: Path, samples: Samples, discovering: bool) -> dict[str, float]:
-    models = calibrate(parse_file(library_path), samples, discovering=discovering)
+@pytest.fixture(scope="module")
+def models(samples) -> dict:
+    return calibrate(parse_file(DESCRIPTION), samples)
+
+
+def verification(models: dict) -> dict[str, float]:
     return {name: record["time"]["verification_mre"] for name, record in models["implementations"].items()
             if record["time"]["status"] == "fitted"}
 
 
-def test_discovery_finds_what_the_algorithm_s_terms_miss(samples):
-    """Written as an author who knows the algorithm and not the machine would
-    write them, the sort models improve with what discovery finds: radix by
-    4.7%, counting by 12.6%, sample sort by 8.4% (measured)."""
-    written = verification(DATA / "algorithmic.hl", samples, discovering=False)
-    found = verification(DATA / "algorithmic.hl", samples, discovering=True)
+def test_discovery_finds_what_the_algorithm_s_terms_miss(samples, models):
+    """The sort description writes the algorithm's terms and families; with
+    automatic discovery on top, every model predicts its verification
+    samples better, or as well (measured: radix 1.101 -> 1.067, counting
+    1.140 -> 1.122, sample sort 1.159 -> 1.078)."""
+    written = verification(calibrate(parse_file(DESCRIPTION), samples, discovering=False))
+    found = verification(models)
     assert set(written) == set(found) == {"radix", "radix_spmd", "counting", "counting_spmd", "narrow", "numpy",
                                            "sample"}
-    for name in ("radix", "radix_spmd", "counting", "sample"):
+    for name in ("radix", "sample"):
         assert found[name] < written[name] / 1.02, (name, written[name], found[name])
     for name in found:
-        assert found[name] <= written[name] + 0.005, (name, written[name], found[name])
-
-
-def test_discovery_keeps_the_hand_placed_models_as_good(samples):
-    """Where an author placed one machine's steps by hand, discovery adds
-    little and costs at most 1% of verification MRE on any model."""
-    written = verification(ROOT / "libraries" / "sort.hl", samples, discovering=False)
-    found = verification(ROOT / "libraries" / "sort.hl", samples, discovering=True)
-    for name in found:
         assert found[name] <= written[name] + 0.01, (name, written[name], found[name])
+
+
+@pytest.mark.parametrize("seed", [1])
+def test_the_refitted_models_choose_right_against_the_stored_evaluation(models, tmp_path, seed):
+    """The choices of the models fitted here, judged against every
+    alternative the stored evaluation timed at 200 held-out points (one
+    rank): 99.0% within 3% of the fastest, expected penalty 0.06%, worst
+    8.2% (measured; the bounds leave room for another BLAS's rounding)."""
+    path = tmp_path / "models.json"
+    path.write_text(json.dumps(models))
+    result = replay(path, DATA / f"evaluation-{seed}.json")
+    summary = result.interfaces["sort"]["by_ranks"].get("1") or result.interfaces["sort"]["summary"]
+    assert result.interfaces["sort"]["unmeasured"] == 0
+    assert summary["points"] == 200
+    assert summary["right_share"] >= 0.98
+    assert summary["expected_penalty"] <= 0.005
+    assert summary["worst_penalty"] <= 0.15

@@ -1,0 +1,75 @@
+"""The sort library's description before and after its rewrite, side by
+side on the same stored samples and evaluations: each is fitted (with
+discovery, as a build fits it) and its choices are replayed against every
+alternative the stored exhaustive evaluations timed.  Nothing is timed.
+
+    python benchmarks/sort_descriptions.py
+
+Before: tests/data/sort/before.hl, one machine's cache steps placed by hand
+(42 terms for the radix sort).  After: libraries/sort.hl, the algorithm's
+terms (at most 8 per implementation) and families.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from hlc.language.parse import parse_file
+from hlc.model.calibration import Samples, calibrate
+from hlc.replay import replay
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data" / "sort"
+DESCRIPTIONS = {"before": DATA / "before.hl", "after": ROOT / "libraries" / "sort.hl"}
+
+
+def written_terms(description: Path) -> dict[str, int]:
+    """Terms written per implementation (the constant included; a family counts once)."""
+    library = parse_file(description)
+    return {i.name: len(i.model("time").terms) + i.model("time").constant + len(i.model("time").families)
+            for i in library.implementations}
+
+
+def figures(models: dict, evaluation: Path) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "models.json"
+        path.write_text(json.dumps(models))
+        result = replay(path, evaluation)
+    entry = result.interfaces["sort"]
+    summary = entry["by_ranks"].get("1") or entry["summary"]
+    return {"right": summary["right_share"], "expected": summary["expected_penalty"],
+            "worst": summary["worst_penalty"], "digit": summary.get("optimal_parameters_radix", float("nan")),
+            "points": summary["points"]}
+
+
+def main() -> None:
+    samples = Samples.read(DATA / "samples.jsonl")
+    evaluations = sorted(DATA.glob("evaluation-*.json"))
+    rows = {}
+    for label, description in DESCRIPTIONS.items():
+        started = time.perf_counter()
+        models = calibrate(parse_file(description), samples)
+        seconds = time.perf_counter() - started
+        mre = {name: record["time"]["verification_mre"] for name, record in models["implementations"].items()
+               if record["time"]["status"] == "fitted"}
+        rows[label] = (models, seconds, mre, written_terms(description))
+    print("verification MRE (written terms per implementation in parentheses)")
+    print(f"{'implementation':<16} {'before':>14} {'after':>14}")
+    for name in rows["after"][2]:
+        cells = [f"{rows[label][2][name]:.3f} ({rows[label][3][name]:>2})" for label in DESCRIPTIONS]
+        print(f"{name:<16} {cells[0]:>14} {cells[1]:>14}")
+    print(f"{'fit seconds':<16} {rows['before'][1]:>14.1f} {rows['after'][1]:>14.1f}")
+    for evaluation in evaluations:
+        print(f"\nchoices at one rank against {evaluation.relative_to(ROOT)} (replayed, nothing timed)")
+        print(f"{'':<8} {'points':>6} {'right':>7} {'expected':>9} {'worst':>7} {'digit optimal':>14}")
+        for label in DESCRIPTIONS:
+            f = figures(rows[label][0], evaluation)
+            print(f"{label:<8} {f['points']:>6} {f['right']:>7.1%} {f['expected']:>9.2%} {f['worst']:>7.1%} "
+                  f"{f['digit']:>14.1%}")
+
+
+if __name__ == "__main__":
+    main()
