@@ -9,6 +9,7 @@ Python, and explained the same way.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -62,10 +63,20 @@ def _seconds(value: float) -> str:
     return f"{abs(value) / 1e-12:.3g} ps"
 
 
+def _in_octaves(factor: Mapping[str, Any]) -> str | None:
+    """The variable a factor is in octaves of: its own when discovered in
+    log2, the argument of a family's ``log2(x)``; None otherwise."""
+    if factor["log"]:
+        return factor["variable"]
+    match = re.fullmatch(r"log2\((\w+)\)", factor["variable"])
+    return match.group(1) if match else None
+
+
 def _where(factor: Mapping[str, Any]) -> str:
     knot = factor["knot"]
-    if factor["log"]:
-        return f"{factor['variable']} = 2^{knot:g} ({2 ** knot:,.0f})"
+    octaves = _in_octaves(factor)
+    if octaves is not None:
+        return f"{octaves} = 2^{knot:g} ({2 ** knot:,.0f})"
     return f"{factor['variable']} = {knot:g}"
 
 
@@ -78,7 +89,8 @@ def describe(spec: Mapping[str, Any], coefficient: float) -> str:
     change = "rises" if coefficient > 0 else "falls"
     if last["kind"] == "step":
         return f"{per}{where} {change} by {_seconds(coefficient)} from {_where(last)}"
-    octave = f"per octave of {last['variable']}"
+    octaves = _in_octaves(last)
+    octave = f"per octave of {octaves}" if octaves is not None else f"per unit of {last['variable']}"
     return f"{per}{where} {'grows' if coefficient > 0 else 'shrinks'} by {_seconds(coefficient)} {octave} " \
            f"beyond {_where(last)}"
 

@@ -98,3 +98,15 @@ def test_a_family_s_members_are_offered_without_automatic_discovery():
     assert discover(written, times, {"n": n}, automatic=False).terms == []
     # knots from the samples: at every value an integer expression takes, with support on each side
     assert [f.knot for f in family_factors("steps", "bpd", np.arange(1, 17.0), None)] == list(range(3, 16))
+
+
+def test_a_family_member_reads_in_words():
+    from hlc.model.terms import describe
+
+    hinge = {"base": "n * iter", "factors": [{"kind": "hinge", "variable": "log2(n)", "knot": 20, "log": False}]}
+    assert describe(hinge, 2.06e-9) == \
+        "the cost per n * iter grows by 2.06 ns per octave of n beyond n = 2^20 (1,048,576)"
+    step = {"base": "n", "factors": [{"kind": "step", "variable": "width", "knot": 11, "log": False}]}
+    assert describe(step, -4e-10) == "the cost per n falls by 400 ps from width = 11"
+    other = {"base": "n", "factors": [{"kind": "hinge", "variable": "logn", "knot": 15, "log": False}]}
+    assert describe(other, 2.75e-10).endswith("per unit of logn beyond logn = 15")
