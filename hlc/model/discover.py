@@ -500,11 +500,13 @@ def _rank(candidates: list[tuple[Discovered, np.ndarray]], columns: Sequence[np.
     basis, _ = np.linalg.qr(design)
     residual = target - basis @ (basis.T @ target)
     block = np.column_stack([column for _, column in candidates]) / weights[:, None]
-    outside = block - basis @ (basis.T @ block)
-    norms = np.sum(outside**2, axis=0)
-    total = np.sum(block**2, axis=0)
+    # With Q orthonormal, a column's part outside the model's span has the
+    # squared norm |b|² - |Qᵀb|², and the residual (orthogonal to Q) meets
+    # it as it meets b: no need to form the projected block.
+    total = np.einsum("ij,ij->j", block, block)
+    norms = total - np.einsum("ij,ij->j", inside := basis.T @ block, inside)
     usable = norms > EXPLAINED * total
-    scores = np.where(usable, (residual @ outside) ** 2 / np.where(usable, norms, 1.0), -1.0)
+    scores = np.where(usable, (residual @ block) ** 2 / np.where(usable, norms, 1.0), -1.0)
     order = np.argsort(-scores, kind="stable")
     return [candidates[i] for i in order if usable[i]]
 
