@@ -37,7 +37,7 @@ FASTER = 0.10
 # Untimed calls before each timing last at least this long.  One call is not
 # enough: after a task that swept the caches, a radix sort of 140,000 keys
 # took 0.86 ms after one warm-up call, 0.54 ms after four and 0.44 ms after
-# ten (the steady pace), on an AMD EPYC whose last-level cache other tenants
+# ten (the steady pace), on a machine whose last-level cache other tenants
 # share; it takes a few milliseconds of the task's own accesses to win its
 # data back.
 WARM_SECONDS = 5e-3
