@@ -63,6 +63,8 @@ EXPLAINED = 1e-6
 GRAM_TOLERANCE = 1e-12
 #: Fewer fitting samples than this show noise, not a machine's costs: nothing is discovered.
 MIN_SAMPLES = 40
+#: ... and a description's families this many: the author says a step exists.
+FAMILY_SAMPLES = 20
 #: Factors a discovered term may multiply onto its written term.
 MAX_DEGREE = 2
 
@@ -303,7 +305,7 @@ def discover(written: Mapping[str, np.ndarray], times: np.ndarray, variables: Ma
     search = _Search(written, np.asarray(times, dtype=float), variables if automatic else {}, integers, relative,
                      most, families)
     result = Discovery(error_before=search.error_of([]))
-    if not written or not (search.factors or search.members):
+    if not written or not (search.factors or search.members) or search.limit == 0:
         return result
     firsts = search.ranked([])
     result.candidates = len(firsts)
@@ -332,8 +334,12 @@ class _Search:
         self.times = times
         self.weights = times / times.mean() if relative else np.ones_like(times)
         self.variables = variables
-        # automatic factors, offered to every term; a family's, to its base only
-        self.factors = {factor: factor.values(variables) for factor in factors_of(variables, integers)}
+        # Automatic factors, offered to every term, need MIN_SAMPLES; a
+        # family's, offered to its base only, are the author's and need
+        # FAMILY_SAMPLES.
+        enough = times.size >= MIN_SAMPLES
+        self.factors = {factor: factor.values(variables)
+                        for factor in (factors_of(variables, integers) if enough else [])}
         self.values = dict(self.factors)
         self.bases = dict(self.written)
         self.members: list[Discovered] = []
@@ -343,8 +349,8 @@ class _Search:
                 self.values.setdefault(factor, factor.values({factor.variable: family.values}))
                 self.members.append(Discovered(family.base, (factor,)))
         count = len(self.written)
-        enough = times.size >= MIN_SAMPLES
-        self.limit = most if most is not None else max(0, min(3 * count + 6, times.size // 8 - count)) * enough
+        some = times.size >= (MIN_SAMPLES if not self.members else FAMILY_SAMPLES)
+        self.limit = most if most is not None else max(0, min(3 * count + 6, times.size // 5 - count)) * some
         self._columns: dict[Discovered, np.ndarray] = {}
         self._marks: dict[Discovered, bytes | None] = {}
 
