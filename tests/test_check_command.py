@@ -39,8 +39,8 @@ def test_summary_of_the_sort_library():
     assert "parameter bpd in 1 .. 16, chosen by minimizing time" in out
     # 18 sizes × 8 widths × 16 digit widths for radix, at most (its search
     # proposes one bpd per number of passes); the others skip the bpd loop.
-    assert "radix: at most 2,304 fitting + 20 verification samples per rank count" in out
-    assert "numpy: 144 fitting + 20 verification samples per rank count" in out
+    assert "radix: at most 2,304 fitting + 40 verification samples per rank count" in out
+    assert "numpy: 144 fitting + 40 verification samples per rank count" in out
     assert "2 rank counts" in out
 
 
