@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from hlc.calibrate import harness, timing
@@ -72,17 +70,24 @@ def test_a_host_that_stays_slow_costs_a_bounded_share_of_the_time():
 def profile_one_point(tmp_path, readings_after_calls, monkeypatch) -> tuple[list[dict], list[float]]:
     """Profile one implementation at one point; ``readings_after_calls(n)``: the
     meter's reading just after the task's n-th call.  Returns the samples and
-    each call's duration (a spell makes a call 6 ms long instead of 2 ms)."""
+    each call's duration (a spell makes a call 6 ms long instead of 2 ms).
+
+    The timing clock is scripted: each reading moves it on by 0.1 µs, and a
+    call by its duration, so the test does not depend on how busy the host
+    running it is."""
     calls: list[float] = []
     spell = {"pending": False}
+    clock = {"now": 0.0}
+
+    def perf_counter() -> float:
+        clock["now"] += 1e-7
+        return clock["now"]
 
     def task(x):
         duration = readings_after_calls(len(calls) + 1)
         spell["pending"] = duration > 1
         calls.append(duration * 2e-3)
-        end = time.perf_counter() + duration * 2e-3
-        while time.perf_counter() < end:
-            pass
+        clock["now"] += duration * 2e-3
         return x
 
     def reading() -> float:
@@ -92,6 +97,7 @@ def profile_one_point(tmp_path, readings_after_calls, monkeypatch) -> tuple[list
     monkeypatch.setattr(harness, "HostMeter", lambda tolerance: HostMeter(tolerance=tolerance, reading=reading,
                                                                          patience=0.05))
     monkeypatch.setattr(timing, "WARM_SECONDS", 0.0)  # one warming call per timing
+    monkeypatch.setattr(timing.time, "perf_counter", perf_counter)
     implementation = Implementation("busy", task, lambda v: True, lambda p, v: [{}], lambda r, p, v: {})
     interface = Interface("f", lambda: iter([{"i": 0}]), lambda rng: {"i": 0}, lambda p, seed, size: (1,),
                           lambda x, P: {"n": 1}, [implementation], "busy", verify=0, repeat=3)
@@ -108,6 +114,7 @@ def test_a_round_the_host_slowed_down_is_taken_again(tmp_path, monkeypatch):
     assert len(calls) == 3 + 2 * 4  # three rounds, the first taken twice
     (sample,) = samples
     assert len(sample["timings"]) == 3 and max(sample["timings"]) < 5e-3  # the spell's timing was dropped
+    assert min(sample["timings"]) == pytest.approx(2e-3, rel=1e-3)  # on the scripted clock
     assert sample["host"] == 1.0
 
 
