@@ -85,14 +85,20 @@ def describe(spec: Mapping[str, Any], coefficient: float) -> str:
     n = 2^18.25 (311,744)"; "… grows by 0.4 ns per octave of n beyond …"."""
     per = "the constant cost" if spec["base"] == "1" else f"the cost per {spec['base']}"
     *conditions, last = spec["factors"]
-    where = "".join(f" where {_where(f)} or more" for f in conditions if f["kind"] == "step")
+    # A step among the first factors says where the change holds; a hinge,
+    # that the change grows with that variable too.
+    where = "".join(f" where {_where(f)} or more" if f["kind"] == "step" else f", {_per(f)} beyond {_where(f)},"
+                    for f in conditions)
     change = "rises" if coefficient > 0 else "falls"
     if last["kind"] == "step":
         return f"{per}{where} {change} by {_seconds(coefficient)} from {_where(last)}"
-    octaves = _in_octaves(last)
-    octave = f"per octave of {octaves}" if octaves is not None else f"per unit of {last['variable']}"
-    return f"{per}{where} {'grows' if coefficient > 0 else 'shrinks'} by {_seconds(coefficient)} {octave} " \
+    return f"{per}{where} {'grows' if coefficient > 0 else 'shrinks'} by {_seconds(coefficient)} {_per(last)} " \
            f"beyond {_where(last)}"
+
+
+def _per(factor: Mapping[str, Any]) -> str:
+    octaves = _in_octaves(factor)
+    return f"per octave of {octaves}" if octaves is not None else f"per unit of {factor['variable']}"
 
 
 def discovered_in_words(entry: Mapping[str, Any]) -> list[str]:

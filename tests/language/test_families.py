@@ -110,3 +110,8 @@ def test_a_family_member_reads_in_words():
     assert describe(step, -4e-10) == "the cost per n falls by 400 ps from width = 11"
     other = {"base": "n", "factors": [{"kind": "hinge", "variable": "logn", "knot": 15, "log": False}]}
     assert describe(other, 2.75e-10).endswith("per unit of logn beyond logn = 15")
+
+    both = {"base": "n", "factors": [{"kind": "hinge", "variable": "n", "knot": 16, "log": True},
+                                     {"kind": "step", "variable": "bpd", "knot": 7, "log": False}]}
+    assert describe(both, 1.65e-10) == \
+        "the cost per n, per octave of n beyond n = 2^16 (65,536), rises by 165 ps from bpd = 7"
