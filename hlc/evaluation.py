@@ -160,11 +160,7 @@ def judge(record: dict[str, Any], tolerance: float) -> dict[str, Any] | None:
     chosen_label = label(chosen["implementation"], chosen["parameters"])
     if chosen_label not in alternatives:
         return None
-    # How much slower the chosen one is than each alternative; the chosen one itself gives 1.
-    slower = {name: 1.0 if name == chosen_label else ratio(alternatives[chosen_label], candidate)
-              for name, candidate in alternatives.items()}
-    best_label = max(slower, key=slower.__getitem__)
-    penalty = slower[best_label] - 1
+    best_label, penalty = oracle_verdict(alternatives, chosen_label)
     dispatched, again = measured.get(DISPATCHED), measured.get(AGAIN)
     return {
         "P": record["P"], "index": record["index"], "point": record["point"], "variables": record["variables"],
@@ -173,6 +169,15 @@ def judge(record: dict[str, Any], tolerance: float) -> dict[str, Any] | None:
         "chosen_label": chosen_label, "best_label": best_label, "penalty": penalty, "right": penalty <= tolerance,
         "dispatched": dispatched, "again": again,
     }
+
+
+def oracle_verdict(alternatives: dict[str, dict[str, Any]], chosen_label: str) -> tuple[str, float]:
+    """The alternative that beats the chosen one by most (the chosen one
+    itself when none does), and the penalty t_chosen / t_best - 1."""
+    slower = {name: 1.0 if name == chosen_label else ratio(alternatives[chosen_label], candidate)
+              for name, candidate in alternatives.items()}
+    best_label = max(slower, key=slower.__getitem__)
+    return best_label, slower[best_label] - 1
 
 
 def geometric_mean(values: Sequence[float]) -> float | None:

@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hlc.calibrate.oracle import label, ratio
+from hlc.calibrate.oracle import label
 from hlc.dispatch.reference import Decider
-from hlc.evaluation import TOLERANCE, format_summary, summarize
+from hlc.evaluation import TOLERANCE, format_summary, oracle_verdict, summarize
+from hlc.language import ast
 from hlc.language.parse import parse_file
 from hlc.model.predict import Predictor
 
@@ -55,31 +56,30 @@ class Replay:
         return "\n".join(lines).rstrip()
 
 
-def models_of(build: str | Path) -> tuple[Path, dict[str, Any], dict[str, Any]]:
-    """The models file of ``build`` (a build folder or a models file), the
-    models, and the models of the libraries it uses."""
+def models_of(build: str | Path) -> tuple[Path, dict[str, Any]]:
+    """The models file of ``build`` (a build folder or a models file), and the models."""
     path = Path(build)
     models_file = path / "models.json" if path.is_dir() else path
     if not models_file.exists():
         raise FileNotFoundError(f"{build} is neither a built library nor a models file")
-    models = json.loads(models_file.read_text(encoding="utf-8"))
-    used_file = models_file.with_name("used_models.json")
-    if used_file.exists():
-        used = json.loads(used_file.read_text(encoding="utf-8"))
-    else:
-        used = {}
-        for name in models.get("uses", {}) or {}:
-            candidate = Path("build") / name / "models.json"
-            if candidate.exists():
-                used[name] = json.loads(candidate.read_text(encoding="utf-8"))
-    return models_file, models, used
+    return models_file, json.loads(models_file.read_text(encoding="utf-8"))
+
+
+def used_models_of(models_file: Path, library: ast.Library) -> dict[str, Any]:
+    """The models of the libraries ``library`` uses: those the build recorded
+    beside its models, else each one's build under build/."""
+    recorded = models_file.with_name("used_models.json")
+    if recorded.exists():
+        return json.loads(recorded.read_text(encoding="utf-8"))
+    found = (Path("build") / name / "models.json" for name in library.used)
+    return {path.parent.name: json.loads(path.read_text(encoding="utf-8")) for path in found if path.exists()}
 
 
 def replay(build: str | Path, evaluation: str | Path | None = None, *, tolerance: float | None = None,
            description: str | Path | None = None) -> Replay:
     """Judge the choices of the models in ``build`` against the candidates
     timed by a stored ``evaluation`` (default: the build's own)."""
-    models_file, models, used = models_of(build)
+    models_file, models = models_of(build)
     stored = Path(evaluation) if evaluation is not None else models_file.with_name("evaluation.json")
     if not stored.exists():
         raise FileNotFoundError(f"{stored} does not exist; run `hlc evaluate --params exhaustive` to make one")
@@ -93,9 +93,7 @@ def replay(build: str | Path, evaluation: str | Path | None = None, *, tolerance
     tolerance = document.get("tolerance", TOLERANCE) if tolerance is None else tolerance
     if not 0 <= tolerance < 1:
         raise ValueError(f"tolerance must lie in [0, 1), not {tolerance}")
-    predictor = Predictor(library, models["implementations"],
-                          {name: Predictor(sub, used.get(name, {}).get("implementations", {}))
-                           for name, sub in library.used.items()})
+    predictor = Predictor.of_models(library, models, used_models_of(models_file, library))
     decider = Decider(library, predictor)
     ranks = document.get("ranks", [1])
     settings = {"seed": document.get("seed"), "points": document.get("points"), "params": "exhaustive",
@@ -144,10 +142,7 @@ def rejudge(point: dict[str, Any], implementation: str | None, parameters: dict[
         if wanted not in by_label:
             continue  # the models give it parameters that were not timed: it cannot stand for itself here
         ordered += [by_label[wanted]] + [c for c in own if c["label"] != wanted]
-    slower = {name: 1.0 if name == chosen_label else ratio(by_label[chosen_label], candidate)
-              for name, candidate in by_label.items()}
-    best_label = max(slower, key=slower.__getitem__)
-    penalty = slower[best_label] - 1
+    best_label, penalty = oracle_verdict(by_label, chosen_label)
     return {**point, "chosen": {"implementation": implementation, "parameters": dict(parameters)},
             "candidates": ordered, "chosen_label": chosen_label, "best_label": best_label,
             "penalty": penalty, "right": penalty <= tolerance, "dispatched": None}

@@ -193,6 +193,11 @@ def package(library: ast.Library, models: dict[str, Any], used_models: dict[str,
     return compiled
 
 
+def _new_version(link: Path) -> Path:
+    """A version folder beside ``link`` for a build that will replace it."""
+    return link.parent / f".{link.name}.{time.strftime('%Y%m%d-%H%M%S')}.{os.getpid()}"
+
+
 def _swap(link: Path, version: Path) -> None:
     """Point ``link`` at ``version`` in one step; remove the version it replaced."""
     previous = link.resolve() if link.is_symlink() else None
@@ -228,7 +233,7 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
         raise BuildError("; ".join(
             f"{library.name} uses {name}, which has no models at {path}: build it first "
             f"(hlc build {library.used[name].filename} --out {path.parent})" for name, path in missing.items()))
-    version = link.parent / f".{link.name}.{time.strftime('%Y%m%d-%H%M%S')}.{os.getpid()}"
+    version = _new_version(link)
     version.mkdir()
     try:
         profiled = quick_profile(library) if quick else library
@@ -273,9 +278,7 @@ def check_models(target: Path, *, ranks: Sequence[int] | None = None, seed: int 
         profile(library, scratch / "check.jsonl", scratch, ranks=ranks, seed=seed, timeout=timeout,
                 progress=progress, verification_only=True)
         samples = Samples.read(scratch / "check.jsonl")
-    predictor = Predictor(library, models["implementations"],
-                          {name: Predictor(sub, used.get(name, {}).get("implementations", {}))
-                           for name, sub in library.used.items()})
+    predictor = Predictor.of_models(library, models, used)
     errors = {}
     for interface in library.interfaces:
         for implementation in interface.implementations:
@@ -344,7 +347,7 @@ def refit(target: str | Path, *, description: str | Path | None = None, **fit_op
     models = calibrate(library, samples, models_of=used_paths, quick=quick, **fit_options)
     if "static" in previous:
         models["static"] = previous["static"]
-    version = link.parent / f".{link.name}.{time.strftime('%Y%m%d-%H%M%S')}.{os.getpid()}"
+    version = _new_version(link)
     try:
         shutil.copytree(link.resolve(), version, symlinks=True)
         compiled = package(library, models, used_models, version, previous.get("static"))

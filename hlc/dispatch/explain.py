@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from hlc.dispatch.reference import Choice
+from hlc.dispatch.reference import Choice, integer_bounds
 from hlc.language import ast
 from hlc.language.expressions import EvaluationError, evaluate
 from hlc.model.predict import ModelUnavailable, Predictor, band, term_values
@@ -76,13 +76,11 @@ def weighed_values(predictor: Predictor, implementation: ast.Implementation, par
     rule = implementation.optimization(parameter.name)
     try:
         if rule is not None and rule.over is not None:
-            low = math.ceil(evaluate(rule.over.range.low, environment))
-            high = math.floor(evaluate(rule.over.range.high, environment))
+            low, high = integer_bounds(rule.over.range, environment)
             values = sorted({int(evaluate(rule.over.value, {**environment, rule.over.variable: step}))
                              for step in range(low, high + 1)} if high - low < 4 * most else set())
         elif parameter.range is not None:
-            low = math.ceil(evaluate(parameter.range.low, environment))
-            high = math.floor(evaluate(parameter.range.high, environment))
+            low, high = integer_bounds(parameter.range, environment)
             values = list(range(low, high + 1)) if high - low < most else []
         else:
             values = []
@@ -127,9 +125,7 @@ def explanation(library: ast.Library, models: Mapping[str, Any], interface_name:
     interface = library.interface(interface_name)
     calibration = models["implementations"]
     used_models = used_models or {}
-    predictor = Predictor(library, calibration,
-                          {name: Predictor(sub, used_models.get(name, {}).get("implementations", {}))
-                           for name, sub in library.used.items()})
+    predictor = Predictor.of_models(library, models, used_models)
     shown = ", ".join(f"{k} = {v:g}" for k, v in variables.items())
     lines = [f"{interface_name}({shown})", ""]
     confidence = models.get("settings", {}).get("confidence", 0.95)

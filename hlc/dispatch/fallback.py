@@ -52,9 +52,7 @@ def python_module(init_file: str) -> dict[str, Any]:
     models = json.loads((folder / "models.json").read_text(encoding="utf-8"))
     used = json.loads((folder / "used_models.json").read_text(encoding="utf-8"))
     library = parse_file(models["description"])
-    predictor = Predictor(library, models["implementations"],
-                          {name: Predictor(sub, used.get(name, {}).get("implementations", {}))
-                           for name, sub in library.used.items()})
+    predictor = Predictor.of_models(library, models, used)
     decider = Decider(library, predictor)
     state = ModuleState(init_file, models)
     helpers = {i.alias: (state.sources.load(i.source, i.name) if i.is_file else load_attribute(i.source, i.name))

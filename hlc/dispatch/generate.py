@@ -125,9 +125,7 @@ def static_choices(library: ast.Library, models: Mapping[str, Any], used_models:
     from hlc.dispatch.reference import Decider
     from hlc.model.predict import Predictor
 
-    predictor = Predictor(library, models["implementations"],
-                          {name: Predictor(sub, used_models.get(name, {}).get("implementations", {}))
-                           for name, sub in library.used.items()})
+    predictor = Predictor.of_models(library, models, used_models)
     decider = Decider(library, predictor)
     choices = {}
     for interface in library.interfaces:

@@ -46,7 +46,7 @@ class Choice:
         return self.predicted.get(self.implementation, INFINITY) if self.implementation else INFINITY
 
 
-def _bounds(range_: ast.Range, environment: Mapping[str, Any]) -> tuple[int, int]:
+def integer_bounds(range_: ast.Range, environment: Mapping[str, Any]) -> tuple[int, int]:
     """An integer range: the low bound rounded up, the high bound rounded down."""
     low = evaluate(range_.low, environment)
     high = evaluate(range_.high, environment)
@@ -77,7 +77,7 @@ class Decider:
         parameter not chosen yet takes the low end of its range meanwhile."""
         environment = {**self.predictor.constants, **variables}
         for parameter in implementation.parameters:
-            environment[parameter.name] = _bounds(parameter.range, environment)[0]
+            environment[parameter.name] = integer_bounds(parameter.range, environment)[0]
         chosen: dict[str, int] = {}
         for parameter in implementation.parameters:
             value = self.choose(implementation, parameter, environment)
@@ -87,7 +87,7 @@ class Decider:
 
     def choose(self, implementation: ast.Implementation, parameter: ast.Parameter,
                environment: dict[str, Any]) -> int:
-        low, high = _bounds(parameter.range, environment)
+        low, high = integer_bounds(parameter.range, environment)
         rule = implementation.optimization(parameter.name)
         objective = rule.objective if rule else ast.Name(0, 0, "time")
 
@@ -112,7 +112,7 @@ class Decider:
             return min(max(integer_root(cost, low, high), low), high)
         if rule is not None and rule.over is not None:
             over = rule.over
-            over_low, over_high = _bounds(over.range, environment)
+            over_low, over_high = integer_bounds(over.range, environment)
 
             def value_at(step: int) -> int:
                 return int(evaluate(over.value, {**environment, over.variable: step}))

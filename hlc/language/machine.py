@@ -16,6 +16,8 @@ from dataclasses import fields, is_dataclass
 from functools import cache
 from pathlib import Path
 
+from hlc.language import ast
+
 #: name → what it holds, as ``hlc check`` and the language reference say it.
 MACHINE_CONSTANTS = {
     "cache_l1": "bytes of level-1 data cache of one core",
@@ -101,13 +103,13 @@ def names_in(node: object) -> set[str]:
         if isinstance(item, tuple | list):
             pending.extend(item)
         elif is_dataclass(item) and not isinstance(item, type):
-            if type(item).__name__ == "Name":
+            if isinstance(item, ast.Name):
                 found.add(item.id)
             pending.extend(getattr(item, f.name) for f in fields(item))
     return found
 
 
-def used_machine_constants(library: object) -> dict[str, int]:
+def used_machine_constants(library: ast.Library) -> dict[str, int]:
     """The machine constants a description reads, with this host's values."""
     used = names_in(library)
     return {name: value for name, value in machine_constants().items() if name in used}

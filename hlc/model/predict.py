@@ -40,6 +40,15 @@ class Predictor:
                                  for i in interface.implementations}
         self._definitions = {m.name: m for m in library.models}
 
+    @classmethod
+    def of_models(cls, library: ast.Library, models: Mapping[str, Any],
+                  used_models: Mapping[str, Mapping[str, Any]]) -> Predictor:
+        """The predictor of a models artefact, with those of the libraries it
+        uses (their artefacts by library name; a missing one predicts nothing)."""
+        return cls(library, models["implementations"],
+                   {name: cls(sub, used_models.get(name, {}).get("implementations", {}))
+                    for name, sub in library.used.items()})
+
     def functions(self, environment: Mapping[str, Any]) -> dict[str, Callable[..., float]]:
         """Every model callable from an expression evaluated in ``environment``
         (whose ``P`` and ``logP`` the submodels inherit)."""
