@@ -198,6 +198,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
         print(f"excluded {failure.interface}.{failure.implementation} (P={failure.P}{where}): {failure.cause}")
     if result.coverage:
         print(result.coverage)
+    print(result.breakdown.text("where the time went"))
     return 0
 
 
@@ -246,6 +247,8 @@ def _report_build(result) -> None:
     from hlc.dispatch.build import summary_table
 
     print(summary_table(result))
+    if result.breakdown.wall > 0:
+        print("\n" + result.breakdown.text("where the time went"))
     print(f"\nbuilt {result.library} in {result.seconds:.0f} s: {result.path}")
     print(f"use it:  python -c \"import hlc; {result.library} = hlc.load('{result.path}'); "
           f"help({result.library})\"")

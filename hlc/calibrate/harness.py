@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy
 
+from hlc.calibrate.breakdown import MEASURING, Breakdown
 from hlc.calibrate.host import TOLERANCE as HOST_TOLERANCE
 from hlc.calibrate.host import HostMeter
 from hlc.calibrate.timing import (
@@ -269,6 +270,8 @@ def read_state(path: Path) -> State:
 
 class Profiler:
     def __init__(self, library: str, description: str, interfaces: list[Interface], options: argparse.Namespace):
+        self.started = time.perf_counter()
+        self.spent = Breakdown()  # where this run's time goes
         self.library = library
         self.description = description
         self.interfaces = interfaces
@@ -292,6 +295,10 @@ class Profiler:
         if self.events:
             sys.stdout.write(json.dumps(event) + "\n")
             sys.stdout.flush()
+
+    def breakdown(self) -> Breakdown:
+        """This run's account so far."""
+        return Breakdown(dict(self.spent.seconds), time.perf_counter() - self.started)
 
     def write(self, records: list[dict]) -> None:
         """Append records in one write, so a point is either wholly there or not."""
@@ -326,12 +333,17 @@ class Profiler:
         for interface, verify, index, point in work:
             if (interface.name, self.context.size, verify, index) not in self.state.done:
                 if self.deadline is not None and time.time() > self.deadline:
-                    self.emit(event="budget", done=done, total=len(work))
-                    return 0
+                    return self.finish("budget", done, len(work))
                 self.measure(interface, verify, index, point)
             done += 1
-            self.emit(event="progress", done=done, total=len(work))
-        self.emit(event="finished", done=done, total=len(work))
+            self.emit(event="progress", done=done, total=len(work), breakdown=self.breakdown().as_dict())
+        return self.finish("finished", done, len(work))
+
+    def finish(self, event: str, done: int, total: int) -> int:
+        """Record where this run's time went, and say how it ended."""
+        spent = self.breakdown().as_dict()
+        self.write([{"kind": "breakdown", "P": self.context.size, **spent}])
+        self.emit(event=event, done=done, total=total, breakdown=spent)
         return 0
 
     def header(self) -> dict:
@@ -368,9 +380,10 @@ class Profiler:
     def inputs(self, interface: Interface, verify: bool, index: int, point: dict) -> tuple[int, tuple, dict]:
         """The seed, the arguments and the variables (agreed over the ranks) at a point."""
         size = self.context.size
-        seed = self.sample_seed(interface, verify, index)
-        arguments = interface.arguments(point, seed, size)
-        variables = self.context.agree(dict(interface.variables(*arguments, P=size)))
+        with self.spent.spending("inputs"):
+            seed = self.sample_seed(interface, verify, index)
+            arguments = interface.arguments(point, seed, size)
+            variables = self.context.agree(dict(interface.variables(*arguments, P=size)))
         variables.update(P=size, logP=math.log2(size))
         return seed, arguments, variables
 
@@ -450,17 +463,19 @@ class Profiler:
         for implementation, settings in candidates:
             if (interface.name, implementation.name) in self.state.excluded:
                 continue
-            outcome = self.call(interface, implementation, settings, self.fresh(interface, arguments), point)
-            if outcome is None:
-                continue
-            result, _ = outcome
-            if reference is None:
-                reference = (implementation.name, result)
-            elif self.context.any(not same_result(result, reference[1])):
-                self.exclude(interface, implementation, f"wrong result {describe(result)}; the reference "
-                             f"{reference[0]} returned {describe(reference[1])}", point)
-                continue
-            repeat = self.repeat_for(interface, implementation, settings, arguments, point)
+            with self.spent.spending("checks"):
+                outcome = self.call(interface, implementation, settings, self.fresh(interface, arguments), point)
+                if outcome is None:
+                    continue
+                result, _ = outcome
+                if reference is None:
+                    reference = (implementation.name, result)
+                elif self.context.any(not same_result(result, reference[1])):
+                    self.exclude(interface, implementation, f"wrong result {describe(result)}; the reference "
+                                 f"{reference[0]} returned {describe(reference[1])}", point)
+                    continue
+            with self.spent.spending("sizing"):
+                repeat = self.repeat_for(interface, implementation, settings, arguments, point)
             if repeat is not None:
                 ready.append((implementation, settings, repeat))
         return ready
@@ -468,8 +483,9 @@ class Profiler:
     def timed(self, interface: Interface, implementation: Implementation, settings: dict, arguments: tuple,
               point: dict, repeat: int) -> float | None:
         """Seconds per call over ``repeat`` calls, the slowest rank's; None when it raised."""
-        calls = [self.fresh(interface, arguments) for _ in range(repeat + 1)] if interface.mutable \
-            else [arguments] * (repeat + 1)  # the first warms the caches
+        with self.spent.spending("inputs"):
+            calls = [self.fresh(interface, arguments) for _ in range(repeat + 1)] if interface.mutable \
+                else [arguments] * (repeat + 1)  # the first warms the caches
         if interface.setup is not None:
             interface.setup(point, arguments, self.context.size)
         self.emit(event="task", interface=interface.name, implementation=implementation.name, point=point)
@@ -528,17 +544,21 @@ class Profiler:
         is taken again, up to HOST_RETAKES times, when it slowed down meanwhile.
         Returns the positions that got a timing."""
         for attempt in range(HOST_RETAKES + 1):
-            slowdown = self.host.settle()
+            with self.spent.spending("host waits"):
+                slowdown = self.host.settle()
             taken = {}
             for offset in range(len(positions)):
                 position = positions[(round_ + offset) % len(positions)]
                 implementation, settings, repeat = candidates[position]
                 if (interface.name, implementation.name) in self.state.excluded:
                     continue
-                seconds = self.timed(interface, implementation, settings, arguments, point, repeat)
+                with self.spent.spending("warm-up"):  # all but the timed calls themselves
+                    seconds = self.timed(interface, implementation, settings, arguments, point, repeat)
+                    self.spent.add(MEASURING, seconds * repeat if seconds is not None else 0.0)
                 if seconds is not None:
                     taken[position] = seconds
-            slowdown = self.context.maximum(max(slowdown, self.host.slowdown()))
+            with self.spent.spending("host waits"):
+                slowdown = self.context.maximum(max(slowdown, self.host.slowdown()))
             if self.host.steady(slowdown) or attempt == HOST_RETAKES:
                 break
         self.slowdown = max(self.slowdown, slowdown)

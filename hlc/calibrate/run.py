@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hlc.calibrate.breakdown import Breakdown
 from hlc.calibrate.generate import profiling_program, pyx_sources
 from hlc.calibrate.harness import read_samples, repair
 from hlc.compile import compile_extensions
@@ -57,6 +58,7 @@ class ProfileResult:
     failures: list[Failure] = field(default_factory=list)
     coverage: str | None = None  # set when the budget ran out
     ranks: list[int] = field(default_factory=list)
+    breakdown: Breakdown = field(default_factory=Breakdown)  # where the time went
 
     @property
     def complete(self) -> bool:
@@ -66,12 +68,13 @@ class ProfileResult:
 Progress = Callable[[int, int, int], None]  # (P, done, total)
 
 
-def prepare(library: ast.Library, build: Path) -> Path:
+def prepare(library: ast.Library, build: Path, spent: Breakdown | None = None) -> Path:
     """Compile the description's Cython sources and write its profiling
     program into ``build``; returns the program's path."""
     build.mkdir(parents=True, exist_ok=True)
     pyx = pyx_sources(library)
-    compiled = compile_extensions(pyx, build / "ext") if pyx else None
+    with (spent or Breakdown()).spending("compile"):
+        compiled = compile_extensions(pyx, build / "ext") if pyx else None
     program = build / f"profile_{library.name}.py"
     program.write_text(profiling_program(library, compiled, program.name), encoding="utf-8")
     return program
@@ -115,7 +118,9 @@ def profile(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence
             progress: Progress | None = None, verification_only: bool = False,
             implementations: Sequence[str] | None = None) -> ProfileResult:
     """Profile every implementation of ``library`` into the samples file."""
-    program = prepare(library, build)
+    started = time.monotonic()
+    spent = Breakdown()
+    program = prepare(library, build, spent)
     if not resume and samples.exists():
         samples.unlink()
     samples.parent.mkdir(parents=True, exist_ok=True)
@@ -125,14 +130,15 @@ def profile(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence
     if timeout is None:
         timeout = max((p.timeout for p in profiled), default=60.0)
     deadline = time.time() + budget if budget is not None else None
-    result = ProfileResult(samples=samples, program=program, ranks=list(ranks))
+    result = ProfileResult(samples=samples, program=program, ranks=list(ranks), breakdown=spent)
     for size in ranks:
         selection = _selection(verification_only, implementations)
-        coverage = run_program(program, samples, size, seed, deadline, timeout, progress, selection)
+        coverage = run_program(program, samples, size, seed, deadline, timeout, progress, selection, spent)
         if coverage is not None:
             result.coverage = coverage
             break
     result.failures = failures_in(samples)
+    spent.wall = time.monotonic() - started
     return result
 
 
@@ -154,13 +160,26 @@ def _command(program: Path, samples: Path, size: int, seed: int, deadline: float
 
 
 def run_program(program: Path, samples: Path, size: int, seed: int, deadline: float | None,
-                timeout: float, progress: Progress | None, selection: list[str]) -> str | None:
+                timeout: float, progress: Progress | None, selection: list[str],
+                spent: Breakdown | None = None) -> str | None:
     """Run (and restart) a profiling program at one rank count, with extra
     program options ``selection``; returns the coverage message when the
-    budget ran out, else None."""
+    budget ran out, else None.  ``spent`` gets the programs' accounts, the
+    time their processes took to start, and the time lost to runs that
+    crashed or hung past their last finished point."""
+    spent = spent if spent is not None else Breakdown()
     restarts = 0
     while True:
+        started = time.monotonic()
         outcome = _run_once(_command(program, samples, size, seed, deadline, selection), timeout, size, progress)
+        wall = time.monotonic() - started
+        account = outcome.breakdown.closed()
+        spent.merge(account, wall=False)
+        if outcome.kind in ("finished", "budget"):
+            spent.add("process starts", max(wall - account.wall, 0.0))
+        else:  # what it did after its last finished point is lost
+            spent.add("restarts", max(wall - account.wall, 0.0))
+            spent.restarts += 1
         if outcome.kind == "finished":
             return None
         if outcome.kind == "budget":
@@ -186,6 +205,7 @@ class _Outcome:
     cause: str = ""
     event: dict = field(default_factory=dict)
     stderr: str = ""
+    breakdown: Breakdown = field(default_factory=Breakdown)  # the program's account, as last reported
 
 
 def _read_lines(stream, lines: queue.Queue) -> None:
@@ -205,12 +225,14 @@ def _run_once(command: list[str], timeout: float, size: int, progress: Progress 
         task: dict | None = None
         started = time.monotonic()
         final: dict | None = None
+        account = Breakdown()
         try:
             while True:
                 waited = timeout - (time.monotonic() - started) if task is not None else 1.0
                 if task is not None and waited <= 0:
                     _kill(child)
-                    return _Outcome("timeout", task, f"timed out: one timing took more than {timeout:g} s")
+                    return _Outcome("timeout", task, f"timed out: one timing took more than {timeout:g} s",
+                                    breakdown=account)
                 try:
                     line = lines.get(timeout=max(waited, 0.05))
                 except queue.Empty:
@@ -222,6 +244,8 @@ def _run_once(command: list[str], timeout: float, size: int, progress: Progress 
                 except json.JSONDecodeError:
                     continue  # something the implementation printed
                 kind = event.get("event")
+                if "breakdown" in event:
+                    account = Breakdown.from_dict(event["breakdown"])
                 if kind == "task":
                     task, started = event, time.monotonic()
                 elif kind == "progress":
@@ -239,11 +263,11 @@ def _run_once(command: list[str], timeout: float, size: int, progress: Progress 
         errors.seek(0)
         stderr = _tail(errors.read())
     if code == 0 and final is not None:
-        return _Outcome(final["event"], event=final)
+        return _Outcome(final["event"], event=final, breakdown=account)
     cause = f"crashed with {_signal_name(code)}" if code < 0 else f"the process exited with status {code}"
     if stderr:
         cause += f": {stderr.splitlines()[-1]}"
-    return _Outcome("crashed", task, cause, stderr=stderr)
+    return _Outcome("crashed", task, cause, stderr=stderr, breakdown=account)
 
 
 def _tail(text: str, lines: int = 20) -> str:

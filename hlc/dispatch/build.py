@@ -26,6 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from hlc.calibrate.breakdown import Breakdown
 from hlc.calibrate.run import Failure, Progress, profile
 from hlc.compile import compile_extensions
 from hlc.dispatch.generate import dispatch_source
@@ -42,6 +43,7 @@ QUICK_VALUES = 4  # values per loop in a --quick build
 QUICK_PARAMETER_VALUES = 16  # values per loop over a parameter in a --quick build
 QUICK_SPARE = 4  # samples beyond a model's terms that a --quick build keeps for the fit, at least
 QUICK_VERIFY = 5
+BREAKDOWN_FILE = "breakdown.json"  # where a build's time went
 
 
 class BuildError(UserError):
@@ -59,6 +61,7 @@ class BuildResult:
     seconds: float = 0.0
     checked: dict[str, float] = field(default_factory=dict)  # recalibrate --check: MRE on new samples
     refitted: list[str] | None = None  # None: everything was (re)built
+    breakdown: Breakdown = field(default_factory=Breakdown)  # where the time went
 
     @property
     def missing(self) -> list[str]:
@@ -240,8 +243,11 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
         samples = version / "samples.jsonl"
         result = profile(profiled, samples, version, ranks=ranks, budget=budget, seed=seed, timeout=timeout,
                          progress=progress, implementations=refit)
+        spent = Breakdown()
+        spent.merge(result.breakdown.closed())
         used_paths = _used_models(library, link.parent)
-        models = calibrate(library, Samples.read(samples), models_of=used_paths, quick=quick)
+        with spent.spending("fit"):
+            models = calibrate(library, Samples.read(samples), models_of=used_paths, quick=quick)
         if refit is not None and previous is not None:
             for name, record in previous["implementations"].items():
                 if name not in refit and name in models["implementations"]:
@@ -254,13 +260,17 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
                              + f"\n(--strict: nothing was installed{kept})")
         if static:
             models["static"] = static
-        compiled = package(library, models, used_models, version, static)
+        with spent.spending("dispatch module"):
+            compiled = package(library, models, used_models, version, static)
+        spent.wall = time.monotonic() - started
+        spent.closed().save(version / BREAKDOWN_FILE)
     except BaseException:
         shutil.rmtree(version, ignore_errors=True)  # the previous build stays as it was
         raise
     _swap(link, version)
     return BuildResult(library.name, link, models, result.failures, result.coverage, compiled,
-                       time.monotonic() - started, refitted=list(refit) if refit is not None else None)
+                       time.monotonic() - started, refitted=list(refit) if refit is not None else None,
+                       breakdown=spent.closed())
 
 
 def check_models(target: Path, *, ranks: Sequence[int] | None = None, seed: int = 1,

@@ -88,6 +88,8 @@ def test_failing_implementations_are_excluded_and_the_others_calibrate(tmp_path)
     assert "SIGSEGV" in causes["crashes"]
     assert causes["hanging"].startswith("timed out")
     assert causes["reversed"].startswith("wrong result") and "reference good returned" in causes["reversed"]
+    # The crash and the hang each cost a restart, and the time after their last point is lost.
+    assert result.breakdown.restarts == 2 and result.breakdown.seconds["restarts"] > 0
     models = calibrate(library, Samples.read(samples))["implementations"]
     assert models["good"]["time"]["status"] == "fitted"
     assert models["numpy"]["time"]["status"] == "fitted"

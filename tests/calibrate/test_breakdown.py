@@ -1,0 +1,85 @@
+"""Where a build's time goes: the account of activities, and the one a profile and a build keep."""
+
+from __future__ import annotations
+
+import pytest
+
+import hlc
+from hlc.calibrate import breakdown
+from hlc.calibrate.breakdown import MEASURING, Breakdown
+from hlc.calibrate.harness import read_samples
+from hlc.calibrate.run import profile
+
+from .test_profile import DESCRIPTIONS
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """A scripted clock: ``clock.advance(s)`` moves it on by s seconds."""
+
+    class Clock:
+        now = 0.0
+
+        def advance(self, seconds: float) -> None:
+            self.now += seconds
+
+    scripted = Clock()
+    monkeypatch.setattr(breakdown.time, "perf_counter", lambda: scripted.now)
+    return scripted
+
+
+def test_a_block_counts_its_time_less_what_is_counted_inside_it(clock):
+    spent = Breakdown()
+    with spent.spending("warm-up"):
+        clock.advance(1.0)
+        with spent.spending("inputs"):
+            clock.advance(0.25)
+        spent.add(MEASURING, 2.0)
+        clock.advance(2.0 + 0.5)
+    with spent.spending("checks"):
+        clock.advance(0.125)
+    assert spent.seconds == {"inputs": 0.25, MEASURING: 2.0, "warm-up": 1.5, "checks": 0.125}
+
+
+def test_the_unaccounted_rest_of_the_wall_time_is_other():
+    spent = Breakdown({MEASURING: 3.0, "warm-up": 1.0}, wall=10.0)
+    closed = spent.closed()
+    assert closed.seconds["other"] == pytest.approx(6.0) and closed.wall == 10.0
+    assert closed.measuring_share == pytest.approx(0.3)
+    assert closed.closed().seconds == closed.seconds  # closing twice changes nothing
+    text = closed.text("where the time went")
+    assert text.splitlines()[0] == "where the time went: 10.0 s, 30% of it measuring"
+    assert [line.split()[0] for line in text.splitlines()[1:]] == ["other", MEASURING, "warm-up"]
+
+
+def test_accounts_round_trip_and_add_up():
+    first = Breakdown({MEASURING: 1.5, "sizing": 0.5}, wall=3.0, restarts=1)
+    second = Breakdown({MEASURING: 2.0}, wall=4.0)
+    assert Breakdown.from_dict(first.as_dict()) == first
+    records = [{"kind": "sample"}, {"kind": "breakdown", **first.as_dict()}, {"kind": "breakdown", **second.as_dict()}]
+    total = Breakdown.of_samples(records)
+    assert total.seconds == {MEASURING: 3.5, "sizing": 0.5} and total.wall == 7.0 and total.restarts == 1
+
+
+def test_an_unknown_activity_is_a_value_error():
+    with pytest.raises(ValueError, match="activity: 'lunch'"):
+        Breakdown().add("lunch", 1.0)
+
+
+def test_a_profile_accounts_for_its_time(tmp_path):
+    """The program writes its account into the samples file; the parent adds
+    compiling and process starts; the parts never exceed the whole."""
+    library = hlc.parse_file(DESCRIPTIONS / "vector.hl")
+    samples = tmp_path / "samples.jsonl"
+    result = profile(library, samples, tmp_path / "build")
+    (written,) = [r for r in read_samples(samples) if r["kind"] == "breakdown"]
+    program = Breakdown.from_dict(written)
+    timed = sum(s["seconds"] * s["repeat"] * len(s["timings"]) for s in read_samples(samples) if s["kind"] == "sample")
+    assert program.seconds[MEASURING] >= timed * 0.999  # retaken rounds are measuring too
+    for activity in ("warm-up", "sizing", "checks", "inputs", "host waits"):
+        assert program.seconds[activity] > 0, activity
+    assert program.accounted <= program.wall
+    spent = result.breakdown.closed()
+    assert spent.seconds["process starts"] > 0 and spent.restarts == 0
+    assert spent.seconds[MEASURING] == pytest.approx(program.seconds[MEASURING], rel=1e-3)
+    assert sum(spent.seconds.values()) == pytest.approx(spent.wall, rel=1e-6)
