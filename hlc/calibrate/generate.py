@@ -3,7 +3,8 @@
 This module only prepares what the template substitutes: names, and
 expressions already printed as Python.  Loop nests become ``while`` loops, one
 level of indentation per loop, exactly as the loop semantics say (start, run
-while ≤ stop, update).
+while ≤ stop, update); a loop that multiplies by a real factor iterates over
+its rounded values instead.
 """
 
 from __future__ import annotations
@@ -29,20 +30,40 @@ def _unpack(source: str, wanted: Iterable[str], available: Sequence[str]) -> lis
     return [f'{safe(name)} = {source}["{name}"]' for name in available if name in wanted]
 
 
+def _geometric(loop: ast.Loop) -> bool:
+    """Whether a loop multiplies by a factor that is not an integer literal:
+    its values are then start · factorⁱ rounded (hlc.language.nest.geometric)."""
+    amount = loop.update.amount
+    return loop.update.operator == "*=" and not (isinstance(amount, ast.Number) and isinstance(amount.value, int))
+
+
 def _loop_block(loops: Sequence[ast.Loop], innermost: list[str], indent: int) -> str:
-    """Nested while loops around ``innermost`` lines."""
+    """Nested loops around ``innermost`` lines: while loops, except that one
+    multiplying by a factor other than an integer iterates over its values."""
     lines: list[str] = []
     for depth, loop in enumerate(loops):
         pad = "    " * (indent + depth)
+        if _geometric(loop):
+            lines.append(f"{pad}for {safe(loop.variable)} in harness.multiplied({py(loop.range.low)}, "
+                         f"{py(loop.range.high)}, {py(loop.update.amount)}):")
+            continue
         lines.append(f"{pad}{safe(loop.variable)} = {py(loop.range.low)}")
         lines.append(f"{pad}while {safe(loop.variable)} <= {py(loop.range.high)}:")
     pad = "    " * (indent + len(loops))
     lines += [pad + line for line in innermost]
     for depth in range(len(loops) - 1, -1, -1):
         loop = loops[depth]
+        if _geometric(loop):
+            continue
         amount = "" if loop.update.amount is None else " " + py(loop.update.amount)
         lines.append("    " * (indent + depth + 1) + f"{safe(loop.variable)} {_UPDATE[loop.update.operator]}{amount}")
     return "\n".join(lines)
+
+
+def _draw(loop: ast.Loop) -> str:
+    """The expression that draws one random value of a loop's variable."""
+    function = "_rng.randint(" if loop.drawn == "uniform" else "harness.log_uniform(_rng, "
+    return f"{function}{py(loop.range.low)}, {py(loop.range.high)})"
 
 
 def _dictionary(keys: Iterable[str]) -> str:
@@ -82,8 +103,7 @@ def _implementation(interface: ast.Interface, implementation: ast.Implementation
     innermost = [f"if {condition}:", f"    yield {result}"] if condition else [f"yield {result}"]
     settings = "\n".join("    " + line for line in unpack + searching) + ("\n" if unpack + searching else "")
     settings += _loop_block(own, innermost, 1)
-    random_lines = unpack + [f"{safe(loop.variable)} = _rng.randint({py(loop.range.low)}, {py(loop.range.high)})"
-                             for loop in own]
+    random_lines = unpack + [f"{safe(loop.variable)} = {_draw(loop)}" for loop in own]
     if checks:
         random_lines.append(f"if not ({checks}):")
         random_lines.append("    return None")
@@ -176,7 +196,7 @@ def _interface(interface: ast.Interface, imports: dict[str, ast.Import]) -> dict
     return {
         "name": safe(interface.name), "signature": signature,
         "loops": _loop_block(base, [f"yield {point}"], 1),
-        "draws": [(safe(loop.variable), py(loop.range.low), py(loop.range.high)) for loop in base],
+        "draws": [(safe(loop.variable), _draw(loop)) for loop in base],
         "point": point, "argument_lines": argument_lines,
         "argument_tuple": ", ".join(arguments) + ("," if len(arguments) == 1 else ""),
         "parameter_list": ", ".join(arguments),

@@ -6,10 +6,14 @@ preconditions and parameter loops — as plain Python, and hands it to
 :func:`main` here, which does the generic work of the thesis's profiling
 loop (Fig. 3-2) with the robustness it lacked:
 
-* at each point every applicable implementation is warmed up once and its
-  result checked against the reference implementation's;
-* the timings of a point are interleaved: round after round, every
-  implementation is timed once per round, so drift affects all alike;
+* at each point every applicable implementation is called once and its
+  result checked against the reference implementation's; that call's
+  length gives a first repeat count, and a timing too short for the clock
+  grows it;
+* each candidate's timings form a block: warmed up once, timed k times
+  back to back, and taken again when the host slowed down meanwhile (the
+  oracle instead interleaves its timings round after round, because it
+  compares candidates round by round);
 * an implementation that raises or returns a wrong result is excluded (a
   ``failure`` line) and the others go on;
 * before each timed task an event names it on standard output, so the parent
@@ -55,6 +59,7 @@ from hlc.calibrate.timing import (
     repeat_count,
     time_calls,
 )
+from hlc.language.nest import geometric
 from hlc.runtime import world
 
 SAMPLES_FORMAT = 1
@@ -137,6 +142,24 @@ class Sources:
         if str(self.compiled) not in sys.path:
             sys.path.insert(0, str(self.compiled))
         return importlib.import_module(name)
+
+
+# ---- loops and draws ----------------------------------------------------------------------
+
+
+def multiplied(start: int, stop: int, factor: float) -> list[int]:
+    """The values of ``for x in start .. stop *= factor``, factor any number
+    above 1: start · factorⁱ rounded, each once (hlc.language.nest.geometric)."""
+    return geometric(start, stop, factor) if start <= stop else []
+
+
+def log_uniform(rng: random.Random, low: int, high: int) -> int:
+    """An integer of ``low .. high`` drawn uniformly in its logarithm: each
+    octave of the range gets as many draws as any other.  ValueError when
+    the range is empty or starts below 1."""
+    if low < 1 or low > high:
+        raise ValueError(f"no log-uniform draw from {low} .. {high}")
+    return min(high, math.floor(math.exp(rng.uniform(math.log(low), math.log(high + 1)))))
 
 
 def load_attribute(module: str, name: str) -> Any:
@@ -405,7 +428,7 @@ class Profiler:
                 candidates += [(implementation, s) for s in implementation.settings(point, variables)]
         candidates.sort(key=lambda c: c[0].name != interface.reference)
         candidates = self.warm_up(interface, candidates, arguments, point)
-        timings = self.time_rounds(interface, candidates, arguments, point)
+        timings = self.time_blocks(interface, candidates, arguments, point)
         records = []
         for (implementation, settings, repeat), values in zip(candidates, timings, strict=True):
             if (interface.name, implementation.name) in self.state.excluded:
@@ -457,7 +480,8 @@ class Profiler:
 
     def warm_up(self, interface: Interface, candidates: list[tuple[Implementation, dict]], arguments: tuple,
                 point: dict) -> list[tuple[Implementation, dict, int]]:
-        """Call each candidate once (warm-up), check its result, size its timings."""
+        """Call each candidate once, check its result, and take from that call
+        a first repeat count (a timing too short for the clock grows it)."""
         reference: tuple[str, Any] | None = None
         ready = []
         for implementation, settings in candidates:
@@ -467,22 +491,22 @@ class Profiler:
                 outcome = self.call(interface, implementation, settings, self.fresh(interface, arguments), point)
                 if outcome is None:
                     continue
-                result, _ = outcome
+                result, elapsed = outcome
                 if reference is None:
                     reference = (implementation.name, result)
                 elif self.context.any(not same_result(result, reference[1])):
                     self.exclude(interface, implementation, f"wrong result {describe(result)}; the reference "
                                  f"{reference[0]} returned {describe(reference[1])}", point)
                     continue
-            with self.spent.spending("sizing"):
-                repeat = self.repeat_for(interface, implementation, settings, arguments, point)
-            if repeat is not None:
-                ready.append((implementation, settings, repeat))
+            # A first call is slower than the calls that follow it, so this count
+            # errs low, and a timing that falls short grows it (``timing``).
+            ready.append((implementation, settings, repeat_count(self.context.maximum(elapsed), self.clock)))
         return ready
 
     def timed(self, interface: Interface, implementation: Implementation, settings: dict, arguments: tuple,
-              point: dict, repeat: int) -> float | None:
-        """Seconds per call over ``repeat`` calls, the slowest rank's; None when it raised."""
+              point: dict, repeat: int, warm: bool = True) -> float | None:
+        """Seconds per call over ``repeat`` calls, the slowest rank's; None when
+        it raised.  ``warm``: untimed calls first (see time_calls)."""
         with self.spent.spending("inputs"):
             calls = [self.fresh(interface, arguments) for _ in range(repeat + 1)] if interface.mutable \
                 else [arguments] * (repeat + 1)  # the first warms the caches
@@ -491,8 +515,8 @@ class Profiler:
         self.emit(event="task", interface=interface.name, implementation=implementation.name, point=point)
         task = functools.partial(implementation.call, **settings) if settings else implementation.call
         try:
-            seconds = time_calls(task, calls[1:], self.clock, before=self.context.barrier, warm=calls[0],
-                                 agree=self.context.agree_count)
+            seconds = time_calls(task, calls[1:], self.clock, before=self.context.barrier,
+                                 warm=calls[0] if warm else None, agree=self.context.agree_count)
             failed = None
         except Exception as raised:  # failing on a later call is a failure too
             seconds, failed = 0.0, f"raised {type(raised).__name__}: {raised}"
@@ -503,18 +527,64 @@ class Profiler:
             return None
         return self.context.maximum(seconds)
 
-    def repeat_for(self, interface: Interface, implementation: Implementation, settings: dict, arguments: tuple,
-                   point: dict) -> int | None:
-        """Calls per timing: grown until one timing lasts the clock's minimum."""
-        repeat = 1
+    def timing(self, interface: Interface, candidates: list[tuple[Implementation, dict, int]], position: int,
+               arguments: tuple, point: dict, warm: bool = True) -> float | None:
+        """One timing of the candidate at ``position``, long enough for the
+        clock: a shorter one is dropped, and the candidate's repeat count grows
+        (in ``candidates``) until a timing lasts the clock's minimum.  Every
+        rank sees the slowest rank's time, so all make the same choices."""
+        implementation, settings, repeat = candidates[position]
         while True:
-            seconds = self.timed(interface, implementation, settings, arguments, point, repeat)
-            if seconds is None:
-                return None
-            if seconds * repeat >= self.clock.minimum_timing or repeat >= MAXIMUM_REPEAT:
-                return repeat
+            with self.spent.spending("warm-up"):  # all but the timed calls themselves
+                seconds = self.timed(interface, implementation, settings, arguments, point, repeat, warm)
+                if seconds is None:
+                    return None
+                long_enough = seconds * repeat >= self.clock.minimum_timing or repeat >= MAXIMUM_REPEAT
+                self.spent.add(MEASURING if long_enough else "sizing", seconds * repeat)
+            if long_enough:
+                return seconds
             # Aim 20% past the minimum, so that a slightly faster timing still reaches it.
             repeat = min(MAXIMUM_REPEAT, max(repeat * 2, repeat_count(seconds * 0.8, self.clock)))
+            candidates[position] = (implementation, settings, repeat)
+            warm = False  # the calls just made warmed it
+
+    def time_blocks(self, interface: Interface, candidates: list[tuple[Implementation, dict, int]],
+                    arguments: tuple, point: dict) -> list[list[float]]:
+        """Each candidate's timings in one block: warmed up once, then timed k
+        times back to back, and up to RETAKES × k times while its median has
+        not settled.  The block starts when the host runs at its usual pace and
+        is taken again, up to HOST_RETAKES times, when it slowed down meanwhile.
+        A block lasts milliseconds, so the host's slower drifts affect all of a
+        candidate's timings alike, and one warm-up serves them all."""
+        timings: list[list[float]] = [[] for _ in candidates]
+        self.slowdown = 1.0
+        for position, (implementation, _, _) in enumerate(candidates):
+            if (interface.name, implementation.name) in self.state.excluded:
+                continue
+            for attempt in range(HOST_RETAKES + 1):
+                with self.spent.spending("host waits"):
+                    slowdown = self.host.settle()
+                values = self.block(interface, candidates, position, arguments, point)
+                with self.spent.spending("host waits"):
+                    slowdown = self.context.maximum(max(slowdown, self.host.slowdown()))
+                if values is None or self.host.steady(slowdown) or attempt == HOST_RETAKES:
+                    break
+            self.slowdown = max(self.slowdown, slowdown)
+            timings[position] = values or []
+        return timings
+
+    def block(self, interface: Interface, candidates: list[tuple[Implementation, dict, int]], position: int,
+              arguments: tuple, point: dict) -> list[float] | None:
+        """The timings of one candidate's block (see time_blocks); None when it failed."""
+        values: list[float] = []
+        while len(values) < interface.repeat or (
+                len(values) < interface.repeat * RETAKES
+                and not Timing(tuple(values), candidates[position][2]).settled):
+            seconds = self.timing(interface, candidates, position, arguments, point, warm=not values)
+            if seconds is None:
+                return None
+            values.append(seconds)
+        return values
 
     def time_rounds(self, interface: Interface, candidates: list[tuple[Implementation, dict, int]],
                     arguments: tuple, point: dict) -> list[list[float]]:
@@ -549,12 +619,9 @@ class Profiler:
             taken = {}
             for offset in range(len(positions)):
                 position = positions[(round_ + offset) % len(positions)]
-                implementation, settings, repeat = candidates[position]
-                if (interface.name, implementation.name) in self.state.excluded:
+                if (interface.name, candidates[position][0].name) in self.state.excluded:
                     continue
-                with self.spent.spending("warm-up"):  # all but the timed calls themselves
-                    seconds = self.timed(interface, implementation, settings, arguments, point, repeat)
-                    self.spent.add(MEASURING, seconds * repeat if seconds is not None else 0.0)
+                seconds = self.timing(interface, candidates, position, arguments, point)
                 if seconds is not None:
                     taken[position] = seconds
             with self.spent.spending("host waits"):
@@ -565,7 +632,6 @@ class Profiler:
         for position, seconds in taken.items():
             timings[position].append(seconds)
         return list(taken)
-
 
 def main(library: str, description: str, interfaces: list[Interface], argv: list[str] | None = None) -> int:
     """Entry point of a generated profiling program."""

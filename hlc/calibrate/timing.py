@@ -10,9 +10,10 @@
   the sample is timed again, up to 3k timings, and flagged noisy if it still
   has not settled.
 * The garbage collector is off while a timing runs.
-* Each timing starts with untimed calls of the task, for WARM_SECONDS at
-  least, so that every candidate is timed with its own data in the caches,
-  whatever was timed just before it.
+* A timing may start with untimed calls of the task, for WARM_SECONDS at
+  least, so that the candidate is timed with its own data in the caches,
+  whatever was timed just before it (the profiler warms the first timing
+  of a candidate's block, the oracle every timing).
 """
 
 from __future__ import annotations

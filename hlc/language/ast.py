@@ -267,13 +267,31 @@ class Update(Node):
     amount: Expression | None
 
 
+#: How a loop's random points may be drawn: uniformly, or uniformly in the logarithm.
+DRAWS = ("uniform", "log")
+
+
 @dataclass(frozen=True)
 class Loop(Node):
-    """One loop of the nest: an iteration variable over an inclusive range."""
+    """One loop of the nest: an iteration variable over an inclusive range.
+
+    Its values are the fitting grid; random points (verification, the
+    oracle) are drawn from the whole range, uniformly or log-uniformly:
+    ``drawn log`` or ``drawn uniform``, and by default log-uniformly for a
+    loop that multiplies (``*=``, ``<<=``), so that its random points spread
+    over the range as its values do."""
 
     variable: str
     range: Range
     update: Update
+    draw: str | None = None  # as written: one of DRAWS, or None
+
+    @property
+    def drawn(self) -> str:
+        """How the loop's random points are drawn: 'uniform' or 'log'."""
+        if self.draw is not None:
+            return self.draw
+        return "log" if self.update.operator in ("*=", "<<=") else "uniform"
 
 
 @dataclass(frozen=True)

@@ -623,10 +623,17 @@ class Checker:
                 amount = None
         node = update if update.line else loop
         if amount is not None:
-            if not is_integer(amount):
-                self.error(node, f"the step of loop '{loop.variable}' must be an integer, not {amount!r}")
+            real = update.operator == "*=" and isinstance(amount, int | float) and not isinstance(amount, bool)
+            if real and not is_integer(amount):
+                if not amount > 1 or amount == float("inf"):
+                    self.error(node, f"loop '{loop.variable}' never terminates: '*= {amount!r}' does not "
+                                     f"increase it")
+                    return
+            elif not is_integer(amount):
+                what = "a number" if update.operator == "*=" else "an integer"
+                self.error(node, f"the step of loop '{loop.variable}' must be {what}, not {amount!r}")
                 return
-            amount = int(amount)
+            amount = amount if real and not is_integer(amount) else int(amount)
             if update.operator == "+=" and amount <= 0:
                 self.error(node, f"loop '{loop.variable}' never terminates: '+= {amount}' does not increase it")
             elif update.operator == "*=" and amount <= 1:
@@ -642,6 +649,9 @@ class Checker:
         if bounds is not None and update.operator in ("*=", "<<=") and bounds[0] <= 0:
             self.error(node, f"loop '{loop.variable}' never terminates: it starts at {bounds[0]}, "
                              f"which '{update.operator}' cannot increase")
+        elif bounds is not None and loop.drawn == "log" and bounds[0] < 1:
+            self.error(loop.range, f"loop '{loop.variable}' is drawn log-uniformly, so it must start at 1 "
+                                   f"or more, not {bounds[0]}")
         if bounds is not None and loop.variable in parameters:
             implementation, parameter = parameters[loop.variable]
             try:

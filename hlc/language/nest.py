@@ -61,7 +61,10 @@ def loop_values(loop: Loop, environment: Mapping[str, Any]) -> list[int]:
         stop = _integer(loop, "stop", evaluate(loop.range.high, environment))
         amount = 1
         if loop.update.amount is not None:
-            amount = _integer(loop, "step", evaluate(loop.update.amount, environment))
+            amount = evaluate(loop.update.amount, environment)
+            if loop.update.operator == "*=" and not is_integer(amount):
+                return _geometric(loop, start, stop, amount)
+            amount = _integer(loop, "step", amount)
     except EvaluationError as error:
         raise NestError(loop, f"loop '{loop.variable}': {error}") from None
     values: list[int] = []
@@ -75,6 +78,40 @@ def loop_values(loop: Loop, environment: Mapping[str, Any]) -> list[int]:
             raise NestError(loop, f"loop '{loop.variable}' never terminates: "
                                   f"{loop.update.operator} {amount} takes {value} to {following}")
         value = following
+    return values
+
+
+def geometric(start: int, stop: int, factor: float) -> list[int]:
+    """start · factorⁱ rounded to the nearest integer, each value once, up to
+    ``stop``: the values of ``for x in start .. stop *= factor`` with a real
+    factor (1.5 gives 8, 12, 18, 27, 40, …).  Computed from the start, not by
+    multiplying the rounded values, so that rounding errors do not add up.
+    The start must be at least 1 and the factor more than 1 (ValueError)."""
+    if start < 1 or not factor > 1:
+        raise ValueError(f"*= {factor!r} from {start} never advances: the start must be at least 1 "
+                         f"and the factor more than 1")
+    if math.log(max(stop, start) / start) / math.log(factor) > 10 * MAX_LOOP_VALUES:
+        raise ValueError(f"*= {factor!r} from {start} to {stop} takes more than {MAX_LOOP_VALUES:,} values")
+    values: list[int] = []
+    power = 0
+    while (value := round(start * factor ** power)) <= stop:
+        if not values or value > values[-1]:
+            values.append(value)
+        power += 1
+    return values
+
+
+def _geometric(loop: Loop, start: int, stop: int, factor: Any) -> list[int]:
+    if isinstance(factor, bool) or not isinstance(factor, int | float) or not math.isfinite(factor):
+        raise NestError(loop, f"the step of loop '{loop.variable}' must be a number, not {factor!r}")
+    if start > stop:
+        return []
+    try:
+        values = geometric(start, stop, factor)
+    except ValueError as error:
+        raise NestError(loop, f"loop '{loop.variable}' never terminates: {error}") from None
+    if len(values) > MAX_LOOP_VALUES:
+        raise NestError(loop, f"loop '{loop.variable}' takes more than {MAX_LOOP_VALUES:,} values")
     return values
 
 

@@ -355,9 +355,16 @@ class _ToAst(Transformer):
         )
 
     def loop(self, children):
-        variable, range_, update = children
+        variable, range_, update, *draw = children
         return ast.Loop(line=variable.line, column=variable.column, variable=str(variable),
-                        range=range_, update=update)
+                        range=range_, update=update, draw=draw[0] if draw else None)
+
+    def draw(self, children):
+        _, name = children
+        if str(name) not in ast.DRAWS:
+            raise _Problem(name.line, name.column, f"a loop's random points are drawn "
+                           f"{' or '.join(map(repr, ast.DRAWS))}, not {str(name)!r}")
+        return str(name)
 
     def _update(self, operator, children):
         token = children[0]

@@ -51,7 +51,8 @@ def _loop(loop: ast.Loop, constants: dict) -> str:
         count = _plural(len(loop_values(loop, constants)), "value")
     except Exception:  # bounds that depend on outer loops
         count = "depends on outer loops"
-    return f"{loop.variable} in {_range(loop.range)} {update} ({count})"
+    drawn = "random points log-uniform" if loop.drawn == "log" else "random points uniform"
+    return f"{loop.variable} in {_range(loop.range)} {update} ({count}; {drawn})"
 
 
 def describe(library: ast.Library) -> str:

@@ -106,20 +106,20 @@ def profile_one_point(tmp_path, readings_after_calls, monkeypatch) -> tuple[list
     return [r for r in read_samples(out) if r["kind"] == "sample"], calls
 
 
-def test_a_round_the_host_slowed_down_is_taken_again(tmp_path, monkeypatch):
-    # call 1 is the result check; 2 and 3 size the timing (each timing is a
-    # warming call and a timed one); call 5, the first round's timed call,
-    # falls in a spell
+def test_a_block_the_host_slowed_down_is_taken_again(tmp_path, monkeypatch):
+    # call 1 is the result check; the block is a warming call (2) and three
+    # timed ones (3, 4, 5), the first long enough for the clock; call 5 falls
+    # in a spell, which the meter sees at the block's end
     samples, calls = profile_one_point(tmp_path, lambda n: 3 if n == 5 else 1, monkeypatch)
-    assert len(calls) == 3 + 2 * 4  # three rounds, the first taken twice
+    assert len(calls) == 1 + 2 * 4  # the block, taken twice
     (sample,) = samples
     assert len(sample["timings"]) == 3 and max(sample["timings"]) < 5e-3  # the spell's timing was dropped
     assert min(sample["timings"]) == pytest.approx(2e-3, rel=1e-3)  # on the scripted clock
     assert sample["host"] == 1.0
 
 
-def test_a_round_is_taken_again_only_so_often(tmp_path, monkeypatch):
-    samples, calls = profile_one_point(tmp_path, lambda n: 3 if n >= 4 else 1, monkeypatch)
-    assert len(calls) == 3 + 2 * 3 * (1 + HOST_RETAKES)
+def test_a_block_is_taken_again_only_so_often(tmp_path, monkeypatch):
+    samples, calls = profile_one_point(tmp_path, lambda n: 3 if n >= 2 else 1, monkeypatch)
+    assert len(calls) == 1 + 4 * (1 + HOST_RETAKES)
     (sample,) = samples
     assert min(sample["timings"]) > 5e-3 and sample["host"] == 3.0  # kept, and marked

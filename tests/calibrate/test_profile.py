@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import json
+import random
 import re
 import runpy
 import signal
@@ -16,8 +17,10 @@ from pathlib import Path
 import pytest
 
 import hlc
+from hlc.calibrate import harness
 from hlc.calibrate.harness import read_samples
 from hlc.calibrate.run import prepare, profile
+from hlc.language.nest import points
 from hlc.model.calibration import Samples, calibrate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -195,3 +198,27 @@ def test_calibrated_models_predict_their_verification_samples(tmp_path):
         assert entry["verification_samples"] == 5
         assert entry["verification_mre"] < 1.5, entry
         assert "n" in entry["kept"]
+
+
+def test_log_uniform_draws_give_each_octave_its_share():
+    rng = random.Random(7)
+    draws = [harness.log_uniform(rng, 1, 2**20 - 1) for _ in range(20_000)]
+    assert min(draws) >= 1 and max(draws) <= 2**20 - 1
+    octaves = collections.Counter(d.bit_length() for d in draws)  # octave k holds 2^(k-1) .. 2^k - 1
+    assert all(abs(octaves[k] / len(draws) - 1 / 20) < 0.01 for k in range(1, 21))
+    assert all(harness.log_uniform(rng, 5, 5) == 5 for _ in range(10))
+    with pytest.raises(ValueError):
+        harness.log_uniform(rng, 0, 10)
+
+
+def test_a_log_scale_nest_is_walked_and_drawn_as_it_says(tmp_path):
+    """The program's fitting points are the nest's (a real factor included),
+    and its random points of a log-drawn loop spread over the octaves."""
+    library = hlc.parse_file(DESCRIPTIONS / "scales.hl")
+    program = runpy.run_path(str(prepare(library, tmp_path / "build")))
+    interface = library.interfaces[0]
+    assert list(program["total_points"]()) == list(points(interface.profile.loops, {}))
+    rng = random.Random(3)
+    counts = [program["total_random_point"](rng)["count"] for _ in range(4000)]
+    below = sum(c < 400 for c in counts) / len(counts)  # 400 is the geometric midpoint of 8 .. 20000
+    assert 0.45 < below < 0.55

@@ -382,6 +382,39 @@ MALFORMED = [
             for i in 4 .. 10 += 1.5
             keys = random_keys(1 << i, 8, seed)
         """, 8, 22, "the step of loop 'i' must be an integer, not 1.5"),
+    case("loop-multiplied-by-a-fraction", """\
+        library demo
+        from "sort/support.py" import random_keys
+        interface sort(keys: int[])
+          n = len(keys)
+          impl numpy = numpy.sort
+            time ~ n
+          profile
+            for i in 4 .. 10 *= 0.5
+            keys = random_keys(1 << i, 8, seed)
+        """, 8, 22, "loop 'i' never terminates: '*= 0.5' does not increase it"),
+    case("loop-drawn-some-other-way", """\
+        library demo
+        from "sort/support.py" import random_keys
+        interface sort(keys: int[])
+          n = len(keys)
+          impl numpy = numpy.sort
+            time ~ n
+          profile
+            for i in 4 .. 10 ++ drawn normal
+            keys = random_keys(1 << i, 8, seed)
+        """, 8, 31, "a loop's random points are drawn 'uniform' or 'log', not 'normal'"),
+    case("loop-drawn-log-from-zero", """\
+        library demo
+        from "sort/support.py" import random_keys
+        interface sort(keys: int[])
+          n = len(keys)
+          impl numpy = numpy.sort
+            time ~ n
+          profile
+            for i in 0 .. 10 ++ drawn log
+            keys = random_keys(1 << i, 8, seed)
+        """, 8, 14, "loop 'i' is drawn log-uniformly, so it must start at 1 or more, not 0"),
 
     # ---- parameters --------------------------------------------------------------------------
     case("parameter-without-range", """\

@@ -61,3 +61,36 @@ def test_implementations_skip_loops_over_other_parameters():
     assert [loop.variable for loop in relevant_loops(interface, "p")] == ["i", "u"]
     assert [loop.variable for loop in relevant_loops(interface, "q")] == ["i", "v"]
     assert [loop.variable for loop in relevant_loops(interface, "r")] == ["i"]
+
+
+@given(st.integers(1, 1000), st.integers(1, 10**7), st.floats(1.01, 10.0))
+def test_a_real_factor_gives_the_rounded_powers_each_once(start, stop, factor):
+    loop = profile_loops(f"for i in {start} .. {stop} *= {factor!r}")[0]
+    values = loop_values(loop, {})
+    assert values == sorted(set(values))  # increasing, each once
+    assert all(start <= v <= stop for v in values)
+    expected, power = set(), 0
+    while round(start * factor**power) <= stop:
+        expected.add(round(start * factor**power))
+        power += 1
+    assert set(values) == expected
+
+
+def test_a_real_factor_spreads_values_evenly_in_the_logarithm():
+    values = loop_values(profile_loops("for i in 22 .. 3000000 *= 1.5")[0], {})
+    assert values[:6] == [22, 33, 50, 74, 111, 167]
+    ratios = [b / a for a, b in itertools.pairwise(values)]
+    assert all(1.45 < r < 1.55 for r in ratios)
+
+
+@pytest.mark.parametrize(("loop", "drawn"), [
+    ("for i in 1 .. 9 ++", "uniform"),
+    ("for i in 1 .. 9 += 2", "uniform"),
+    ("for i in 1 .. 512 *= 2", "log"),
+    ("for i in 1 .. 512 *= 1.5", "log"),
+    ("for i in 1 .. 512 <<= 1", "log"),
+    ("for i in 1 .. 512 *= 2 drawn uniform", "uniform"),
+    ("for i in 1 .. 512 ++ drawn log", "log"),
+])
+def test_a_loop_says_how_its_random_points_are_drawn(loop, drawn):
+    assert profile_loops(loop)[0].drawn == drawn
