@@ -10,10 +10,12 @@ loop (Fig. 3-2) with the robustness it lacked:
   result checked against the reference implementation's; that call's
   length gives a first repeat count, and a timing too short for the clock
   grows it;
-* each candidate's timings form a block: warmed up once, timed k times
-  back to back, and taken again when the host slowed down meanwhile (the
-  oracle instead interleaves its timings round after round, because it
-  compares candidates round by round);
+* each candidate's timings form a block, right after its checking call:
+  warmed up once (the checking call counts), timed k times back to back,
+  and taken again when the host slowed down meanwhile, which its samples
+  record (the oracle instead checks every candidate first, then
+  interleaves their timings round after round, because it compares
+  candidates round by round);
 * an implementation that raises or returns a wrong result is excluded (a
   ``failure`` line) and the others go on;
 * before each timed task an event names it on standard output, so the parent
@@ -53,6 +55,7 @@ from hlc.calibrate.host import HostMeter
 from hlc.calibrate.timing import (
     MAXIMUM_REPEAT,
     RETAKES,
+    WARM_SECONDS,
     Clock,
     Timing,
     calibrate_clock,
@@ -427,10 +430,9 @@ class Profiler:
             else:
                 candidates += [(implementation, s) for s in implementation.settings(point, variables)]
         candidates.sort(key=lambda c: c[0].name != interface.reference)
-        candidates = self.warm_up(interface, candidates, arguments, point)
-        timings = self.time_blocks(interface, candidates, arguments, point)
+        timed = self.time_blocks(interface, candidates, arguments, point)
         records = []
-        for (implementation, settings, repeat), values in zip(candidates, timings, strict=True):
+        for (implementation, settings, repeat), values, slowdown in timed:
             if (interface.name, implementation.name) in self.state.excluded:
                 continue
             timing = Timing(tuple(values), repeat)
@@ -442,7 +444,7 @@ class Profiler:
                 "verify": verify, "P": size, "index": index, "seed": seed, "point": point,
                 "parameters": settings, "variables": variables, "seconds": timing.seconds,
                 "timings": list(timing.timings), "repeat": repeat, "spread": round(timing.spread, 4),
-                "noisy": not timing.settled, "host": round(self.slowdown, 3),
+                "noisy": not timing.settled, "host": round(slowdown, 3),
             })
         records.append({"kind": "point", "interface": interface.name, "P": size, "verify": verify, "index": index})
         self.write(records)
@@ -480,28 +482,37 @@ class Profiler:
 
     def warm_up(self, interface: Interface, candidates: list[tuple[Implementation, dict]], arguments: tuple,
                 point: dict) -> list[tuple[Implementation, dict, int]]:
-        """Call each candidate once, check its result, and take from that call
-        a first repeat count (a timing too short for the clock grows it)."""
+        """Check each candidate (see ``check``); the ones that passed, with their first repeat counts."""
         reference: tuple[str, Any] | None = None
         ready = []
         for implementation, settings in candidates:
-            if (interface.name, implementation.name) in self.state.excluded:
-                continue
-            with self.spent.spending("checks"):
-                outcome = self.call(interface, implementation, settings, self.fresh(interface, arguments), point)
-                if outcome is None:
-                    continue
-                result, elapsed = outcome
-                if reference is None:
-                    reference = (implementation.name, result)
-                elif self.context.any(not same_result(result, reference[1])):
-                    self.exclude(interface, implementation, f"wrong result {describe(result)}; the reference "
-                                 f"{reference[0]} returned {describe(reference[1])}", point)
-                    continue
-            # A first call is slower than the calls that follow it, so this count
-            # errs low, and a timing that falls short grows it (``timing``).
-            ready.append((implementation, settings, repeat_count(self.context.maximum(elapsed), self.clock)))
+            checked = self.check(interface, implementation, settings, arguments, point, reference)
+            if checked is not None:
+                repeat, _, result = checked
+                reference = reference or (implementation.name, result)
+                ready.append((implementation, settings, repeat))
         return ready
+
+    def check(self, interface: Interface, implementation: Implementation, settings: dict, arguments: tuple,
+              point: dict, reference: tuple[str, Any] | None) -> tuple[int, float, Any] | None:
+        """Call the candidate once and check its result against the reference's
+        (None: this is the reference).  Returns a first repeat count taken from
+        that call, the call's seconds and its result; None when the candidate
+        is excluded.  A first call is slower than the calls that follow it, so
+        the count errs low, and a timing that falls short grows it (``timing``)."""
+        if (interface.name, implementation.name) in self.state.excluded:
+            return None
+        with self.spent.spending("checks"):
+            outcome = self.call(interface, implementation, settings, self.fresh(interface, arguments), point)
+            if outcome is None:
+                return None
+            result, elapsed = outcome
+            if reference is not None and self.context.any(not same_result(result, reference[1])):
+                self.exclude(interface, implementation, f"wrong result {describe(result)}; the reference "
+                             f"{reference[0]} returned {describe(reference[1])}", point)
+                return None
+            elapsed = self.context.maximum(elapsed)
+        return repeat_count(elapsed, self.clock), elapsed, result
 
     def timed(self, interface: Interface, implementation: Implementation, settings: dict, arguments: tuple,
               point: dict, repeat: int, warm: bool = True) -> float | None:
@@ -548,39 +559,47 @@ class Profiler:
             candidates[position] = (implementation, settings, repeat)
             warm = False  # the calls just made warmed it
 
-    def time_blocks(self, interface: Interface, candidates: list[tuple[Implementation, dict, int]],
-                    arguments: tuple, point: dict) -> list[list[float]]:
-        """Each candidate's timings in one block: warmed up once, then timed k
-        times back to back, and up to RETAKES × k times while its median has
-        not settled.  The block starts when the host runs at its usual pace and
-        is taken again, up to HOST_RETAKES times, when it slowed down meanwhile.
-        A block lasts milliseconds, so the host's slower drifts affect all of a
-        candidate's timings alike, and one warm-up serves them all."""
-        timings: list[list[float]] = [[] for _ in candidates]
-        self.slowdown = 1.0
-        for position, (implementation, _, _) in enumerate(candidates):
-            if (interface.name, implementation.name) in self.state.excluded:
+    def time_blocks(self, interface: Interface, candidates: list[tuple[Implementation, dict]],
+                    arguments: tuple, point: dict) -> list[tuple[tuple[Implementation, dict, int], list[float], float]]:
+        """Check each candidate, then time it in one block: warmed up (the
+        checking call counts), timed k times back to back, and up to RETAKES × k
+        times while its median has not settled.  The block starts when the
+        host runs at its usual pace and is taken again, up to HOST_RETAKES
+        times, when it slowed down meanwhile.  A block lasts milliseconds, so
+        the host's slower drifts affect all of a candidate's timings alike, and
+        one warm-up serves them all.  Returns, for each candidate that passed
+        its check, (candidate with its repeat count, timings, the host's worst
+        slowdown during its block)."""
+        reference: tuple[str, Any] | None = None
+        timed = []
+        for implementation, settings in candidates:
+            checked = self.check(interface, implementation, settings, arguments, point, reference)
+            if checked is None:
                 continue
+            repeat, elapsed, result = checked
+            reference = reference or (implementation.name, result)
+            ready = [(implementation, settings, repeat)]
+            warm = elapsed < WARM_SECONDS  # a call as long as the warm-up warmed it
             for attempt in range(HOST_RETAKES + 1):
                 with self.spent.spending("host waits"):
                     slowdown = self.host.settle()
-                values = self.block(interface, candidates, position, arguments, point)
+                values = self.block(interface, ready, arguments, point, warm)
                 with self.spent.spending("host waits"):
                     slowdown = self.context.maximum(max(slowdown, self.host.slowdown()))
                 if values is None or self.host.steady(slowdown) or attempt == HOST_RETAKES:
                     break
-            self.slowdown = max(self.slowdown, slowdown)
-            timings[position] = values or []
-        return timings
+                warm = True
+            if values is not None:
+                timed.append((ready[0], values, slowdown))
+        return timed
 
-    def block(self, interface: Interface, candidates: list[tuple[Implementation, dict, int]], position: int,
-              arguments: tuple, point: dict) -> list[float] | None:
+    def block(self, interface: Interface, ready: list[tuple[Implementation, dict, int]], arguments: tuple,
+              point: dict, warm: bool) -> list[float] | None:
         """The timings of one candidate's block (see time_blocks); None when it failed."""
         values: list[float] = []
         while len(values) < interface.repeat or (
-                len(values) < interface.repeat * RETAKES
-                and not Timing(tuple(values), candidates[position][2]).settled):
-            seconds = self.timing(interface, candidates, position, arguments, point, warm=not values)
+                len(values) < interface.repeat * RETAKES and not Timing(tuple(values), ready[0][2]).settled):
+            seconds = self.timing(interface, ready, 0, arguments, point, warm=warm and not values)
             if seconds is None:
                 return None
             values.append(seconds)
