@@ -1,10 +1,11 @@
 """Where a build's time goes, by activity.
 
-A build spends its time measuring (the timed calls themselves) and on
-everything that makes the measurements trustworthy or possible: the untimed
-calls that warm the caches before each timing, the timings that size the
-repeat count, the calls whose results are checked, building the arguments,
-waiting for a busy host, starting processes, compiling, fitting.  Only the
+A build spends its time measuring (the timed calls whose timings it keeps)
+and on everything that makes the measurements trustworthy or possible: the
+untimed calls that warm the caches before each timing, the timings that size
+the repeat count, the calls whose results are checked, building the
+arguments, waiting for a busy host, the timings dropped because the host
+slowed down while they ran, starting processes, compiling, fitting.  Only the
 first is what a build is for; this account says how large the rest is, so
 that it can be seen and cut.
 
@@ -24,7 +25,7 @@ from pathlib import Path
 
 #: What a profiling program's time is spent on, in the order they are shown.
 MEASURING = "measuring"
-PROGRAM = (MEASURING, "warm-up", "sizing", "checks", "inputs", "host waits")
+PROGRAM = (MEASURING, "warm-up", "sizing", "checks", "inputs", "host waits", "retaken")
 #: What the build itself spends, around the programs.
 BUILD = ("compile", "process starts", "restarts", "fit", "dispatch module")
 #: The rest of a program's or a build's wall time.
@@ -46,6 +47,11 @@ class Breakdown:
         """Count ``seconds`` as ``activity`` (inside a ``spending`` block, out of that block's time)."""
         self._count(activity, seconds)
         self.nested += seconds
+
+    def move(self, source: str, target: str, seconds: float) -> None:
+        """Count ``seconds`` already counted as ``source`` as ``target`` instead."""
+        self._count(source, -seconds)
+        self._count(target, seconds)
 
     def _count(self, activity: str, seconds: float) -> None:
         if activity not in ACTIVITIES:

@@ -304,6 +304,13 @@ class Profiler:
         self.output = Path(options.out)
         self.deadline = options.deadline
         self.verification_only = options.verification_only
+        self.fitting_only = options.fitting_only
+        # --select: the fitting points to take, by interface and index (all when None)
+        self.selected: dict[str, set[int]] | None = None
+        if options.select:
+            chosen = json.loads(Path(options.select).read_text(encoding="utf-8"))
+            self.selected = {name: set(indices) for name, indices in chosen.items()}
+        self.surveying = options.survey
         self.only = set(options.implementations.split(",")) if options.implementations else None
         self.context = Context(options.ranks)
         self.events = options.events and self.context.rank == 0
@@ -353,6 +360,8 @@ class Profiler:
         # mixed: slow drift of the machine then adds noise instead of biasing
         # one region of the nest (or all verification samples), and a run cut
         # short by its budget still samples the whole nest.
+        if self.surveying:
+            return self.survey()
         work = [(interface, *item) for interface in self.interfaces for item in self.plan(interface)]
         random.Random(f"{self.seed}:order").shuffle(work)
         done = 0
@@ -364,6 +373,23 @@ class Profiler:
             done += 1
             self.emit(event="progress", done=done, total=len(work), breakdown=self.breakdown().as_dict())
         return self.finish("finished", done, len(work))
+
+    def survey(self) -> int:
+        """Write, for every fitting point, its variables and each applicable
+        implementation's candidate settings there, timing nothing: what an
+        adaptive profile needs to predict every point before choosing where
+        to measure.  Building the arguments is the only cost."""
+        points = [(interface, index, point) for interface in self.interfaces
+                  for index, point in enumerate(interface.points())]
+        for done, (interface, index, point) in enumerate(points, start=1):
+            _, _, variables = self.inputs(interface, False, index, point)
+            applicable = [i for i in interface.implementations if i.applies(variables)]
+            self.write([{"kind": "survey", "interface": interface.name, "P": self.context.size, "index": index,
+                         "point": point, "variables": variables,
+                         "settings": {i.name: list(i.settings(point, variables)) for i in applicable},
+                         "choices": {i.name: list(i.candidates(point, variables)) for i in applicable}}])
+            self.emit(event="progress", done=done, total=len(points), breakdown=self.breakdown().as_dict())
+        return self.finish("finished", len(points), len(points))
 
     def finish(self, event: str, done: int, total: int) -> int:
         """Record where this run's time went, and say how it ended."""
@@ -384,10 +410,11 @@ class Profiler:
     def plan(self, interface: Interface) -> list[tuple[bool, int, dict]]:
         """The fitting points in nest order, then the verification points, each with its index."""
         fitting = [] if self.verification_only else [
-            (False, index, point) for index, point in enumerate(interface.points())]
+            (False, index, point) for index, point in enumerate(interface.points())
+            if self.selected is None or index in self.selected.get(interface.name, ())]
         rng = random.Random(f"{self.seed}:{interface.name}:verify")
         draws = []
-        for _ in range(VERIFY_DRAWS * interface.verify):
+        for _ in range(0 if self.fitting_only else VERIFY_DRAWS * interface.verify):
             try:
                 draws.append(interface.random_point(rng))
             except ValueError:  # a range that is empty at this draw
@@ -583,11 +610,13 @@ class Profiler:
             for attempt in range(HOST_RETAKES + 1):
                 with self.spent.spending("host waits"):
                     slowdown = self.host.settle()
+                before = self.spent.seconds.get(MEASURING, 0.0)
                 values = self.block(interface, ready, arguments, point, warm)
                 with self.spent.spending("host waits"):
                     slowdown = self.context.maximum(max(slowdown, self.host.slowdown()))
                 if values is None or self.host.steady(slowdown) or attempt == HOST_RETAKES:
                     break
+                self.spent.move(MEASURING, "retaken", self.spent.seconds.get(MEASURING, 0.0) - before)
                 warm = True
             if values is not None:
                 timed.append((ready[0], values, slowdown))
@@ -635,6 +664,7 @@ class Profiler:
         for attempt in range(HOST_RETAKES + 1):
             with self.spent.spending("host waits"):
                 slowdown = self.host.settle()
+            before = self.spent.seconds.get(MEASURING, 0.0)
             taken = {}
             for offset in range(len(positions)):
                 position = positions[(round_ + offset) % len(positions)]
@@ -647,10 +677,12 @@ class Profiler:
                 slowdown = self.context.maximum(max(slowdown, self.host.slowdown()))
             if self.host.steady(slowdown) or attempt == HOST_RETAKES:
                 break
+            self.spent.move(MEASURING, "retaken", self.spent.seconds.get(MEASURING, 0.0) - before)
         self.slowdown = max(self.slowdown, slowdown)
         for position, seconds in taken.items():
             timings[position].append(seconds)
         return list(taken)
+
 
 def main(library: str, description: str, interfaces: list[Interface], argv: list[str] | None = None) -> int:
     """Entry point of a generated profiling program."""
@@ -663,7 +695,13 @@ def main(library: str, description: str, interfaces: list[Interface], argv: list
     parser.add_argument("--events", action="store_true", help="report progress as JSON lines on stdout")
     parser.add_argument("--verification-only", action="store_true",
                         help="take only the random verification samples (for a quick check of the models)")
+    parser.add_argument("--fitting-only", action="store_true",
+                        help="take only the fitting points (an adaptive profile takes the verification last)")
     parser.add_argument("--implementations", metavar="NAME,…", help="profile only these implementations")
+    parser.add_argument("--select", metavar="FILE",
+                        help="take only the fitting points listed in FILE (JSON: interface → indices in nest order)")
+    parser.add_argument("--survey", action="store_true",
+                        help="time nothing: write each fitting point's variables and candidate settings")
     parser.add_argument("--host-tolerance", type=float, default=HOST_TOLERANCE, metavar="FRACTION",
                         help="before each round of timings, wait (a bounded time) until a yardstick runs within "
                              "this fraction of its fastest time; inf: never wait (default %(default)s)")

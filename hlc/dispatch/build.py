@@ -20,14 +20,14 @@ import sysconfig
 import tempfile
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from hlc.calibrate.breakdown import Breakdown
-from hlc.calibrate.run import Failure, Progress, profile
+from hlc.calibrate.run import Failure, ProfileResult, Progress, profile
 from hlc.compile import compile_extensions
 from hlc.dispatch.generate import dispatch_source
 from hlc.errors import UserError
@@ -62,6 +62,7 @@ class BuildResult:
     checked: dict[str, float] = field(default_factory=dict)  # recalibrate --check: MRE on new samples
     refitted: list[str] | None = None  # None: everything was (re)built
     breakdown: Breakdown = field(default_factory=Breakdown)  # where the time went
+    rounds: list[str] = field(default_factory=list)  # what each round of an adaptive profile did
 
     @property
     def missing(self) -> list[str]:
@@ -218,7 +219,7 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
           budget: float | None = None, quick: bool = False, seed: int = 0, progress: Progress | None = None,
           timeout: float | None = None, static: dict[str, float] | None = None,
           refit: Sequence[str] | None = None, previous: dict[str, Any] | None = None,
-          strict: bool = False) -> BuildResult:
+          strict: bool = False, adaptive: bool = False) -> BuildResult:
     """Build the library described in ``description`` on this machine.
 
     An implementation that fails while profiling (or cannot be fitted) is
@@ -226,7 +227,9 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
     says which and why.  With ``strict``, that is a BuildError instead, and
     the previous build stays in place.  With ``refit``, only those
     implementations are profiled and fitted again; the others keep their
-    models from ``previous`` (a models artefact)."""
+    models from ``previous`` (a models artefact).  With ``adaptive``, the
+    profile measures where decisions are uncertain (hlc.adaptive), within
+    ``budget`` seconds (hlc.adaptive.BUDGET by default)."""
     started = time.monotonic()
     library = parse_file(description)
     link = Path(out) if out else Path("build") / library.name
@@ -241,8 +244,13 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
     try:
         profiled = quick_profile(library) if quick else library
         samples = version / "samples.jsonl"
-        result = profile(profiled, samples, version, ranks=ranks, budget=budget, seed=seed, timeout=timeout,
-                         progress=progress, implementations=refit)
+        rounds: list[str] = []
+        if adaptive and refit is None:
+            result = _profile_adaptively(profiled, samples, version, link, ranks=ranks, budget=budget, seed=seed,
+                                         timeout=timeout, progress=progress, report=rounds.append)
+        else:
+            result = profile(profiled, samples, version, ranks=ranks, budget=budget, seed=seed, timeout=timeout,
+                             progress=progress, implementations=refit)
         spent = Breakdown()
         spent.merge(result.breakdown.closed())
         used_paths = _used_models(library, link.parent)
@@ -270,7 +278,23 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
     _swap(link, version)
     return BuildResult(library.name, link, models, result.failures, result.coverage, compiled,
                        time.monotonic() - started, refitted=list(refit) if refit is not None else None,
-                       breakdown=spent.closed())
+                       breakdown=spent.closed(), rounds=rounds)
+
+
+def _profile_adaptively(library: ast.Library, samples: Path, version: Path, link: Path, *,
+                        ranks: Sequence[int] | None, budget: float | None, seed: int, timeout: float | None,
+                        progress: Progress | None, report: Callable[[str], None]) -> ProfileResult:
+    from hlc import adaptive
+
+    profiled = [i.profile for i in library.interfaces if i.profile is not None]
+    if ranks is None:
+        ranks = sorted({p for profile_ in profiled for p in profile_.ranks}) or [1]
+    if timeout is None:
+        timeout = max((p.timeout for p in profiled), default=60.0)
+    result, _ = adaptive.profile_adaptively(
+        library, samples, version, ranks=ranks, budget=adaptive.BUDGET if budget is None else budget, seed=seed,
+        timeout=timeout, progress=progress, models_of=_used_models(library, link.parent), report=report)
+    return result
 
 
 def check_models(target: Path, *, ranks: Sequence[int] | None = None, seed: int = 1,

@@ -1,0 +1,355 @@
+"""Adaptive profiling: measure where the models are unsure, not everywhere.
+
+The loop nest of a description is the domain and the grid of candidate
+points; an adaptive profile measures a part of it, chosen in rounds:
+
+1. a survey: the profiling program builds the arguments at every fitting
+   point and writes their variables and each implementation's candidate
+   settings, timing nothing (``--survey``);
+2. a space-filling start: the points that lie farthest from each other, each
+   loop's values counted by rank, so that a log-scale loop is spread as
+   evenly as an additive one;
+3. then, round after round, fit the samples so far and add
+   * the points whose decision is uncertain: the two fastest predicted
+     alternatives (implementations, and a parameterized implementation at
+     each setting the dispatcher chooses among) lie within each other's
+     uncertainty, the confidence band of the predicted mean widened to the
+     model's own error on its samples (thesis Fig. 4-8: the wrong choices lie
+     at the region boundaries), most uncertain first;
+   * the points farthest from any measured one, halving the largest gaps
+     (seed 003's geometric bisection, on the whole nest instead of one
+     variable), so that a region the models got wrong without knowing it is
+     still found;
+
+   each round spending about a fifth of what is left of the budget;
+4. stop when no unmeasured point has an uncertain decision and no gap is
+   wider than one step of the grid, or when the budget is spent.
+
+Everything is deterministic for a seed: the survey, the designs, the fits
+and the choices depend on the samples file alone, which is also what a
+resumed profile continues from.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hlc.calibrate.breakdown import Breakdown
+from hlc.calibrate.harness import read_samples
+from hlc.calibrate.run import ProfileResult, Progress, failures_in, prepare, run_program
+from hlc.language import ast
+from hlc.model.calibration import Samples, calibrate
+from hlc.model.predict import Predictor, band
+
+#: Seconds of profiling an adaptive build spends when no --budget is given.
+BUDGET = 40.0
+#: Share of the budget kept for the verification samples, taken last.
+VERIFICATION_SHARE = 0.25
+#: Points per interface and rank count of the space-filling start: enough
+#: for first models, whose predictions of cost and uncertainty lead the rest.
+START_POINTS = 8
+#: Each round spends at most this share of the budget that is left.
+ROUND_SHARE = 0.2
+#: Rough seconds one timed candidate costs beyond its calls: warm-up and the clock's minimum.
+WARM_SECONDS = 5e-3
+MINIMUM_TIMING = 1e-3
+CALLS = 5  # a checking call and k = 3 timings, plus a retake now and then
+
+
+@dataclass(frozen=True)
+class Site:
+    """One fitting point of the grid at one rank count, as the survey saw it."""
+
+    interface: str
+    P: int
+    index: int
+    point: dict[str, int]
+    variables: dict[str, float]
+    settings: dict[str, list[dict[str, int]]]  # what profiling it would time
+    choices: dict[str, list[dict[str, int]]]  # what the dispatcher chooses among there
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        return self.interface, self.P, self.index
+
+
+def read_sites(records: Sequence[dict]) -> list[Site]:
+    """The survey's sites in a samples file, each once, in file order."""
+    sites: dict[tuple, Site] = {}
+    for r in records:
+        if r.get("kind") == "survey":
+            site = Site(r["interface"], r["P"], r["index"], r["point"], r["variables"], r["settings"], r["choices"])
+            sites.setdefault(site.key, site)
+    return list(sites.values())
+
+
+def measured_keys(records: Sequence[dict]) -> set[tuple[str, int, int]]:
+    """The fitting points a samples file holds (interface, P, index)."""
+    return {(r["interface"], r["P"], r["index"]) for r in records if r.get("kind") == "point" and not r["verify"]}
+
+
+class Grid:
+    """The sites of a survey as a grid: each site's place in the nest of its
+    interface and rank count, per loop variable the rank of its value among
+    the values that variable takes.  Ranks, not values, so that a loop over
+    2^k sizes is spread as evenly as one over k."""
+
+    def __init__(self, sites: Sequence[Site]):
+        self.sites = list(sites)
+        self.order = {site.key: position for position, site in enumerate(self.sites)}
+        self.by_key = {site.key: site for site in self.sites}
+        self.groups: dict[tuple[str, int], list[tuple]] = defaultdict(list)
+        for site in self.sites:
+            self.groups[site.interface, site.P].append(site.key)
+        self.ranks: dict[tuple, tuple[int, ...]] = {}  # steps along each loop
+        self.places: dict[tuple, tuple[float, ...]] = {}  # the same, scaled to 0 .. 1
+        for keys in self.groups.values():
+            members = [self.by_key[key] for key in keys]
+            names = sorted({name for site in members for name in site.point})
+            positions = {}
+            for name in names:
+                values = sorted({site.point[name] for site in members if name in site.point})
+                positions[name] = ({v: i for i, v in enumerate(values)}, max(len(values) - 1, 1))
+            for site in members:
+                steps = tuple(positions[name][0].get(site.point.get(name), 0) for name in names)
+                self.ranks[site.key] = steps
+                self.places[site.key] = tuple(step / positions[name][1] for step, name in zip(steps, names,
+                                                                                              strict=True))
+
+    def group(self, key: tuple) -> list[tuple]:
+        return self.groups[key[0], key[1]]
+
+    def covered(self, key: tuple, taken: set[tuple]) -> bool:
+        """Whether a taken site lies within one step of ``key`` along every loop."""
+        mine = self.ranks[key]
+        return any(other in taken and max((abs(a - b) for a, b in zip(mine, self.ranks[other], strict=True)),
+                                          default=0) <= 1
+                   for other in self.group(key))
+
+    def farthest_first(self, taken: set[tuple], count: int) -> list[Site]:
+        """Greedy maximin: up to ``count`` untaken sites, each the farthest from
+        every site taken so far (a group with none taken starts at its first
+        site in nest order); ties go to the earlier site, so the choice is
+        deterministic."""
+        distance: dict[tuple, float] = {}
+        for key, place in self.places.items():
+            if key not in taken:
+                distance[key] = min((math.dist(place, self.places[o]) for o in self.group(key) if o in taken),
+                                    default=math.inf)
+        chosen: list[Site] = []
+        while len(chosen) < count and distance:
+            key = max(distance, key=lambda k: (distance[k], -self.order[k]))
+            chosen.append(self.by_key[key])
+            del distance[key]
+            for other in self.group(key):
+                if other in distance:
+                    distance[other] = min(distance[other], math.dist(self.places[other], self.places[key]))
+        return chosen
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One choice the dispatcher could make at a site, as predicted."""
+
+    implementation: str
+    settings: dict[str, int]
+    seconds: float
+    uncertainty: float  # half-width, seconds
+
+
+class Judge:
+    """Predictions, with their uncertainty, of every alternative at a site."""
+
+    def __init__(self, library: ast.Library, models: Mapping[str, Any],
+                 used_models: Mapping[str, Mapping[str, Any]] | None = None):
+        self.library = library
+        self.entries = {name: record.get("time", {}) for name, record in models["implementations"].items()}
+        self.predictor = Predictor.of_models(library, models, used_models or {})
+        self.implementations = {i.name: i for interface in library.interfaces for i in interface.implementations}
+
+    def alternatives(self, site: Site) -> list[Alternative]:
+        """Every fitted alternative at the site, fastest predicted first."""
+        found = []
+        for name, settings_list in site.choices.items():
+            entry = self.entries.get(name, {})
+            if entry.get("status") != "fitted" or name not in self.implementations:
+                continue
+            # the model's own error on its samples widens the band of the mean
+            error = max(float(entry.get("mre", 1.0)) - 1.0, 0.0)
+            for settings in settings_list:
+                environment = {**site.variables, **settings}
+                try:
+                    seconds = self.predictor.evaluate(name, environment)
+                    half = band(self.predictor, self.implementations[name], entry, environment) or 0.0
+                except (ArithmeticError, LookupError, ValueError):
+                    continue
+                if not math.isfinite(seconds):
+                    continue
+                seconds = max(seconds, 0.0)
+                found.append(Alternative(name, settings, seconds, max(half, error * seconds)))
+        return sorted(found, key=lambda a: a.seconds)
+
+    def uncertainty(self, site: Site) -> float:
+        """How uncertain the decision at the site is: 0 when the fastest
+        predicted alternative is clear of the second by more than their
+        uncertainties together, up to 1 when they are predicted equal."""
+        best = self.alternatives(site)
+        if len(best) < 2:
+            return 0.0
+        first, second = best[0], best[1]
+        reach = first.uncertainty + second.uncertainty
+        if reach <= 0:
+            return 0.0
+        return max(0.0, 1.0 - (second.seconds - first.seconds) / reach)
+
+    def cost(self, site: Site) -> float:
+        """Predicted seconds profiling the site takes: per candidate it would
+        time, its calls and the warm-up and clock minimum around them."""
+        total = 0.0
+        for name, settings_list in site.settings.items():
+            entry = self.entries.get(name, {})
+            for settings in settings_list:
+                seconds = 1e-3
+                if entry.get("status") == "fitted":
+                    with contextlib.suppress(ArithmeticError, LookupError, ValueError):
+                        seconds = max(self.predictor.evaluate(name, {**site.variables, **settings}), 0.0)
+                if not math.isfinite(seconds):
+                    seconds = 1e-3
+                total += max(seconds, WARM_SECONDS) + (CALLS - 1) * max(seconds, MINIMUM_TIMING)
+        return total
+
+
+def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float) -> tuple[list[Site], dict[str, int]]:
+    """The sites of the next round, within about ``seconds`` of predicted
+    profiling: half of it for uncertain decisions (most uncertain first),
+    then the widest gaps (farthest first, sites with no measured neighbour
+    within one step), then more uncertain decisions.  Returns the sites and
+    how many each rule chose."""
+    open_sites = [site for site in grid.sites if site.key not in taken]
+    scored = [(judge.uncertainty(site), site) for site in open_sites]
+    uncertain = [site for score, site in sorted(scored, key=lambda pair: -pair[0]) if score > 0]
+    chosen: list[Site] = []
+    keys: set[tuple] = set()
+    spent = 0.0
+
+    def take(site: Site, limit: float) -> bool:
+        nonlocal spent
+        cost = judge.cost(site)
+        if chosen and spent + cost > limit:  # too costly for this round; a cheaper one may fit
+            return False
+        chosen.append(site)
+        keys.add(site.key)
+        spent += cost
+        return True
+
+    for site in uncertain:
+        take(site, seconds / 2)
+    first = len(chosen)
+    for site in grid.farthest_first(taken | keys, len(open_sites)):
+        if site.key not in keys and not grid.covered(site.key, taken | keys):
+            take(site, seconds)
+    in_gaps = len(chosen) - first
+    for site in uncertain:
+        if site.key not in keys:
+            take(site, seconds)
+    return chosen, {"uncertain": len(chosen) - in_gaps, "gaps": in_gaps}
+
+
+@dataclass
+class Round:
+    """What one round of an adaptive profile did."""
+
+    sites: int
+    uncertain: int
+    gaps: int
+    seconds: float
+
+
+def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence[int],
+                       budget: float, seed: int = 0, timeout: float = 60.0, progress: Progress | None = None,
+                       models_of: Mapping[str, Path] | None = None,
+                       report: Callable[[str], None] | None = None) -> tuple[ProfileResult, list[Round]]:
+    """Profile ``library`` into ``samples`` adaptively (module doc), within
+    ``budget`` seconds of profiling; resumes from what ``samples`` holds."""
+    started = time.monotonic()
+    spent = Breakdown()
+    program = prepare(library, build, spent)
+    result = ProfileResult(samples=samples, program=program, ranks=list(ranks), breakdown=spent)
+    say = report or (lambda line: None)
+    records = read_samples(samples)
+    surveyed = {r["P"] for r in records if r.get("kind") == "survey"}
+    for size in ranks:
+        if size not in surveyed:
+            run_program(program, samples, size, seed, None, timeout, progress, ["--survey"], spent)
+    records = read_samples(samples)
+    grid = Grid([site for site in read_sites(records) if site.P in ranks])
+    sites = grid.sites
+    taken = measured_keys(records)
+    rounds: list[Round] = []
+    used_models = {name: json.loads(path.read_text()) for name, path in (models_of or {}).items() if path.exists()}
+    selection = build / "selection.json"
+    fitting_budget = (1 - VERIFICATION_SHARE) * budget
+    while True:
+        left = fitting_budget - (time.monotonic() - started)
+        if not taken:
+            batch = grid.farthest_first(taken, START_POINTS * len(grid.groups))
+            by_rule = {"uncertain": 0, "gaps": len(batch)}
+            judge = None
+        else:
+            if left <= 0:
+                say("the fitting share of the budget is spent")
+                break
+            with spent.spending("fit"):
+                models = calibrate(library, Samples.read(samples), models_of=models_of)
+            judge = Judge(library, models, used_models)
+            batch, by_rule = next_round(grid, taken, judge, ROUND_SHARE * left)
+        if not batch:
+            say("no decision is uncertain and no point lies more than a step from a measured one")
+            break
+        round_started = time.monotonic()
+        # Each rank count gets the share of what is left that its points are predicted to take.
+        costs = {size: sum(judge.cost(site) if judge else 1.0 for site in batch if size == site.P) for size in ranks}
+        for position, size in enumerate(ranks):
+            chosen: dict[str, list[int]] = defaultdict(list)
+            for site in batch:
+                if size == site.P:
+                    chosen[site.interface].append(site.index)
+            if not chosen and taken:
+                continue
+            selection.write_text(json.dumps(chosen), encoding="utf-8")
+            later = sum(costs[other] for other in ranks[position:])
+            share = costs[size] / later if later > 0 else 1.0
+            deadline = time.time() + share * max(fitting_budget - (time.monotonic() - started), 0.0)
+            coverage = run_program(program, samples, size, seed, deadline, timeout, progress,
+                                   ["--select", str(selection), "--fitting-only"], spent)
+            if coverage is not None:
+                result.coverage = coverage
+        taken = measured_keys(read_samples(samples))
+        rounds.append(Round(len(batch), by_rule["uncertain"], by_rule["gaps"], time.monotonic() - round_started))
+        say(f"round {len(rounds)}: {len(batch)} points ({by_rule['uncertain']} uncertain, {by_rule['gaps']} in "
+            f"gaps), {time.monotonic() - round_started:.1f} s; {len(taken)} of {len(sites)} measured")
+        if result.coverage is not None:
+            break
+    selection.unlink(missing_ok=True)
+    # The verification samples, with what is left of the budget (a share of it at least).
+    verification_started = time.monotonic()
+    left = max(budget - (verification_started - started), VERIFICATION_SHARE * budget)
+    for position, size in enumerate(ranks):
+        deadline = time.time() + max(left - (time.monotonic() - verification_started), 0.0) / (len(ranks) - position)
+        if run_program(program, samples, size, seed, deadline, timeout, progress, ["--verification-only"],
+                       spent) is not None:
+            result.coverage = "verification"
+    say(f"verification: {time.monotonic() - verification_started:.1f} s")
+    result.coverage = None if result.coverage is None else (
+        f"the budget ran out: {len(taken)} of {len(sites)} grid points measured")
+    result.failures = failures_in(samples)
+    spent.wall = time.monotonic() - started
+    return result, rounds

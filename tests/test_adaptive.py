@@ -1,0 +1,112 @@
+"""Adaptive profiling: the grid of a survey, its space-filling start, and a
+profile that measures where the decisions are uncertain."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+import hlc
+from hlc.adaptive import Grid, Judge, Site, measured_keys, next_round, profile_adaptively, read_sites
+from hlc.calibrate.harness import read_samples
+from hlc.model.calibration import Samples, calibrate
+
+DESCRIPTIONS = Path(__file__).resolve().parent / "descriptions"
+
+
+def site(index: int, P: int = 1, **point: int) -> Site:
+    return Site("f", P, index, point, {"n": 1}, {"a": [{}]}, {"a": [{}]})
+
+
+def square_grid(size: int, P: int = 1) -> list[Site]:
+    """size × size sites, the second loop multiplying (its values 1, 2, 4, ...)."""
+    return [site(i * size + j, P, i=i, n=2**j) for i, j in itertools.product(range(size), range(size))]
+
+
+def test_the_grid_places_sites_by_the_rank_of_their_values():
+    grid = Grid(square_grid(5))
+    assert grid.ranks[("f", 1, 7)] == (1, 2)  # i = 1, n = 4: the third value of n
+    assert grid.places[("f", 1, 24)] == (1.0, 1.0)
+    taken = {("f", 1, 0)}
+    assert grid.covered(("f", 1, 6), taken)  # one step along both loops
+    assert not grid.covered(("f", 1, 2), taken)  # two steps along n
+
+
+def test_farthest_first_starts_at_the_corners_and_is_deterministic():
+    grid = Grid(square_grid(9))
+    first = grid.farthest_first(set(), 4)
+    corners = {(0, 0), (0, 8), (8, 0), (8, 8)}
+    assert {grid.ranks[s.key] for s in first} == corners
+    assert [s.key for s in grid.farthest_first(set(), 4)] == [s.key for s in first]
+    # then the centre: the point farthest from the corners
+    assert grid.ranks[grid.farthest_first({s.key for s in first}, 1)[0].key] == (4, 4)
+
+
+def test_each_rank_count_gets_its_own_start():
+    grid = Grid(square_grid(4, P=1) + square_grid(4, P=2))
+    assert {s.P for s in grid.farthest_first(set(), 2)} == {1, 2}
+
+
+@pytest.fixture(scope="module")
+def adaptive(tmp_path_factory):
+    """An adaptive profile of a library whose two implementations cross."""
+    folder = tmp_path_factory.mktemp("crossing")
+    library = hlc.parse_file(DESCRIPTIONS / "crossing.hl")
+    lines: list[str] = []
+    samples = folder / "samples.jsonl"
+    result, rounds = profile_adaptively(library, samples, folder, ranks=[1], budget=20.0, report=lines.append)
+    return library, samples, result, rounds, lines
+
+
+def test_an_adaptive_profile_surveys_the_grid_and_measures_part_of_it(adaptive):
+    library, samples, result, rounds, lines = adaptive
+    records = read_samples(samples)
+    sites = read_sites(records)
+    assert len(sites) == 57 and all(set(s.variables) >= {"n", "P", "logP"} for s in sites)
+    measured = measured_keys(records)
+    assert 8 <= len(measured) < len(sites)
+    assert len(rounds) >= 2 and rounds[0].sites == 8 and rounds[0].uncertain == 0
+    assert lines[-1].startswith("verification: ")
+    verified = [r for r in records if r.get("kind") == "sample" and r["verify"]]
+    assert {r["implementation"] for r in verified} == {"dot", "loop"}
+    assert not result.coverage
+
+
+def test_an_adaptive_profile_stops_where_no_decision_is_uncertain(adaptive):
+    """Its models leave no unmeasured point uncertain, or it ran out of budget saying so."""
+    library, samples, _, _, lines = adaptive
+    models = calibrate(library, Samples.read(samples))
+    judge = Judge(library, models)
+    records = read_samples(samples)
+    grid = Grid(read_sites(records))
+    taken = measured_keys(records)
+    if any("no decision is uncertain" in line for line in lines):
+        assert next_round(grid, taken, judge, 1.0)[0] == []
+    else:
+        assert any("budget is spent" in line for line in lines)
+
+
+def test_uncertain_points_lie_at_the_crossover(adaptive):
+    """The decision is uncertain where the two predictions meet, clear far from it."""
+    library, samples, _, _, _ = adaptive
+    judge = Judge(library, calibrate(library, Samples.read(samples)))
+    sites = sorted(read_sites(read_samples(samples)), key=lambda s: s.variables["n"])
+    winners = [judge.alternatives(s)[0].implementation for s in sites]
+    assert winners[0] == "loop" and winners[-1] == "dot"
+    crossover = next(i for i, w in enumerate(winners) if w == "dot")
+    scores = [judge.uncertainty(s) for s in sites]
+    assert max(scores) > 0 and scores.index(max(scores)) in range(crossover - 6, crossover + 6)
+    assert scores[0] == 0 and scores[-1] == 0
+
+
+def test_a_build_says_what_its_rounds_did(tmp_path):
+    from hlc.dispatch.build import build
+
+    result = build(DESCRIPTIONS / "crossing.hl", out=tmp_path / "crossing", adaptive=True, budget=6.0)
+    assert result.rounds[0].startswith("round 1: 8 points")
+    assert json.loads((tmp_path / "crossing" / "breakdown.json").read_text())["seconds"]["measuring"] > 0
+    module = hlc.load(tmp_path / "crossing")
+    assert module.square_sum(__import__("numpy").ones(3)) == 3.0
