@@ -4,11 +4,14 @@ The loop nest of a description is the domain and the grid of candidate
 points; an adaptive profile measures a part of it, chosen in rounds:
 
 1. a survey: the profiling program builds the arguments at every fitting
-   point and writes their variables and each implementation's candidate
-   settings, timing nothing (``--survey``);
-2. a space-filling start: the points that lie farthest from each other, each
-   loop's values counted by rank, so that a log-scale loop is spread as
-   evenly as an additive one;
+   point and writes their variables, their size in bytes and each
+   implementation's candidate settings, timing nothing (``--survey``);
+2. a space-filling start, 8 points per interface and rank count: the points
+   that lie farthest from each other, each loop's values counted by rank,
+   so that a log-scale loop is spread as evenly as an additive one, with
+   the distance of a point whose arguments are larger than most shrunk by
+   the square root of how much (no model predicts costs yet, and a start
+   at the largest sizes alone could spend a small budget);
 3. then, round after round, fit the samples so far and add
    * the points whose decision is uncertain: the two fastest predicted
      alternatives (implementations, and a parameterized implementation at
@@ -21,9 +24,11 @@ points; an adaptive profile measures a part of it, chosen in rounds:
      variable), so that a region the models got wrong without knowing it is
      still found;
 
-   each round spending about a fifth of what is left of the budget;
+   each round spending about a fifth of what is left of the fitting budget
+   (three quarters of the whole), as the models predict it;
 4. stop when no unmeasured point has an uncertain decision and no gap is
-   wider than one step of the grid, or when the budget is spent.
+   wider than one step of the grid, or when the fitting budget is spent;
+   then take the verification samples with the rest.
 
 Everything is deterministic for a seed: the survey, the designs, the fits
 and the choices depend on the samples file alone, which is also what a
@@ -75,6 +80,7 @@ class Site:
     variables: dict[str, float]
     settings: dict[str, list[dict[str, int]]]  # what profiling it would time
     choices: dict[str, list[dict[str, int]]]  # what the dispatcher chooses among there
+    bytes: int = 0  # the arguments' size: the clue to its cost before any model
 
     @property
     def key(self) -> tuple[str, int, int]:
@@ -86,7 +92,8 @@ def read_sites(records: Sequence[dict]) -> list[Site]:
     sites: dict[tuple, Site] = {}
     for r in records:
         if r.get("kind") == "survey":
-            site = Site(r["interface"], r["P"], r["index"], r["point"], r["variables"], r["settings"], r["choices"])
+            site = Site(r["interface"], r["P"], r["index"], r["point"], r["variables"], r["settings"], r["choices"],
+                        r.get("bytes", 0))
             sites.setdefault(site.key, site)
     return list(sites.values())
 
@@ -134,11 +141,21 @@ class Grid:
                                           default=0) <= 1
                    for other in self.group(key))
 
-    def farthest_first(self, taken: set[tuple], count: int) -> list[Site]:
+    def farthest_first(self, taken: set[tuple], count: int, frugal: bool = False) -> list[Site]:
         """Greedy maximin: up to ``count`` untaken sites, each the farthest from
         every site taken so far (a group with none taken starts at its first
         site in nest order); ties go to the earlier site, so the choice is
-        deterministic."""
+        deterministic.  ``frugal``: a site's distance is divided by the square
+        root of its size over its group's median (when above it), so that the
+        sites whose arguments are largest, and whose calls likely cost most,
+        come later."""
+        weight = {key: 1.0 for key in self.places}
+        if frugal:
+            for keys in self.groups.values():
+                sizes = sorted(self.by_key[key].bytes for key in keys)
+                median = max(sizes[len(sizes) // 2], 1)
+                for key in keys:
+                    weight[key] = 1 / math.sqrt(max(self.by_key[key].bytes / median, 1.0))
         distance: dict[tuple, float] = {}
         for key, place in self.places.items():
             if key not in taken:
@@ -146,7 +163,7 @@ class Grid:
                                     default=math.inf)
         chosen: list[Site] = []
         while len(chosen) < count and distance:
-            key = max(distance, key=lambda k: (distance[k], -self.order[k]))
+            key = max(distance, key=lambda k: (distance[k] * weight[k], -self.order[k]))
             chosen.append(self.by_key[key])
             del distance[key]
             for other in self.group(key):
@@ -300,7 +317,7 @@ def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, rank
     while True:
         left = fitting_budget - (time.monotonic() - started)
         if not taken:
-            batch = grid.farthest_first(taken, START_POINTS * len(grid.groups))
+            batch = grid.farthest_first(taken, START_POINTS * len(grid.groups), frugal=True)
             by_rule = {"uncertain": 0, "gaps": len(batch)}
             judge = None
         else:

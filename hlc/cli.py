@@ -140,10 +140,11 @@ def _build_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--out", metavar="DIR", help="the package folder (default build/<library>)")
     command.add_argument("--procs", metavar="P[,P…]", type=_rank_list, help="rank counts to calibrate for")
     command.add_argument("--budget", metavar="SECONDS", type=float, help="stop profiling after this long")
-    command.add_argument("--adaptive", action="store_true",
-                         help="measure a space-filling part of the loop nest, then, round after round, where "
-                              "decisions are uncertain and where the measured points leave gaps, until none is "
-                              "left or --budget is spent (default: hlc.adaptive.BUDGET)")
+    command.add_argument("--grid", action="store_true",
+                         help="measure every point of the loop nest, in a random order, until done or --budget "
+                              "is spent; by default a build measures a space-filling part of it, then, round "
+                              "after round, where decisions are uncertain and where the measured points leave "
+                              "gaps, until none is left or --budget (default: hlc.adaptive.BUDGET) is spent")
     command.add_argument("--quick", action="store_true", default=None,
                          help="a reduced loop nest, for a smoke build (recorded in the fingerprint)")
     command.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
@@ -270,7 +271,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     from hlc.dispatch.build import build
 
     with ProgressBar("profiling") as bar:
-        result = build(args.description, out=args.out, ranks=args.procs, budget=args.budget, adaptive=args.adaptive,
+        result = build(args.description, out=args.out, ranks=args.procs, budget=args.budget,
+                       adaptive=not (args.grid or args.quick),
                        quick=bool(args.quick), seed=args.seed, timeout=args.timeout, progress=bar.update,
                        static=dict(args.static) if args.static else None, strict=args.strict)
     _report_build(result)
@@ -281,7 +283,7 @@ def cmd_recalibrate(args: argparse.Namespace) -> int:
     from hlc.calibrate.progress import ProgressBar
     from hlc.dispatch.build import recalibrate
 
-    options = {"ranks": args.procs, "budget": args.budget, "adaptive": args.adaptive, "seed": args.seed,
+    options = {"ranks": args.procs, "budget": args.budget, "adaptive": not (args.grid or args.quick), "seed": args.seed,
                "timeout": args.timeout, "strict": args.strict}
     if args.out:
         options["out"] = args.out

@@ -45,6 +45,19 @@ def test_farthest_first_starts_at_the_corners_and_is_deterministic():
     assert grid.ranks[grid.farthest_first({s.key for s in first}, 1)[0].key] == (4, 4)
 
 
+def test_a_frugal_start_leaves_the_largest_arguments_for_later():
+    """Sizes 2^j along the second loop: the plain start takes the corners, the
+    frugal one the corners of the cheaper part first."""
+    sites = [Site("f", 1, i * 9 + j, {"i": i, "n": 2**j}, {"n": 2**j}, {"a": [{}]}, {"a": [{}]}, 8 * 4**j)
+             for i, j in itertools.product(range(9), range(9))]
+    grid = Grid(sites)
+    plain = [grid.ranks[s.key][1] for s in grid.farthest_first(set(), 4)]
+    frugal = [grid.ranks[s.key][1] for s in grid.farthest_first(set(), 4, frugal=True)]
+    assert max(plain) == 8 and max(frugal) < 8
+    assert sorted(s.key for s in grid.farthest_first(set(), 4, frugal=True)) == \
+        sorted(s.key for s in grid.farthest_first(set(), 4, frugal=True))
+
+
 def test_each_rank_count_gets_its_own_start():
     grid = Grid(square_grid(4, P=1) + square_grid(4, P=2))
     assert {s.P for s in grid.farthest_first(set(), 2)} == {1, 2}

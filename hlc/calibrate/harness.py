@@ -156,6 +156,21 @@ def multiplied(start: int, stop: int, factor: float) -> list[int]:
     return geometric(start, stop, factor) if start <= stop else []
 
 
+def size_of(arguments: tuple) -> int:
+    """Bytes the arguments hold (arrays and other buffers by their size, a
+    sequence by its length in 8-byte items): before anything is timed, the
+    only clue to what a call there will cost."""
+    total = 0
+    for argument in arguments:
+        if hasattr(argument, "nbytes"):
+            total += int(argument.nbytes)
+        elif isinstance(argument, list | tuple | str | bytes):
+            total += 8 * len(argument)
+        else:
+            total += 8
+    return total
+
+
 def log_uniform(rng: random.Random, low: int, high: int) -> int:
     """An integer of ``low .. high`` drawn uniformly in its logarithm: each
     octave of the range gets as many draws as any other.  ValueError when
@@ -382,10 +397,10 @@ class Profiler:
         points = [(interface, index, point) for interface in self.interfaces
                   for index, point in enumerate(interface.points())]
         for done, (interface, index, point) in enumerate(points, start=1):
-            _, _, variables = self.inputs(interface, False, index, point)
+            _, arguments, variables = self.inputs(interface, False, index, point)
             applicable = [i for i in interface.implementations if i.applies(variables)]
             self.write([{"kind": "survey", "interface": interface.name, "P": self.context.size, "index": index,
-                         "point": point, "variables": variables,
+                         "point": point, "variables": variables, "bytes": size_of(arguments),
                          "settings": {i.name: list(i.settings(point, variables)) for i in applicable},
                          "choices": {i.name: list(i.candidates(point, variables)) for i in applicable}}])
             self.emit(event="progress", done=done, total=len(points), breakdown=self.breakdown().as_dict())

@@ -227,9 +227,11 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
     says which and why.  With ``strict``, that is a BuildError instead, and
     the previous build stays in place.  With ``refit``, only those
     implementations are profiled and fitted again; the others keep their
-    models from ``previous`` (a models artefact).  With ``adaptive``, the
-    profile measures where decisions are uncertain (hlc.adaptive), within
-    ``budget`` seconds (hlc.adaptive.BUDGET by default)."""
+    models from ``previous`` (a models artefact).  With ``adaptive`` (what
+    `hlc build` does unless told --grid), the profile measures where
+    decisions are uncertain (hlc.adaptive), within ``budget`` seconds
+    (hlc.adaptive.BUDGET by default); a quick build and a refit measure
+    their whole nest."""
     started = time.monotonic()
     library = parse_file(description)
     link = Path(out) if out else Path("build") / library.name
@@ -245,7 +247,7 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
         profiled = quick_profile(library) if quick else library
         samples = version / "samples.jsonl"
         rounds: list[str] = []
-        if adaptive and refit is None:
+        if adaptive and refit is None and not quick:
             result = _profile_adaptively(profiled, samples, version, link, ranks=ranks, budget=budget, seed=seed,
                                          timeout=timeout, progress=progress, report=rounds.append)
         else:

@@ -74,9 +74,10 @@ def test_a_profile_accounts_for_its_time(tmp_path):
     result = profile(library, samples, tmp_path / "build")
     (written,) = [r for r in read_samples(samples) if r["kind"] == "breakdown"]
     program = Breakdown.from_dict(written)
-    timed = sum(s["seconds"] * s["repeat"] * len(s["timings"]) for s in read_samples(samples) if s["kind"] == "sample")
-    # measuring is the timings the samples keep (timings dropped for a slow host are 'retaken')
-    assert program.seconds[MEASURING] == pytest.approx(timed, rel=0.01, abs=2e-3)
+    timed = sum(sum(s["timings"]) * s["repeat"] for s in read_samples(samples) if s["kind"] == "sample")
+    # measuring is the timings the samples keep (timings dropped for a slow host are 'retaken');
+    # a sample's repeat count is its last, which a timing that fell short may have grown
+    assert program.seconds[MEASURING] == pytest.approx(timed, rel=0.03, abs=2e-3)
     for activity in ("warm-up", "checks", "inputs", "host waits"):
         assert program.seconds[activity] > 0, activity
     assert program.accounted <= program.wall

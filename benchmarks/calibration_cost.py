@@ -1,0 +1,140 @@
+"""Decision quality against profiling time: the full grid cut short by a
+budget, against adaptive sampling at the same budgets.
+
+For each library, builds it (fresh, into a temporary folder) with the grid
+at every budget and at twice it, and adaptively at every budget and with
+the default budget; then judges each build's choices by replaying them
+against the stored exhaustive evaluations of ``tests/data/<library>/``
+(nothing is timed for the judgement: the same points and timings judge
+every build).  A grid build cut short takes its points in a random order,
+so it samples the whole nest, as thinly as its budget allows.
+
+Prints, per build, the profiling seconds and, per stored evaluation, the
+share of right choices (within the evaluation's tolerance of the fastest
+alternative; a point where the build chooses nothing, for want of models
+there, counts as wrong) and the expected penalty over the points judged; then whether adaptive sampling at
+each budget chose right at least as often as the grid with twice the time
+(the expected penalties are over the points judged, which a build without
+models at a rank count leaves out); and last
+
+    sort: build S s, measuring E% of it, right R% (seed 1), grid needs G s for the same
+
+for the default adaptive build: its build time, the share of it spent in
+timed calls, its right share on the first stored evaluation, and the least
+grid budget (of those tried) that reached that share.
+
+    python benchmarks/calibration_cost.py [--libraries sort,stencil] [--budgets 15,30,60,120]
+
+This takes about ten minutes per library per 100 s of the largest budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from hlc.dispatch.build import build
+from hlc.language.parse import parse_file
+from hlc.replay import replay
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data"
+NOT_PROFILING = ("fit", "dispatch module", "compile")
+
+
+@dataclass
+class Judged:
+    method: str
+    budget: float | None
+    seconds: float  # the whole build
+    profiling: float  # of which profiling
+    measuring: float  # share of the build in timed calls
+    right: list[float]  # per stored evaluation
+    expected: list[float]
+
+
+def evaluations(library: str) -> list[Path]:
+    return sorted((DATA / library).glob("evaluation-*.json"))
+
+
+def prepare_uses(library: str, folder: Path) -> None:
+    """The models of the libraries it uses, from the stored corpus (stencil uses runtime)."""
+    for name in parse_file(ROOT / "libraries" / f"{library}.hl").used:
+        stored = DATA / library / f"{name}_models.json"
+        (folder / name).mkdir(parents=True, exist_ok=True)
+        shutil.copy(stored, folder / name / "models.json")
+
+
+def judged(library: str, method: str, budget: float | None, folder: Path) -> Judged:
+    stored = evaluations(library)
+    ranks = sorted({size for path in stored for size in json.loads(path.read_text()).get("ranks", [1])})
+    out = folder / f"{method}-{budget}" / library
+    prepare_uses(library, out.parent)
+    result = build(ROOT / "libraries" / f"{library}.hl", out=out, ranks=ranks, budget=budget,
+                   adaptive=method == "adaptive")
+    spent = result.breakdown
+    profiling = spent.wall - sum(spent.seconds.get(activity, 0.0) for activity in NOT_PROFILING)
+    right, expected = [], []
+    for evaluation in stored:
+        entry = next(iter(replay(out, evaluation).interfaces.values()))
+        summary = entry["summary"]
+        # A point where the build chose nothing (no model there), or something
+        # the evaluation did not time, counts as a wrong choice.
+        points = summary["points"] + entry["unmeasured"]
+        right.append(summary["right_share"] * summary["points"] / points if points else 0.0)
+        expected.append(summary["expected_penalty"])
+    shutil.rmtree(out.parent)
+    return Judged(method, budget, spent.wall, profiling, spent.measuring_share, right, expected)
+
+
+def row(entry: Judged) -> str:
+    budget = "default" if entry.budget is None else f"{entry.budget:g}"
+    figures = "  ".join(f"{100 * r:5.1f}% {100 * e:5.2f}%" for r, e in zip(entry.right, entry.expected, strict=True))
+    return (f"{entry.method:<9} {budget:>7} {entry.profiling:8.1f} {entry.seconds:7.1f} "
+            f"{100 * entry.measuring:5.0f}%   {figures}")
+
+
+def main() -> None:
+    options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    options.add_argument("--libraries", default="sort,stencil")
+    options.add_argument("--budgets", default="15,30,60,120")
+    args = options.parse_args()
+    budgets = [float(b) for b in args.budgets.split(",")]
+    last = []
+    for library in args.libraries.split(","):
+        names = "  ".join(f"{p.stem:>16}" for p in evaluations(library))
+        print(f"{library}: right share and expected penalty on {names}")
+        print(f"{'method':<9} {'budget':>7} {'profile':>8} {'build':>7} {'meas.':>6}")
+        with tempfile.TemporaryDirectory(prefix="hlc-cost-") as scratch:
+            folder = Path(scratch)
+            grid = {}
+            for budget in sorted(set(budgets) | {2 * b for b in budgets}):
+                grid[budget] = judged(library, "grid", budget, folder)
+                print(row(grid[budget]), flush=True)
+            adaptive = {}
+            for budget in budgets:
+                adaptive[budget] = judged(library, "adaptive", budget, folder)
+                print(row(adaptive[budget]), flush=True)
+            default = judged(library, "adaptive", None, folder)
+            print(row(default), flush=True)
+        for budget in budgets:
+            a, g = adaptive[budget], grid[2 * budget]
+            holds = a.right[0] >= g.right[0]
+            print(f"  at {budget:g} s: adaptive right {100 * a.right[0]:.1f}%, expected {100 * a.expected[0]:.2f}%; "
+                  f"grid at {2 * budget:g} s right {100 * g.right[0]:.1f}%, expected {100 * g.expected[0]:.2f}%"
+                  f" -> {'as good or better' if holds else 'worse'}")
+        reaching = [b for b, g in sorted(grid.items()) if g.right[0] >= default.right[0]]
+        needs = f"{grid[reaching[0]].profiling:.0f}" if reaching else f"more than {max(grid):g}"
+        last.append(f"{library}: build {default.seconds:.0f} s, measuring {100 * default.measuring:.0f}% of it, "
+                    f"right {100 * default.right[0]:.1f}% (seed 1), grid needs {needs} s for the same")
+        print()
+    for line in last[1:] + last[:1]:
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
