@@ -37,7 +37,6 @@ resumed profile continues from.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import time
@@ -191,6 +190,22 @@ class Judge:
         self.entries = {name: record.get("time", {}) for name, record in models["implementations"].items()}
         self.predictor = Predictor.of_models(library, models, used_models or {})
         self.implementations = {i.name: i for interface in library.interfaces for i in interface.implementations}
+        self.predictions: dict[tuple, tuple[float, float] | None] = {}  # (name, environment) → (seconds, band)
+
+    def predicted(self, name: str, environment: dict[str, Any]) -> tuple[float, float] | None:
+        """The predicted seconds of an implementation and the half-width of
+        its band at one environment; None where the model cannot say.  Kept,
+        since a round asks for the same ones to score and to cost a site."""
+        key = (name, tuple(sorted(environment.items())))
+        if key not in self.predictions:
+            entry = self.entries.get(name, {})
+            try:
+                seconds = self.predictor.evaluate(name, environment)
+                half = band(self.predictor, self.implementations[name], entry, environment) or 0.0
+                self.predictions[key] = (max(seconds, 0.0), half) if math.isfinite(seconds) else None
+            except (ArithmeticError, LookupError, ValueError):
+                self.predictions[key] = None
+        return self.predictions[key]
 
     def alternatives(self, site: Site) -> list[Alternative]:
         """Every fitted alternative at the site, fastest predicted first."""
@@ -202,16 +217,10 @@ class Judge:
             # the model's own error on its samples widens the band of the mean
             error = max(float(entry.get("mre", 1.0)) - 1.0, 0.0)
             for settings in settings_list:
-                environment = {**site.variables, **settings}
-                try:
-                    seconds = self.predictor.evaluate(name, environment)
-                    half = band(self.predictor, self.implementations[name], entry, environment) or 0.0
-                except (ArithmeticError, LookupError, ValueError):
-                    continue
-                if not math.isfinite(seconds):
-                    continue
-                seconds = max(seconds, 0.0)
-                found.append(Alternative(name, settings, seconds, max(half, error * seconds)))
+                predicted = self.predicted(name, {**site.variables, **settings})
+                if predicted is not None:
+                    seconds, half = predicted
+                    found.append(Alternative(name, settings, seconds, max(half, error * seconds)))
         return sorted(found, key=lambda a: a.seconds)
 
     def uncertainty(self, site: Site) -> float:
@@ -235,11 +244,9 @@ class Judge:
             entry = self.entries.get(name, {})
             for settings in settings_list:
                 seconds = 1e-3
-                if entry.get("status") == "fitted":
-                    with contextlib.suppress(ArithmeticError, LookupError, ValueError):
-                        seconds = max(self.predictor.evaluate(name, {**site.variables, **settings}), 0.0)
-                if not math.isfinite(seconds):
-                    seconds = 1e-3
+                if entry.get("status") == "fitted" and name in self.implementations:
+                    predicted = self.predicted(name, {**site.variables, **settings})
+                    seconds = predicted[0] if predicted is not None else seconds
                 total += max(seconds, WARM_SECONDS) + (CALLS - 1) * max(seconds, MINIMUM_TIMING)
         return total
 
@@ -326,8 +333,9 @@ def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, rank
                 break
             with spent.spending("fit"):
                 models = calibrate(library, Samples.read(samples), models_of=models_of)
-            judge = Judge(library, models, used_models)
-            batch, by_rule = next_round(grid, taken, judge, ROUND_SHARE * left)
+            with spent.spending("planning"):
+                judge = Judge(library, models, used_models)
+                batch, by_rule = next_round(grid, taken, judge, ROUND_SHARE * left)
         if not batch:
             say("no decision is uncertain and no point lies more than a step from a measured one")
             break

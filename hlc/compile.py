@@ -163,7 +163,11 @@ def _build(target: Path, sources: list[Path]) -> None:
     from Cython.Build import cythonize
     from setuptools import Distribution, Extension
 
-    extensions = [Extension(extension_name(s), [str(s)], include_dirs=[numpy.get_include(), str(s.parent)])
+    # No debug information: Python's flags ask for it (-g), and it took a
+    # quarter of the C compiler's time on a dispatch module, which every
+    # build compiles afresh.
+    extensions = [Extension(extension_name(s), [str(s)], include_dirs=[numpy.get_include(), str(s.parent)],
+                            extra_compile_args=["-g0"])
                   for s in sources]
     modules = cythonize(extensions, build_dir=str(target / "cython"), quiet=True,
                         compiler_directives={"language_level": 3})

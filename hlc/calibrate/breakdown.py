@@ -27,7 +27,7 @@ from pathlib import Path
 MEASURING = "measuring"
 PROGRAM = (MEASURING, "warm-up", "sizing", "checks", "inputs", "host waits", "retaken")
 #: What the build itself spends, around the programs.
-BUILD = ("compile", "process starts", "restarts", "fit", "dispatch module")
+BUILD = ("compile", "process starts", "restarts", "fit", "planning", "dispatch module")
 #: The rest of a program's or a build's wall time.
 OTHER = "other"
 ACTIVITIES = PROGRAM + BUILD + (OTHER,)
