@@ -49,8 +49,9 @@ from typing import Any
 from hlc.calibrate.breakdown import Breakdown
 from hlc.calibrate.harness import read_samples
 from hlc.calibrate.run import ProfileResult, Progress, failures_in, prepare, run_program
+from hlc.calibrate.timing import MINIMUM_TIMING, WARM_SECONDS
 from hlc.language import ast
-from hlc.model.calibration import Samples, calibrate
+from hlc.model.calibration import Samples, calibrate, read_models
 from hlc.model.predict import Predictor, band
 
 #: Seconds of profiling an adaptive build spends when no --budget is given.
@@ -62,9 +63,7 @@ VERIFICATION_SHARE = 0.25
 START_POINTS = 8
 #: Each round spends at most this share of the budget that is left.
 ROUND_SHARE = 0.2
-#: Rough seconds one timed candidate costs beyond its calls: warm-up and the clock's minimum.
-WARM_SECONDS = 5e-3
-MINIMUM_TIMING = 1e-3
+#: Calls of one timed candidate (beyond them it costs the warm-up and the clock's minimum).
 CALLS = 5  # a checking call and k = 3 timings, plus a retake now and then
 
 
@@ -318,7 +317,7 @@ def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, rank
     sites = grid.sites
     taken = measured_keys(records)
     rounds: list[Round] = []
-    used_models = {name: json.loads(path.read_text()) for name, path in (models_of or {}).items() if path.exists()}
+    used_models = read_models(models_of or {})
     selection = build / "selection.json"
     fitting_budget = (1 - VERIFICATION_SHARE) * budget
     while True:

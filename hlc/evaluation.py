@@ -42,7 +42,7 @@ from typing import Any
 
 from hlc.calibrate.harness import read_samples
 from hlc.calibrate.oracle import AGAIN, DISPATCHED, label, ratio
-from hlc.calibrate.run import Failure, ProfileError, Progress, failures_in, run_program
+from hlc.calibrate.run import Failure, ProfileError, Progress, failures_in, profile_defaults, run_program
 from hlc.language.parse import parse_file
 
 FORMAT = 1
@@ -100,12 +100,10 @@ def evaluate(build: str | Path, *, points: int = 200, procs: Sequence[int] | Non
     program = folder / f"profile_{library.name}.py"
     if not program.exists():
         raise FileNotFoundError(f"{program} is missing; build the library again")
-    ranks = list(procs) if procs else [1]
+    ranks, timeout = profile_defaults(library, list(procs) if procs else [1], timeout)
     raw = folder / "evaluation.jsonl"
     wanted = {"seed": seed, "points": points, "params": params}
     _start(raw, wanted, resume)
-    if timeout is None:
-        timeout = max((i.profile.timeout for i in library.interfaces if i.profile is not None), default=60.0)
     options = ["--evaluate", str(folder.resolve()), "--points", str(points), "--params", params]
     for size in ranks:
         try:

@@ -86,7 +86,7 @@ class Breakdown:
     def closed(self) -> Breakdown:
         """This account with the unaccounted part of its wall time as OTHER."""
         seconds = {a: s for a, s in self.seconds.items() if a != OTHER}
-        rest = self.wall - sum(seconds.values())
+        rest = self.wall - self.accounted
         if rest > 0:
             seconds[OTHER] = rest
         return Breakdown(seconds, max(self.wall, sum(seconds.values())), self.restarts)

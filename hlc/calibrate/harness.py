@@ -621,21 +621,30 @@ class Profiler:
             repeat, elapsed, result = checked
             reference = reference or (implementation.name, result)
             ready = [(implementation, settings, repeat)]
-            warm = elapsed < WARM_SECONDS  # a call as long as the warm-up warmed it
-            for attempt in range(HOST_RETAKES + 1):
-                with self.spent.spending("host waits"):
-                    slowdown = self.host.settle()
-                before = self.spent.seconds.get(MEASURING, 0.0)
-                values = self.block(interface, ready, arguments, point, warm)
-                with self.spent.spending("host waits"):
-                    slowdown = self.context.maximum(max(slowdown, self.host.slowdown()))
-                if values is None or self.host.steady(slowdown) or attempt == HOST_RETAKES:
-                    break
-                self.spent.move(MEASURING, "retaken", self.spent.seconds.get(MEASURING, 0.0) - before)
-                warm = True
+            warmed = elapsed >= WARM_SECONDS  # a checking call as long as the warm-up warmed the first attempt
+            values, slowdown = self.at_usual_pace(lambda attempt, ready=ready, warmed=warmed: self.block(
+                interface, ready, arguments, point, warm=attempt > 0 or not warmed))
             if values is not None:
                 timed.append((ready[0], values, slowdown))
         return timed
+
+    def at_usual_pace(self, measure: Callable[[int], Any]) -> tuple[Any, float]:
+        """Run ``measure(attempt)`` when the host runs at its usual pace
+        (HostMeter), and again, up to HOST_RETAKES times, when it slowed down
+        meanwhile; the timings of a dropped attempt count as retaken.  Returns
+        the last attempt's outcome (None: it failed, and is not retaken) and
+        the host's slowdown during it, the slowest rank's."""
+        for attempt in range(HOST_RETAKES + 1):
+            with self.spent.spending("host waits"):
+                slowdown = self.host.settle()
+            before = self.spent.seconds.get(MEASURING, 0.0)
+            outcome = measure(attempt)
+            with self.spent.spending("host waits"):
+                slowdown = self.context.maximum(max(slowdown, self.host.slowdown()))
+            if outcome is None or self.host.steady(slowdown) or attempt == HOST_RETAKES:
+                return outcome, slowdown
+            self.spent.move(MEASURING, "retaken", self.spent.seconds.get(MEASURING, 0.0) - before)
+        raise AssertionError("unreachable: the last attempt returns")
 
     def block(self, interface: Interface, ready: list[tuple[Implementation, dict, int]], arguments: tuple,
               point: dict, warm: bool) -> list[float] | None:
@@ -676,10 +685,8 @@ class Profiler:
         The round starts when the host runs at its usual pace (HostMeter), and
         is taken again, up to HOST_RETAKES times, when it slowed down meanwhile.
         Returns the positions that got a timing."""
-        for attempt in range(HOST_RETAKES + 1):
-            with self.spent.spending("host waits"):
-                slowdown = self.host.settle()
-            before = self.spent.seconds.get(MEASURING, 0.0)
+
+        def round_once(attempt: int) -> dict[int, float]:
             taken = {}
             for offset in range(len(positions)):
                 position = positions[(round_ + offset) % len(positions)]
@@ -688,11 +695,9 @@ class Profiler:
                 seconds = self.timing(interface, candidates, position, arguments, point)
                 if seconds is not None:
                     taken[position] = seconds
-            with self.spent.spending("host waits"):
-                slowdown = self.context.maximum(max(slowdown, self.host.slowdown()))
-            if self.host.steady(slowdown) or attempt == HOST_RETAKES:
-                break
-            self.spent.move(MEASURING, "retaken", self.spent.seconds.get(MEASURING, 0.0) - before)
+            return taken
+
+        taken, slowdown = self.at_usual_pace(round_once)
         self.slowdown = max(self.slowdown, slowdown)
         for position, seconds in taken.items():
             timings[position].append(seconds)

@@ -124,11 +124,7 @@ def profile(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence
     if not resume and samples.exists():
         samples.unlink()
     samples.parent.mkdir(parents=True, exist_ok=True)
-    profiled = [i.profile for i in library.interfaces if i.profile is not None]
-    if ranks is None:
-        ranks = sorted({p for profile_ in profiled for p in profile_.ranks}) or [1]
-    if timeout is None:
-        timeout = max((p.timeout for p in profiled), default=60.0)
+    ranks, timeout = profile_defaults(library, ranks, timeout)
     deadline = time.time() + budget if budget is not None else None
     result = ProfileResult(samples=samples, program=program, ranks=list(ranks), breakdown=spent)
     for size in ranks:
@@ -140,6 +136,18 @@ def profile(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence
     result.failures = failures_in(samples)
     spent.wall = time.monotonic() - started
     return result
+
+
+def profile_defaults(library: ast.Library, ranks: Sequence[int] | None,
+                     timeout: float | None) -> tuple[list[int], float]:
+    """The rank counts and the timeout of a profile: as given, else the
+    description's (every rank count its profiles name; their longest timeout)."""
+    profiled = [i.profile for i in library.interfaces if i.profile is not None]
+    if ranks is None:
+        ranks = sorted({p for profile_ in profiled for p in profile_.ranks}) or [1]
+    if timeout is None:
+        timeout = max((p.timeout for p in profiled), default=60.0)
+    return list(ranks), timeout
 
 
 def _selection(verification_only: bool, implementations: Sequence[str] | None) -> list[str]:

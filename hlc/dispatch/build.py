@@ -27,14 +27,21 @@ from types import ModuleType
 from typing import Any
 
 from hlc.calibrate.breakdown import Breakdown
-from hlc.calibrate.run import Failure, ProfileResult, Progress, profile
+from hlc.calibrate.run import Failure, ProfileResult, Progress, profile, profile_defaults
 from hlc.compile import compile_extensions
 from hlc.dispatch.generate import dispatch_source
 from hlc.errors import UserError
 from hlc.language import ast
 from hlc.language.nest import loop_values
 from hlc.language.parse import parse_file
-from hlc.model.calibration import VERIFICATION_LIMIT, Samples, by_ranks_text, calibrate, missing_implementations
+from hlc.model.calibration import (
+    VERIFICATION_LIMIT,
+    Samples,
+    by_ranks_text,
+    calibrate,
+    missing_implementations,
+    read_models,
+)
 from hlc.model.fit import mean_relative_error
 from hlc.model.predict import Predictor
 from hlc.model.terms import discovered_in_words
@@ -262,7 +269,7 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
             for name, record in previous["implementations"].items():
                 if name not in refit and name in models["implementations"]:
                     models["implementations"][name] = record
-        used_models = {name: json.loads(path.read_text()) for name, path in used_paths.items() if path.exists()}
+        used_models = read_models(used_paths)
         lost = missing_implementations(models)
         if strict and lost:
             kept = f"; {link} is as it was" if link.exists() else ""
@@ -288,11 +295,7 @@ def _profile_adaptively(library: ast.Library, samples: Path, version: Path, link
                         progress: Progress | None, report: Callable[[str], None]) -> ProfileResult:
     from hlc import adaptive
 
-    profiled = [i.profile for i in library.interfaces if i.profile is not None]
-    if ranks is None:
-        ranks = sorted({p for profile_ in profiled for p in profile_.ranks}) or [1]
-    if timeout is None:
-        timeout = max((p.timeout for p in profiled), default=60.0)
+    ranks, timeout = profile_defaults(library, ranks, timeout)
     result, _ = adaptive.profile_adaptively(
         library, samples, version, ranks=ranks, budget=adaptive.BUDGET if budget is None else budget, seed=seed,
         timeout=timeout, progress=progress, models_of=_used_models(library, link.parent), report=report)
@@ -378,7 +381,7 @@ def refit(target: str | Path, *, description: str | Path | None = None, **fit_op
         raise BuildError(f"{samples_file} holds samples of library '{samples.header['library']}', "
                          f"not of '{library.name}'")
     used_paths = _used_models(library, link.parent)
-    used_models = {name: json.loads(path.read_text()) for name, path in used_paths.items() if path.exists()}
+    used_models = read_models(used_paths)
     quick = previous.get("fingerprint", {}).get("quick", False)
     models = calibrate(library, samples, models_of=used_paths, quick=quick, **fit_options)
     if "static" in previous:

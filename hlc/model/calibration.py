@@ -235,6 +235,11 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
     return entry
 
 
+def read_models(paths: Mapping[str, Path]) -> dict[str, dict[str, Any]]:
+    """The models artefacts at ``paths`` (by library name) that exist."""
+    return {name: json.loads(Path(path).read_text()) for name, path in paths.items() if Path(path).exists()}
+
+
 def used_predictors(library: ast.Library, models_of: Mapping[str, Path]) -> dict[str, Predictor]:
     """Predictors of the libraries ``uses`` names, from their models artefacts."""
     predictors = {}
