@@ -12,7 +12,9 @@ points; an adaptive profile measures a part of it, chosen in rounds:
    the distance of a point whose arguments are larger than most shrunk by
    the square root of how much (no model predicts costs yet, and a start
    at the largest sizes alone could spend a small budget);
-3. then, round after round, fit the samples so far and add
+3. then, round after round, fit the samples so far (searching the terms
+   again whenever the points have grown by half, else refitting the
+   coefficients of the terms found last) and add
    * the points whose decision is uncertain: the two fastest predicted
      alternatives (implementations, and a parameterized implementation at
      each setting the dispatcher chooses among) lie within each other's
@@ -37,7 +39,6 @@ resumed profile continues from.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections import defaultdict
@@ -48,8 +49,8 @@ from typing import Any
 
 from hlc.calibrate.breakdown import Breakdown
 from hlc.calibrate.harness import read_samples
-from hlc.calibrate.run import ProfileResult, Progress, failures_in, prepare, run_program
-from hlc.calibrate.timing import MINIMUM_TIMING, WARM_SECONDS
+from hlc.calibrate.run import ProfileResult, Progress, Server, failures_in, prepare
+from hlc.calibrate.timing import MINIMUM_TIMING
 from hlc.language import ast
 from hlc.model.calibration import Samples, calibrate, read_models
 from hlc.model.predict import Predictor, band
@@ -63,8 +64,10 @@ VERIFICATION_SHARE = 0.25
 START_POINTS = 8
 #: Each round spends at most this share of the budget that is left.
 ROUND_SHARE = 0.2
-#: Calls of one timed candidate (beyond them it costs the warm-up and the clock's minimum).
-CALLS = 5  # a checking call and k = 3 timings, plus a retake now and then
+#: The fitter searches the terms again when the measured points have grown by this factor.
+REDISCOVER = 1.5
+#: Timings of one candidate's block, each as long as a call or the clock's minimum.
+TIMINGS = 4  # k = 3, plus a cold one or a retake now and then
 
 
 @dataclass(frozen=True)
@@ -237,7 +240,7 @@ class Judge:
 
     def cost(self, site: Site) -> float:
         """Predicted seconds profiling the site takes: per candidate it would
-        time, its calls and the warm-up and clock minimum around them."""
+        time, its checking call and its block's timings."""
         total = 0.0
         for name, settings_list in site.settings.items():
             entry = self.entries.get(name, {})
@@ -246,7 +249,7 @@ class Judge:
                 if entry.get("status") == "fitted" and name in self.implementations:
                     predicted = self.predicted(name, {**site.variables, **settings})
                     seconds = predicted[0] if predicted is not None else seconds
-                total += max(seconds, WARM_SECONDS) + (CALLS - 1) * max(seconds, MINIMUM_TIMING)
+                total += seconds + TIMINGS * max(seconds, MINIMUM_TIMING)
         return total
 
 
@@ -302,24 +305,44 @@ def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, rank
                        report: Callable[[str], None] | None = None) -> tuple[ProfileResult, list[Round]]:
     """Profile ``library`` into ``samples`` adaptively (module doc), within
     ``budget`` seconds of profiling; resumes from what ``samples`` holds."""
-    started = time.monotonic()
     spent = Breakdown()
+    compile_started = time.monotonic()
     program = prepare(library, build, spent)
+    # The budget is for profiling: compiling the description's sources (once,
+    # then from the cache) is not part of it.
+    started = time.monotonic()
     result = ProfileResult(samples=samples, program=program, ranks=list(ranks), breakdown=spent)
-    say = report or (lambda line: None)
+    servers = {size: Server(program, samples, size, seed, timeout, progress, spent) for size in ranks}
+    try:
+        rounds = _profile(library, samples, build, result, servers, ranks=ranks, budget=budget, started=started,
+                          models_of=models_of, say=report or (lambda line: None))
+    finally:
+        for server in servers.values():
+            server.close()
+    result.failures = failures_in(samples)
+    spent.wall = time.monotonic() - compile_started
+    return result, rounds
+
+
+def _profile(library: ast.Library, samples: Path, build: Path, result: ProfileResult, servers: Mapping[int, Server],
+             *, ranks: Sequence[int], budget: float, started: float, models_of: Mapping[str, Path] | None,
+             say: Callable[[str], None]) -> list[Round]:
+    """The survey, the rounds and the verification (module doc), each rank
+    count's points taken by its own serving program."""
+    spent = result.breakdown
     records = read_samples(samples)
     surveyed = {r["P"] for r in records if r.get("kind") == "survey"}
     for size in ranks:
         if size not in surveyed:
-            run_program(program, samples, size, seed, None, timeout, progress, ["--survey"], spent)
+            servers[size].run({"survey": True})
     records = read_samples(samples)
     grid = Grid([site for site in read_sites(records) if site.P in ranks])
     sites = grid.sites
     taken = measured_keys(records)
     rounds: list[Round] = []
     used_models = read_models(models_of or {})
-    selection = build / "selection.json"
     fitting_budget = (1 - VERIFICATION_SHARE) * budget
+    searched: tuple[int, dict[str, Any]] | None = None  # fitting points, and the models, of the last search
     while True:
         left = fitting_budget - (time.monotonic() - started)
         if not taken:
@@ -331,7 +354,13 @@ def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, rank
                 say("the fitting share of the budget is spent")
                 break
             with spent.spending("fit"):
-                models = calibrate(library, Samples.read(samples), models_of=models_of)
+                # The terms are searched again once the points have grown by half; in
+                # between, a round refits the coefficients of the terms found last.
+                search = searched is None or len(taken) >= REDISCOVER * searched[0]
+                models = calibrate(library, Samples.read(samples), models_of=models_of,
+                                   terms_of=None if search else searched[1])
+                if search:
+                    searched = (len(taken), models)
             with spent.spending("planning"):
                 judge = Judge(library, models, used_models)
                 batch, by_rule = next_round(grid, taken, judge, ROUND_SHARE * left)
@@ -348,12 +377,10 @@ def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, rank
                     chosen[site.interface].append(site.index)
             if not chosen and taken:
                 continue
-            selection.write_text(json.dumps(chosen), encoding="utf-8")
             later = sum(costs[other] for other in ranks[position:])
             share = costs[size] / later if later > 0 else 1.0
             deadline = time.time() + share * max(fitting_budget - (time.monotonic() - started), 0.0)
-            coverage = run_program(program, samples, size, seed, deadline, timeout, progress,
-                                   ["--select", str(selection), "--fitting-only"], spent)
+            coverage = servers[size].run({"select": chosen, "fitting_only": True, "deadline": deadline})
             if coverage is not None:
                 result.coverage = coverage
         taken = measured_keys(read_samples(samples))
@@ -362,18 +389,14 @@ def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, rank
             f"gaps), {time.monotonic() - round_started:.1f} s; {len(taken)} of {len(sites)} measured")
         if result.coverage is not None:
             break
-    selection.unlink(missing_ok=True)
     # The verification samples, with what is left of the budget (a share of it at least).
     verification_started = time.monotonic()
     left = max(budget - (verification_started - started), VERIFICATION_SHARE * budget)
     for position, size in enumerate(ranks):
         deadline = time.time() + max(left - (time.monotonic() - verification_started), 0.0) / (len(ranks) - position)
-        if run_program(program, samples, size, seed, deadline, timeout, progress, ["--verification-only"],
-                       spent) is not None:
+        if servers[size].run({"verification_only": True, "deadline": deadline}) is not None:
             result.coverage = "verification"
     say(f"verification: {time.monotonic() - verification_started:.1f} s")
     result.coverage = None if result.coverage is None else (
         f"the budget ran out: {len(taken)} of {len(sites)} grid points measured")
-    result.failures = failures_in(samples)
-    spent.wall = time.monotonic() - started
-    return result, rounds
+    return rounds

@@ -111,8 +111,17 @@ def test_uncertain_points_lie_at_the_crossover(adaptive):
     assert winners[0] == "loop" and winners[-1] == "dot"
     crossover = next(i for i, w in enumerate(winners) if w == "dot")
     scores = [judge.uncertainty(s) for s in sites]
-    assert max(scores) > 0 and scores.index(max(scores)) in range(crossover - 6, crossover + 6)
+    if max(scores) > 0:  # precise models may leave no grid point uncertain
+        assert scores.index(max(scores)) in range(crossover - 6, crossover + 6)
     assert scores[0] == 0 and scores[-1] == 0
+
+    def separation(site: Site) -> float:
+        """How many uncertainties apart the two fastest predictions lie."""
+        first, second = judge.alternatives(site)[:2]
+        return (second.seconds - first.seconds) / (first.uncertainty + second.uncertainty)
+
+    closest = min(range(len(sites)), key=lambda i: separation(sites[i]))
+    assert closest in range(crossover - 2, crossover + 2)
 
 
 def test_a_build_says_what_its_rounds_did(tmp_path):

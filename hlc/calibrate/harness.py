@@ -10,10 +10,12 @@ loop (Fig. 3-2) with the robustness it lacked:
   result checked against the reference implementation's; that call's
   length gives a first repeat count, and a timing too short for the clock
   grows it;
-* each candidate's timings form a block, right after its checking call:
-  warmed up once (the checking call counts), timed k times back to back,
-  and taken again when the host slowed down meanwhile, which its samples
-  record (the oracle instead checks every candidate first, then
+* each candidate's timings form a block, right after its checking call
+  (which is the block's first timing when it lasts long enough): timed
+  back to back until k timings agree, its first timings dropped while they
+  are slower than the rest (cold: the warm-up), and taken again when the
+  host slowed down meanwhile, which its samples record (the oracle
+  instead checks every candidate first, then
   interleaves their timings round after round, because it compares
   candidates round by round);
 * an implementation that raises or returns a wrong result is excluded (a
@@ -32,6 +34,7 @@ from __future__ import annotations
 import argparse
 import copy
 import functools
+import gc
 import importlib
 import importlib.util
 import json
@@ -55,10 +58,10 @@ from hlc.calibrate.host import HostMeter
 from hlc.calibrate.timing import (
     MAXIMUM_REPEAT,
     RETAKES,
-    WARM_SECONDS,
     Clock,
     Timing,
     calibrate_clock,
+    cold_timings,
     repeat_count,
     time_calls,
 )
@@ -70,6 +73,10 @@ SAMPLES_FORMAT = 1
 VERIFY_DRAWS = 4
 # A round during which the host slowed down is taken again at most this often.
 HOST_RETAKES = 2
+# The tag of the commands rank 0 passes on to the other ranks under --serve.
+COMMAND_TAG = 7301
+# A block may take this many timings beyond RETAKES × k while its first ones are cold.
+COLD_TIMINGS = 6
 
 
 # ---- what a generated program declares ---------------------------------------------
@@ -326,6 +333,7 @@ class Profiler:
             chosen = json.loads(Path(options.select).read_text(encoding="utf-8"))
             self.selected = {name: set(indices) for name, indices in chosen.items()}
         self.surveying = options.survey
+        self.serving = options.serve
         self.only = set(options.implementations.split(",")) if options.implementations else None
         self.context = Context(options.ranks)
         self.events = options.events and self.context.rank == 0
@@ -371,12 +379,16 @@ class Profiler:
             repair(self.output)
             self.stream = self.output.open("a", encoding="utf-8")
         self.write([self.header()])
+        return self.serve() if self.serving else self.take()
+
+    def take(self) -> int:
+        """Take what the options select: the survey, or the points."""
+        if self.surveying:
+            return self.survey()
         # Points are taken in a seeded random order, fitting and verification
         # mixed: slow drift of the machine then adds noise instead of biasing
         # one region of the nest (or all verification samples), and a run cut
         # short by its budget still samples the whole nest.
-        if self.surveying:
-            return self.survey()
         work = [(interface, *item) for interface in self.interfaces for item in self.plan(interface)]
         random.Random(f"{self.seed}:order").shuffle(work)
         done = 0
@@ -388,6 +400,39 @@ class Profiler:
             done += 1
             self.emit(event="progress", done=done, total=len(work), breakdown=self.breakdown().as_dict())
         return self.finish("finished", done, len(work))
+
+    def serve(self) -> int:
+        """--serve: take one command after another from standard input, each a
+        JSON line with the options it sets (``select``, ``fitting_only``,
+        ``verification_only``, ``survey``, ``deadline``), each ended like a run
+        (its account, then a finished or budget event), until the input ends.
+        An adaptive profile's rounds then cost one process start per rank
+        count, not one per round."""
+        while (command := self.next_command()) is not None:
+            self.started, self.spent = time.perf_counter(), Breakdown()
+            chosen = command.get("select")
+            self.selected = None if chosen is None else {name: set(indices) for name, indices in chosen.items()}
+            self.fitting_only = bool(command.get("fitting_only", False))
+            self.verification_only = bool(command.get("verification_only", False))
+            self.surveying = bool(command.get("survey", False))
+            self.deadline = command.get("deadline")
+            self.take()
+        return 0
+
+    def next_command(self) -> dict | None:
+        """The next command, read by rank 0 and sent to every rank; None at the
+        end of the input.  The other ranks wait for it by polling, asleep in
+        between, so that an idle rank leaves its core to the parent's fit."""
+        if self.context.rank == 0:
+            line = sys.stdin.readline()
+            message = numpy.frombuffer(line.encode("utf-8"), dtype=numpy.uint8)
+            for rank in range(1, self.context.size):
+                self.context.world.send(message, rank, tag=COMMAND_TAG)
+        else:
+            while self.context.world.probe(0, COMMAND_TAG) is None:
+                time.sleep(0.005)
+            line = self.context.world.receive(0, tag=COMMAND_TAG).tobytes().decode("utf-8")
+        return json.loads(line) if line.strip() else None
 
     def survey(self) -> int:
         """Write, for every fitting point, its variables and each applicable
@@ -490,6 +535,7 @@ class Profiler:
             })
         records.append({"kind": "point", "interface": interface.name, "P": size, "verify": verify, "index": index})
         self.write(records)
+        self.state.done.add((interface.name, size, verify, index))
 
     def fresh(self, interface: Interface, arguments: tuple) -> tuple:
         if not interface.mutable:
@@ -504,12 +550,19 @@ class Profiler:
 
     def call(self, interface: Interface, implementation: Implementation, settings: dict, arguments: tuple,
              point: dict) -> tuple[Any, float] | None:
-        """One untimed-by-the-harness call; None when it raised (then it is excluded)."""
+        """One call, timed as a timing is (after the setup and a barrier, with
+        the collector off), so that a call long enough for the clock can be
+        the first timing of its block; None when it raised (then it is excluded)."""
         self.emit(event="task", interface=interface.name, implementation=implementation.name, point=point)
+        if interface.setup is not None:
+            interface.setup(point, arguments, self.context.size)
+        collecting = gc.isenabled()
+        gc.disable()
         try:
+            self.context.barrier()
             start = time.perf_counter()
             returned = implementation.call(*arguments, **settings)
-            elapsed = time.perf_counter() - start
+            elapsed = max(time.perf_counter() - start - self.clock.overhead, 0.0)
             error = None
         except Exception as raised:  # any failure of user code excludes that implementation
             error = f"raised {type(raised).__name__}: {raised}"
@@ -517,6 +570,11 @@ class Profiler:
             if frames:
                 error += f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})"
             returned, elapsed = None, 0.0
+        finally:
+            if collecting:
+                gc.enable()
+        if interface.cleanup is not None:
+            interface.cleanup(point, arguments, self.context.size)
         if self.context.any(error is not None):
             self.exclude(interface, implementation, error or "raised on another rank", point)
             return None
@@ -603,27 +661,38 @@ class Profiler:
 
     def time_blocks(self, interface: Interface, candidates: list[tuple[Implementation, dict]],
                     arguments: tuple, point: dict) -> list[tuple[tuple[Implementation, dict, int], list[float], float]]:
-        """Check each candidate, then time it in one block: warmed up (the
-        checking call counts), timed k times back to back, and up to RETAKES × k
-        times while its median has not settled.  The block starts when the
-        host runs at its usual pace and is taken again, up to HOST_RETAKES
-        times, when it slowed down meanwhile.  A block lasts milliseconds, so
-        the host's slower drifts affect all of a candidate's timings alike, and
-        one warm-up serves them all.  Returns, for each candidate that passed
-        its check, (candidate with its repeat count, timings, the host's worst
-        slowdown during its block)."""
+        """Check each candidate, then time it in one block: its checking call,
+        when long enough for the clock, is the block's first timing; then it is
+        timed back to back until k timings agree (up to RETAKES × k), the
+        leading ones that are slower than the rest dropped as cold (the
+        warm-up, as long as the timings show it must be).  The block starts
+        when the host runs at its usual pace and is taken again, up to
+        HOST_RETAKES times, when it slowed down meanwhile.  A block lasts
+        milliseconds, so the host's slower drifts affect all of a candidate's
+        timings alike.  Returns, for each candidate that passed its check,
+        (candidate with its repeat count, timings, the host's worst slowdown
+        during its block)."""
         reference: tuple[str, Any] | None = None
         timed = []
         for implementation, settings in candidates:
-            checked = self.check(interface, implementation, settings, arguments, point, reference)
-            if checked is None:
-                continue
-            repeat, elapsed, result = checked
-            reference = reference or (implementation.name, result)
-            ready = [(implementation, settings, repeat)]
-            warmed = elapsed >= WARM_SECONDS  # a checking call as long as the warm-up warmed the first attempt
-            values, slowdown = self.at_usual_pace(lambda attempt, ready=ready, warmed=warmed: self.block(
-                interface, ready, arguments, point, warm=attempt > 0 or not warmed))
+            ready = [(implementation, settings, 1)]
+
+            def measure(attempt: int, implementation=implementation, settings=settings, ready=ready):
+                nonlocal reference
+                first = None
+                if attempt == 0:
+                    checked = self.check(interface, implementation, settings, arguments, point, reference)
+                    if checked is None:
+                        return None
+                    repeat, elapsed, result = checked
+                    reference = reference or (implementation.name, result)
+                    ready[0] = (implementation, settings, repeat)
+                    if elapsed >= self.clock.minimum_timing:  # one call is a timing
+                        first = elapsed
+                        self.spent.move("checks", MEASURING, elapsed)
+                return self.block(interface, ready, arguments, point, first)
+
+            values, slowdown = self.at_usual_pace(measure)
             if values is not None:
                 timed.append((ready[0], values, slowdown))
         return timed
@@ -647,16 +716,30 @@ class Profiler:
         raise AssertionError("unreachable: the last attempt returns")
 
     def block(self, interface: Interface, ready: list[tuple[Implementation, dict, int]], arguments: tuple,
-              point: dict, warm: bool) -> list[float] | None:
-        """The timings of one candidate's block (see time_blocks); None when it failed."""
-        values: list[float] = []
-        while len(values) < interface.repeat or (
-                len(values) < interface.repeat * RETAKES and not Timing(tuple(values), ready[0][2]).settled):
-            seconds = self.timing(interface, ready, 0, arguments, point, warm=warm and not values)
+              point: dict, first: float | None = None) -> list[float] | None:
+        """The timings of one candidate's block (see time_blocks), starting with
+        ``first`` when the checking call was one; None when it failed.  The
+        cold leading timings are dropped and counted as warm-up; a block that
+        never warms keeps its last k timings."""
+        values: list[tuple[float, int]] = [] if first is None else [(first, 1)]
+        wanted = interface.repeat
+        limit = wanted * RETAKES + COLD_TIMINGS
+        while True:
+            seconds_only = [seconds for seconds, _ in values]
+            cold = cold_timings(seconds_only)
+            if len(values) >= limit:
+                cold = min(cold, len(values) - wanted)
+                break
+            kept = seconds_only[cold:]
+            if len(kept) >= wanted and (Timing(tuple(kept), ready[0][2]).settled or len(kept) >= wanted * RETAKES):
+                break
+            seconds = self.timing(interface, ready, 0, arguments, point, warm=False)
             if seconds is None:
                 return None
-            values.append(seconds)
-        return values
+            values.append((seconds, ready[0][2]))
+        for seconds, repeat in values[:cold]:
+            self.spent.move(MEASURING, "warm-up", seconds * repeat)
+        return [seconds for seconds, _ in values[cold:]]
 
     def time_rounds(self, interface: Interface, candidates: list[tuple[Implementation, dict, int]],
                     arguments: tuple, point: dict) -> list[list[float]]:
@@ -720,6 +803,8 @@ def main(library: str, description: str, interfaces: list[Interface], argv: list
     parser.add_argument("--implementations", metavar="NAME,…", help="profile only these implementations")
     parser.add_argument("--select", metavar="FILE",
                         help="take only the fitting points listed in FILE (JSON: interface → indices in nest order)")
+    parser.add_argument("--serve", action="store_true",
+                        help="take commands (JSON lines of these options) from standard input until it ends")
     parser.add_argument("--survey", action="store_true",
                         help="time nothing: write each fitting point's variables and candidate settings")
     parser.add_argument("--host-tolerance", type=float, default=HOST_TOLERANCE, metavar="FRACTION",

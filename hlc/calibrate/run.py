@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hlc.calibrate.breakdown import Breakdown
 from hlc.calibrate.generate import profiling_program, pyx_sources
@@ -191,10 +192,7 @@ def run_program(program: Path, samples: Path, size: int, seed: int, deadline: fl
         if outcome.kind == "finished":
             return None
         if outcome.kind == "budget":
-            event = outcome.event
-            return (f"the budget ran out after {event['done']} of {event['total']} points at {size} rank(s); "
-                    f"points are taken in a random order, so those taken sample the whole nest "
-                    f"(continue with --resume)")
+            return _budget_message(outcome.event, size)
         if outcome.task is None:
             raise ProfileError(f"the profiling program {program.name} failed outside any implementation "
                                f"({outcome.cause}):\n{outcome.stderr}")
@@ -204,6 +202,12 @@ def run_program(program: Path, samples: Path, size: int, seed: int, deadline: fl
         restarts += 1
         if restarts > 100:
             raise ProfileError("the profiling program keeps failing; giving up after 100 restarts")
+
+
+def _budget_message(event: dict, size: int) -> str:
+    return (f"the budget ran out after {event['done']} of {event['total']} points at {size} rank(s); "
+            f"points are taken in a random order, so those taken sample the whole nest "
+            f"(continue with --resume)")
 
 
 @dataclass
@@ -224,12 +228,33 @@ def _read_lines(stream, lines: queue.Queue) -> None:
     lines.put(None)
 
 
-def _run_once(command: list[str], timeout: float, size: int, progress: Progress | None) -> _Outcome:
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as errors:
-        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True,
-                                 start_new_session=True)
-        lines: queue.Queue = queue.Queue()
-        threading.Thread(target=_read_lines, args=(child.stdout, lines), daemon=True).start()
+class _Child:
+    """A running profiling program: its events, read line by line in a thread
+    (select() cannot see lines already in the pipe's buffer), and its
+    standard error, kept in a file for the cause of a crash."""
+
+    def __init__(self, command: list[str], serving: bool = False):
+        # closed when the program ends (events, close or kill)
+        self.errors = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self.errors, text=True,
+                                        stdin=subprocess.PIPE if serving else subprocess.DEVNULL,
+                                        start_new_session=True)
+        self.lines: queue.Queue = queue.Queue()
+        threading.Thread(target=_read_lines, args=(self.process.stdout, self.lines), daemon=True).start()
+
+    def send(self, command: dict) -> bool:
+        """Pass a command to a serving program; False when it has gone."""
+        try:
+            self.process.stdin.write(json.dumps(command) + "\n")
+            self.process.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError, ValueError):
+            return False
+
+    def events(self, timeout: float, size: int, progress: Progress | None, until_final: bool) -> _Outcome:
+        """Follow the program's events until its output ends (or, with
+        ``until_final``, until it ends a command); a task that runs past
+        ``timeout`` is a hang, and the program is killed."""
         task: dict | None = None
         started = time.monotonic()
         final: dict | None = None
@@ -238,11 +263,11 @@ def _run_once(command: list[str], timeout: float, size: int, progress: Progress 
             while True:
                 waited = timeout - (time.monotonic() - started) if task is not None else 1.0
                 if task is not None and waited <= 0:
-                    _kill(child)
+                    self.kill()
                     return _Outcome("timeout", task, f"timed out: one timing took more than {timeout:g} s",
                                     breakdown=account)
                 try:
-                    line = lines.get(timeout=max(waited, 0.05))
+                    line = self.lines.get(timeout=max(waited, 0.05))
                 except queue.Empty:
                     continue
                 if line is None:
@@ -262,20 +287,96 @@ def _run_once(command: list[str], timeout: float, size: int, progress: Progress 
                         progress(size, event["done"], event["total"])
                 elif kind in ("finished", "budget"):
                     final = event
+                    if until_final:
+                        return _Outcome(kind, event=event, breakdown=account)
                 elif kind == "failure":
                     task = None
-            code = child.wait()
+            code = self.process.wait()
         except BaseException:
-            _kill(child)
+            self.kill()
             raise
-        errors.seek(0)
-        stderr = _tail(errors.read())
-    if code == 0 and final is not None:
-        return _Outcome(final["event"], event=final, breakdown=account)
-    cause = f"crashed with {_signal_name(code)}" if code < 0 else f"the process exited with status {code}"
-    if stderr:
-        cause += f": {stderr.splitlines()[-1]}"
-    return _Outcome("crashed", task, cause, stderr=stderr, breakdown=account)
+        self.errors.seek(0)
+        stderr = _tail(self.errors.read())
+        self.errors.close()
+        if code == 0 and final is not None:
+            return _Outcome(final["event"], event=final, breakdown=account)
+        cause = f"crashed with {_signal_name(code)}" if code < 0 else f"the process exited with status {code}"
+        if stderr:
+            cause += f": {stderr.splitlines()[-1]}"
+        return _Outcome("crashed", task, cause, stderr=stderr, breakdown=account)
+
+    def close(self, patience: float = 10.0) -> None:
+        """End a serving program: the end of its input, then a kill if it lingers."""
+        with contextlib.suppress(BrokenPipeError, OSError, ValueError):
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=patience)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        self.errors.close()
+
+    def kill(self) -> None:
+        _kill(self.process)
+        self.errors.close()
+
+
+def _run_once(command: list[str], timeout: float, size: int, progress: Progress | None) -> _Outcome:
+    return _Child(command).events(timeout, size, progress, until_final=False)
+
+
+class Server:
+    """A profiling program that stays up at one rank count and takes one
+    command after another (``--serve``): an adaptive profile's rounds and its
+    verification, without a process start (Python, NumPy, MPI, the clock's
+    calibration) for each.  A program that crashes or hangs in a task is
+    treated as ``run_program`` treats it: the implementation is recorded as
+    a failure, and a new program takes the same command again, resuming
+    from the samples file."""
+
+    def __init__(self, program: Path, samples: Path, size: int, seed: int, timeout: float,
+                 progress: Progress | None, spent: Breakdown):
+        self.command = _command(program, samples, size, seed, None, ["--serve"])
+        self.program, self.samples, self.size = program, samples, size
+        self.timeout, self.progress, self.spent = timeout, progress, spent
+        self.child: _Child | None = None
+
+    def run(self, options: dict[str, Any]) -> str | None:
+        """Take the points ``options`` select (see the program's serve); returns
+        the coverage message when the deadline cut them short, else None."""
+        restarts = 0
+        while True:
+            started = time.monotonic()
+            if self.child is None:
+                self.child = _Child(self.command, serving=True)
+            if self.child.send(options):
+                outcome = self.child.events(self.timeout, self.size, self.progress, until_final=True)
+            else:  # it ended before taking the command: its output says why
+                outcome = self.child.events(self.timeout, self.size, self.progress, until_final=False)
+                if outcome.kind != "crashed":
+                    outcome = _Outcome("crashed", None, "the program ended before its command")
+            wall = time.monotonic() - started
+            account = outcome.breakdown.closed()
+            self.spent.merge(account, wall=False)
+            if outcome.kind in ("finished", "budget"):
+                self.spent.add("process starts", max(wall - account.wall, 0.0))
+                return None if outcome.kind == "finished" else _budget_message(outcome.event, self.size)
+            self.spent.add("restarts", max(wall - account.wall, 0.0))
+            self.spent.restarts += 1
+            self.child = None
+            if outcome.task is None:
+                raise ProfileError(f"the profiling program {self.program.name} failed outside any implementation "
+                                   f"({outcome.cause}):\n{outcome.stderr}")
+            task = outcome.task
+            append_failure(self.samples, Failure(task["interface"], task["implementation"], outcome.cause,
+                                                 self.size, task.get("point")))
+            restarts += 1
+            if restarts > 100:
+                raise ProfileError("the profiling program keeps failing; giving up after 100 restarts")
+
+    def close(self) -> None:
+        if self.child is not None:
+            self.child.close()
+            self.child = None
 
 
 def _tail(text: str, lines: int = 20) -> str:

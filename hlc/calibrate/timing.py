@@ -12,8 +12,12 @@
 * The garbage collector is off while a timing runs.
 * A timing may start with untimed calls of the task, for WARM_SECONDS at
   least, so that the candidate is timed with its own data in the caches,
-  whatever was timed just before it (the profiler warms the first timing
-  of a candidate's block, the oracle every timing).
+  whatever was timed just before it (the oracle warms every timing).
+* The profiler warms a candidate by timing it: the leading timings of its
+  block that lie more than AGREEMENT above the median of the timings after
+  them were taken while its data came back into the caches, and are
+  dropped (``cold_timings``).  A candidate that needs no warm-up then costs
+  none, and one that needs much gets as much as its timings show.
 """
 
 from __future__ import annotations
@@ -131,6 +135,17 @@ def _warm_up(task: Callable[..., Any], arguments: tuple, agree: Callable[[int], 
         more = agree(more)
     for _ in range(more):
         task(*arguments)
+
+
+def cold_timings(timings: Sequence[float]) -> int:
+    """How many leading timings of a block, taken back to back, are cold: each
+    lies more than AGREEMENT above the median of the timings after it.  A
+    cold cache only slows a task down, and it warms up as the task runs, so
+    the first timings are the slow ones and the rest agree."""
+    cold = 0
+    while len(timings) - cold > 1 and timings[cold] > (1 + AGREEMENT) * statistics.median(timings[cold + 1:]):
+        cold += 1
+    return cold
 
 
 @dataclass(frozen=True)

@@ -191,7 +191,8 @@ def _discovered(predictor: Predictor, implementation: ast.Implementation, model:
 
 def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
              fitting: list[dict[str, Any]], verification: list[dict[str, Any]], relative: bool,
-             confidence: float, tolerance: float = HOST_TOLERANCE, discovering: bool = True) -> dict[str, Any]:
+             confidence: float, tolerance: float = HOST_TOLERANCE, discovering: bool = True,
+             discovered: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     fitting, verification, disturbed = _steady(fitting, verification, tolerance)
     entry: dict[str, Any] = {"samples": len(fitting), "verification_samples": len(verification),
                              "noisy_samples": sum(1 for s in fitting + verification if s.get("noisy")),
@@ -205,8 +206,11 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
                                                             np.array(predicted))
         return entry
     columns, times = _columns(predictor, implementation, list(model.terms), fitting)
-    entry["discovered"] = (_discovered(predictor, implementation, model, columns, times, fitting, relative,
-                                       discovering) if discovering or model.families else [])
+    if discovered is not None:
+        entry["discovered"] = list(discovered)
+    else:
+        entry["discovered"] = (_discovered(predictor, implementation, model, columns, times, fitting, relative,
+                                           discovering) if discovering or model.families else [])
     terms = model_terms(model, entry)
     columns, times = _columns(predictor, implementation, terms, fitting)
     with warnings.catch_warnings(record=True) as caught:
@@ -252,10 +256,13 @@ def used_predictors(library: ast.Library, models_of: Mapping[str, Path]) -> dict
 
 def calibrate(library: ast.Library, samples: Samples, *, relative: bool = True, confidence: float = 0.95,
               models_of: Mapping[str, Path] | None = None, quick: bool = False,
-              discovering: bool = True) -> dict[str, Any]:
+              discovering: bool = True, terms_of: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Fit and verify every implementation: the models artefact, as a dict.
     With ``discovering``, the fitter adds the steps and hinges the samples
-    show to the written terms (hlc.model.discover).
+    show to the written terms (hlc.model.discover).  ``terms_of``: earlier
+    models whose discovered terms are kept instead of searched again, for an
+    implementation they fitted (a refit of the coefficients only, a fraction
+    of a search's time: what an adaptive profile's rounds need).
 
     The fitter's matrices are small (samples × terms): BLAS threads gain
     nothing on them and, on a busy host, wait for each other — a QR of
@@ -263,11 +270,13 @@ def calibrate(library: ast.Library, samples: Samples, *, relative: bool = True, 
     one.  The fit runs with one."""
     with threadpool_limits(limits=1, user_api="blas"):
         return _calibrate(library, samples, relative=relative, confidence=confidence, models_of=models_of,
-                          quick=quick, discovering=discovering)
+                          quick=quick, discovering=discovering, terms_of=terms_of or {})
 
 
 def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confidence: float,
-               models_of: Mapping[str, Path] | None, quick: bool, discovering: bool) -> dict[str, Any]:
+               models_of: Mapping[str, Path] | None, quick: bool, discovering: bool,
+               terms_of: Mapping[str, Any]) -> dict[str, Any]:
+    earlier = terms_of.get("implementations", {})
     implementations: dict[str, Any] = {}
     predictor = Predictor(library, implementations, used_predictors(library, models_of or {}))
     excluded = {(f["interface"], f["implementation"]): f for f in samples.failures}
@@ -287,8 +296,10 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
         try:
             if model.fitted and not fitting:
                 raise FitError("no fitting samples (was the library profiled?)")
+            previous = earlier.get(implementation.name, {}).get("time", {})
             entry = _fit_one(predictor, implementation, model, fitting, verification, relative, confidence,
-                             samples.header.get("host_tolerance", HOST_TOLERANCE), discovering)
+                             samples.header.get("host_tolerance", HOST_TOLERANCE), discovering,
+                             previous.get("discovered") if previous.get("status") == "fitted" else None)
         except (FitError, EvaluationError, ModelUnavailable) as error:
             record["time"] = {"status": "unfitted", "cause": str(error)}
             continue

@@ -67,10 +67,12 @@ def test_a_host_that_stays_slow_costs_a_bounded_share_of_the_time():
 # ---- in the profiler -------------------------------------------------------------------
 
 
-def profile_one_point(tmp_path, readings_after_calls, monkeypatch) -> tuple[list[dict], list[float]]:
-    """Profile one implementation at one point; ``readings_after_calls(n)``: the
-    meter's reading just after the task's n-th call.  Returns the samples and
-    each call's duration (a spell makes a call 6 ms long instead of 2 ms).
+def profile_one_point(tmp_path, readings_after_calls, monkeypatch,
+                      host_slow_above: float = 1) -> tuple[list[dict], list[float]]:
+    """Profile one implementation at one point; ``readings_after_calls(n)``: how
+    many times slower than 2 ms the task's n-th call runs; the meter reads the
+    host as slow just after a call more than ``host_slow_above`` times slower.
+    Returns the samples and each call's duration.
 
     The timing clock is scripted: each reading moves it on by 0.1 µs, and a
     call by its duration, so the test does not depend on how busy the host
@@ -85,7 +87,7 @@ def profile_one_point(tmp_path, readings_after_calls, monkeypatch) -> tuple[list
 
     def task(x):
         duration = readings_after_calls(len(calls) + 1)
-        spell["pending"] = duration > 1
+        spell["pending"] = duration > host_slow_above
         calls.append(duration * 2e-3)
         clock["now"] += duration * 2e-3
         return x
@@ -96,7 +98,6 @@ def profile_one_point(tmp_path, readings_after_calls, monkeypatch) -> tuple[list
 
     monkeypatch.setattr(harness, "HostMeter", lambda tolerance: HostMeter(tolerance=tolerance, reading=reading,
                                                                          patience=0.05))
-    monkeypatch.setattr(timing, "WARM_SECONDS", 0.0)  # one warming call per timing
     monkeypatch.setattr(timing.time, "perf_counter", perf_counter)
     implementation = Implementation("busy", task, lambda v: True, lambda p, v: [{}], lambda r, p, v: {})
     interface = Interface("f", lambda: iter([{"i": 0}]), lambda rng: {"i": 0}, lambda p, seed, size: (1,),
@@ -107,11 +108,12 @@ def profile_one_point(tmp_path, readings_after_calls, monkeypatch) -> tuple[list
 
 
 def test_a_block_the_host_slowed_down_is_taken_again(tmp_path, monkeypatch):
-    # call 1 is the result check; the block is a warming call (2) and three
-    # timed ones (3, 4, 5), the first long enough for the clock; call 5 falls
-    # in a spell, which the meter sees at the block's end
-    samples, calls = profile_one_point(tmp_path, lambda n: 3 if n == 5 else 1, monkeypatch)
-    assert len(calls) == 1 + 2 * 4  # the block, taken twice
+    # every call lasts the clock's minimum, so the checking call (1) is the
+    # block's first timing and calls 2 and 3 complete it; call 3 falls in a
+    # spell, which the meter sees at the block's end: the block is taken
+    # again (4, 5, 6), with no checking call this time
+    samples, calls = profile_one_point(tmp_path, lambda n: 3 if n == 3 else 1, monkeypatch)
+    assert len(calls) == 3 + 3
     (sample,) = samples
     assert len(sample["timings"]) == 3 and max(sample["timings"]) < 5e-3  # the spell's timing was dropped
     assert min(sample["timings"]) == pytest.approx(2e-3, rel=1e-3)  # on the scripted clock
@@ -119,7 +121,18 @@ def test_a_block_the_host_slowed_down_is_taken_again(tmp_path, monkeypatch):
 
 
 def test_a_block_is_taken_again_only_so_often(tmp_path, monkeypatch):
-    samples, calls = profile_one_point(tmp_path, lambda n: 3 if n >= 2 else 1, monkeypatch)
-    assert len(calls) == 1 + 4 * (1 + HOST_RETAKES)
+    samples, calls = profile_one_point(tmp_path, lambda n: 3, monkeypatch)
+    assert len(calls) == 3 * (1 + HOST_RETAKES)
     (sample,) = samples
     assert min(sample["timings"]) > 5e-3 and sample["host"] == 3.0  # kept, and marked
+
+
+def test_cold_timings_are_dropped_as_warm_up(tmp_path, monkeypatch):
+    # the first calls run with cold caches (three and two times slower), then
+    # the task keeps its pace: the block times on until three timings agree
+    samples, calls = profile_one_point(tmp_path, lambda n: {1: 3, 2: 2}.get(n, 1), monkeypatch,
+                                       host_slow_above=10)
+    assert len(calls) == 2 + 3
+    (sample,) = samples
+    assert sample["timings"] == pytest.approx([2e-3] * 3, rel=1e-3)
+    assert not sample["noisy"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 import time
 
 import pytest
@@ -14,6 +15,7 @@ from hlc.calibrate.timing import (
     Clock,
     Timing,
     calibrate_clock,
+    cold_timings,
     repeat_count,
     time_calls,
 )
@@ -95,3 +97,23 @@ def test_median_and_spread():
     timing = Timing((3.0, 1.0, 2.0), repeat=10)
     assert timing.seconds == 2.0
     assert timing.spread == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(("timings", "cold"), [
+    ((1.0, 1.0, 1.0), 0),
+    ((1.04, 1.0, 1.0), 0),              # within the agreement: the median copes
+    ((3.0, 2.0, 1.0, 1.0, 1.0), 2),     # the caches warmed over two timings
+    ((1.0, 3.0, 1.0), 0),               # a later disturbance is no warm-up
+    ((2.0, 1.0), 1),
+    ((2.0,), 0),
+])
+def test_leading_timings_slower_than_the_rest_are_cold(timings, cold):
+    assert cold_timings(timings) == cold
+
+
+@given(st.lists(st.floats(0.5, 2.0), min_size=1, max_size=12))
+def test_what_is_left_after_the_cold_timings_starts_within_the_agreement(timings):
+    cold = cold_timings(timings)
+    rest = timings[cold:]
+    assert rest
+    assert len(rest) == 1 or rest[0] <= 1.05 * statistics.median(rest[1:])
