@@ -4,10 +4,17 @@ budget, against adaptive sampling at the same budgets.
 For each library, builds it (fresh, into a temporary folder) with the grid
 at every budget and at twice it, and adaptively at every budget and with
 the default budget; then judges each build's choices by replaying them
-against the stored exhaustive evaluations of ``tests/data/<library>/``
-(nothing is timed for the judgement: the same points and timings judge
-every build).  A grid build cut short takes its points in a random order,
-so it samples the whole nest, as thinly as its budget allows.
+against exhaustive evaluations of this machine (nothing is timed for the
+judgement: the same points and timings judge every build).  A grid build
+cut short takes its points in a random order, so it samples the whole
+nest, as thinly as its budget allows.
+
+The evaluations are the stored ones of ``tests/data/<library>/`` when they
+were taken on a machine like this one (the same CPU, core count and
+caches); otherwise the script first takes its own, with the stored ones'
+settings (seed, points, rank counts), of a default build, and keeps them
+under ``build/calibration_cost/<library>/`` for the next run on this
+machine.  Timings of another CPU cannot judge this one's models.
 
 Prints, per build, the profiling seconds and, per stored evaluation, the
 share of right choices (within the evaluation's tolerance of the fastest
@@ -38,11 +45,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hlc.dispatch.build import build
+from hlc.evaluation import evaluate
 from hlc.language.parse import parse_file
+from hlc.model.fingerprint import machine
 from hlc.replay import replay
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
+CACHE = ROOT / "build" / "calibration_cost"
 NOT_PROFILING = ("fit", "dispatch module", "compile")
 
 
@@ -61,16 +71,56 @@ def evaluations(library: str) -> list[Path]:
     return sorted((DATA / library).glob("evaluation-*.json"))
 
 
-def prepare_uses(library: str, folder: Path) -> None:
-    """The models of the libraries it uses, from the stored corpus (stencil uses runtime)."""
-    for name in parse_file(ROOT / "libraries" / f"{library}.hl").used:
-        stored = DATA / library / f"{name}_models.json"
-        (folder / name).mkdir(parents=True, exist_ok=True)
-        shutil.copy(stored, folder / name / "models.json")
+def taken_here(evaluation: Path) -> bool:
+    """Whether an evaluation was taken on a machine like this one."""
+    return same_machine(json.loads(evaluation.read_text(encoding="utf-8")).get("machine") or {})
 
 
-def judged(library: str, method: str, budget: float | None, folder: Path) -> Judged:
+def references(library: str) -> list[Path]:
+    """The exhaustive evaluations that judge the builds (module doc)."""
     stored = evaluations(library)
+    if stored and all(taken_here(path) for path in stored):
+        return stored
+    folder = CACHE / library
+    own = [folder / path.name for path in stored]
+    if own and all(path.exists() and taken_here(path) for path in own):
+        return own
+    print(f"{library}: the stored evaluations were taken on another machine; taking this one's "
+          f"(kept in {folder})", flush=True)
+    shutil.rmtree(folder, ignore_errors=True)
+    prepare_uses(library, folder)
+    build(ROOT / "libraries" / f"{library}.hl", out=folder / library, adaptive=True)
+    for path, target in zip(stored, own, strict=True):
+        settings = json.loads(path.read_text(encoding="utf-8"))
+        result = evaluate(folder / library, points=settings["points"], procs=settings.get("ranks", [1]),
+                          seed=settings["seed"], params=settings["params"], tolerance=settings["tolerance"])
+        shutil.copy(result.path, target)
+        print(f"  {target.name}: seed {settings['seed']}, {settings['points']} points, "
+              f"ranks {settings.get('ranks', [1])}", flush=True)
+    return own
+
+
+def same_machine(recorded: dict) -> bool:
+    here = machine()
+    return all(recorded.get(key) == here[key] for key in ("cpu", "cores", "constants"))
+
+
+def prepare_uses(library: str, folder: Path) -> None:
+    """The models of the libraries it uses (stencil uses runtime), beside the
+    build: the stored corpus's when they were fitted on a machine like this
+    one, else a default build's on this one (kept under CACHE)."""
+    for name in parse_file(ROOT / "libraries" / f"{library}.hl").used:
+        models = DATA / library / f"{name}_models.json"
+        if not same_machine(json.loads(models.read_text(encoding="utf-8")).get("fingerprint", {})):
+            models = CACHE / name / name / "models.json"
+            if not (models.exists() and same_machine(json.loads(models.read_text()).get("fingerprint", {}))):
+                print(f"{library}: building {name} on this machine for the models it uses", flush=True)
+                build(ROOT / "libraries" / f"{name}.hl", out=models.parent, adaptive=True)
+        (folder / name).mkdir(parents=True, exist_ok=True)
+        shutil.copy(models, folder / name / "models.json")
+
+
+def judged(library: str, method: str, budget: float | None, folder: Path, stored: list[Path]) -> Judged:
     ranks = sorted({size for path in stored for size in json.loads(path.read_text()).get("ranks", [1])})
     out = folder / f"{method}-{budget}" / library
     prepare_uses(library, out.parent)
@@ -106,20 +156,21 @@ def main() -> None:
     budgets = [float(b) for b in args.budgets.split(",")]
     last = []
     for library in args.libraries.split(","):
-        names = "  ".join(f"{p.stem:>16}" for p in evaluations(library))
+        stored = references(library)
+        names = "  ".join(f"{p.stem:>16}" for p in stored)
         print(f"{library}: right share and expected penalty on {names}")
         print(f"{'method':<9} {'budget':>7} {'profile':>8} {'build':>7} {'meas.':>6}")
         with tempfile.TemporaryDirectory(prefix="hlc-cost-") as scratch:
             folder = Path(scratch)
             grid = {}
             for budget in sorted(set(budgets) | {2 * b for b in budgets}):
-                grid[budget] = judged(library, "grid", budget, folder)
+                grid[budget] = judged(library, "grid", budget, folder, stored)
                 print(row(grid[budget]), flush=True)
             adaptive = {}
             for budget in budgets:
-                adaptive[budget] = judged(library, "adaptive", budget, folder)
+                adaptive[budget] = judged(library, "adaptive", budget, folder, stored)
                 print(row(adaptive[budget]), flush=True)
-            default = judged(library, "adaptive", None, folder)
+            default = judged(library, "adaptive", None, folder, stored)
             print(row(default), flush=True)
         for budget in budgets:
             a, g = adaptive[budget], grid[2 * budget]

@@ -44,6 +44,7 @@ from hlc.calibrate.harness import read_samples
 from hlc.calibrate.oracle import AGAIN, DISPATCHED, label, ratio
 from hlc.calibrate.run import Failure, ProfileError, Progress, failures_in, profile_defaults, run_program
 from hlc.language.parse import parse_file
+from hlc.model.fingerprint import machine
 
 FORMAT = 1
 TOLERANCE = 0.03
@@ -124,7 +125,7 @@ def evaluate(build: str | Path, *, points: int = 200, procs: Sequence[int] | Non
         interfaces[interface.name] = {"summary": summarize(judged, tolerance, named, reference),
                                       "by_ranks": by_ranks, "points": judged}
     document = {"format": FORMAT, "library": library.name, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
-                **settings, "interfaces": interfaces}
+                **settings, "machine": machine(), "interfaces": interfaces}
     path = folder / "evaluation.json"
     text = json.dumps(document, indent=1) + "\n"
     path.write_text(text, encoding="utf-8")

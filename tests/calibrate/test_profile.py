@@ -18,8 +18,9 @@ import pytest
 
 import hlc
 from hlc.calibrate import harness
+from hlc.calibrate.breakdown import Breakdown
 from hlc.calibrate.harness import read_samples
-from hlc.calibrate.run import prepare, profile
+from hlc.calibrate.run import Server, prepare, profile
 from hlc.language.nest import points
 from hlc.model.calibration import Samples, calibrate
 
@@ -222,3 +223,46 @@ def test_a_log_scale_nest_is_walked_and_drawn_as_it_says(tmp_path):
     counts = [program["total_random_point"](rng)["count"] for _ in range(4000)]
     below = sum(c < 400 for c in counts) / len(counts)  # 400 is the geometric midpoint of 8 .. 20000
     assert 0.45 < below < 0.55
+
+
+def test_a_serving_program_takes_command_after_command_and_survives_its_failures(tmp_path):
+    """One program takes the commands; a crash or a hang in a task costs a new
+    program, which takes the same command again, without the failed implementation."""
+    library = hlc.parse_file(DESCRIPTIONS / "faulty.hl")
+    samples = tmp_path / "samples.jsonl"
+    program = prepare(library, tmp_path / "build")
+    spent = Breakdown()
+    server = Server(program, samples, 1, 0, 3.0, None, spent)
+    try:
+        assert server.run({"survey": True}) is None
+        assert server.run({"select": {"sort": [0, 1]}, "fitting_only": True}) is None
+        first = {(r["index"], r["verify"]) for r in read_samples(samples) if r["kind"] == "point"}
+        assert first == {(0, False), (1, False)}
+        assert server.run({"verification_only": True}) is None
+    finally:
+        server.close()
+    records = read_samples(samples)
+    assert {r["implementation"] for r in records if r["kind"] == "failure"} == \
+        {"raises", "crashes", "hanging", "reversed"}
+    assert spent.restarts == 2  # the crash and the hang
+    assert sum(1 for r in records if r["kind"] == "header") == 1 + spent.restarts
+    assert any(r["kind"] == "point" and r["verify"] for r in records)
+    assert all(line.endswith("}") for line in samples.read_text().splitlines())
+    assert server.child is None
+
+
+def test_a_serving_program_under_mpiexec_passes_its_commands_to_every_rank(tmp_path):
+    library = hlc.parse_file(DESCRIPTIONS / "comm.hl")
+    samples = tmp_path / "samples.jsonl"
+    program = prepare(library, tmp_path / "build")
+    server = Server(program, samples, 2, 0, 60.0, None, Breakdown())
+    try:
+        server.run({"select": {name: [0] for name in (i.name for i in library.interfaces)},
+                    "fitting_only": True})
+        server.run({"verification_only": True, "deadline": time.time() + 60})
+    finally:
+        server.close()
+    records = read_samples(samples)
+    assert sum(1 for r in records if r["kind"] == "header") == 1
+    assert {r["verify"] for r in records if r["kind"] == "point"} == {False, True}
+    assert {r["P"] for r in records if r["kind"] == "sample"} == {2}
