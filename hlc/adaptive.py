@@ -25,12 +25,16 @@ points; an adaptive profile measures a part of it, chosen in rounds:
      (seed 003's geometric bisection, on the whole nest instead of one
      variable), so that a region the models got wrong without knowing it is
      still found;
+   * while the round has room, the points whose decision would be
+     uncertain were the models twice, then four times as far off as they
+     say: a larger budget buys the decisions next most likely wrong;
 
    each round spending about a fifth of what is left of the fitting budget
    (three quarters of the whole), as the models predict it;
-4. stop when no unmeasured point has an uncertain decision and no gap is
-   wider than one step of the grid, or when the fitting budget is spent;
-   then take the verification samples with the rest.
+4. stop when no unmeasured point has an uncertain decision even at four
+   times the models' uncertainty and no gap is wider than one step of the
+   grid, or when the fitting budget is spent; then take the verification
+   samples with the rest.
 
 Everything is deterministic for a seed: the survey, the designs, the fits
 and the choices depend on the samples file alone, which is also what a
@@ -64,6 +68,8 @@ VERIFICATION_SHARE = 0.25
 START_POINTS = 8
 #: Each round spends at most this share of the budget that is left.
 ROUND_SHARE = 0.2
+#: A round with room left takes the decisions uncertain at these multiples of the models' uncertainty.
+WIDENINGS = (2.0, 4.0)
 #: The fitter searches the terms again when the measured points have grown by this factor.
 REDISCOVER = 1.5
 #: Timings of one candidate's block, each as long as a call or the clock's minimum.
@@ -225,15 +231,16 @@ class Judge:
                     found.append(Alternative(name, settings, seconds, max(half, error * seconds)))
         return sorted(found, key=lambda a: a.seconds)
 
-    def uncertainty(self, site: Site) -> float:
+    def uncertainty(self, site: Site, widening: float = 1.0) -> float:
         """How uncertain the decision at the site is: 0 when the fastest
         predicted alternative is clear of the second by more than their
-        uncertainties together, up to 1 when they are predicted equal."""
+        uncertainties together (``widening`` times them), up to 1 when they
+        are predicted equal."""
         best = self.alternatives(site)
         if len(best) < 2:
             return 0.0
         first, second = best[0], best[1]
-        reach = first.uncertainty + second.uncertainty
+        reach = widening * (first.uncertainty + second.uncertainty)
         if reach <= 0:
             return 0.0
         return max(0.0, 1.0 - (second.seconds - first.seconds) / reach)
@@ -257,11 +264,13 @@ def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float) -> t
     """The sites of the next round, within about ``seconds`` of predicted
     profiling: half of it for uncertain decisions (most uncertain first),
     then the widest gaps (farthest first, sites with no measured neighbour
-    within one step), then more uncertain decisions.  Returns the sites and
-    how many each rule chose."""
+    within one step), then more uncertain decisions, then, while the round
+    has room, the decisions that would be uncertain were the models twice,
+    then four times as far off as they say (WIDENINGS): a round, and a
+    budget, are spent on the decisions next most likely wrong rather than
+    on a round of its own for each few.  Returns the sites and how many
+    each rule chose."""
     open_sites = [site for site in grid.sites if site.key not in taken]
-    scored = [(judge.uncertainty(site), site) for site in open_sites]
-    uncertain = [site for score, site in sorted(scored, key=lambda pair: -pair[0]) if score > 0]
     chosen: list[Site] = []
     keys: set[tuple] = set()
     spent = 0.0
@@ -276,15 +285,23 @@ def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float) -> t
         spent += cost
         return True
 
-    for site in uncertain:
+    def uncertain(widening: float) -> list[Site]:
+        scored = [(judge.uncertainty(site, widening), site) for site in open_sites if site.key not in keys]
+        return [site for score, site in sorted(scored, key=lambda pair: -pair[0]) if score > 0]
+
+    strict = uncertain(1.0)
+    for site in strict:
         take(site, seconds / 2)
     first = len(chosen)
     for site in grid.farthest_first(taken | keys, len(open_sites)):
         if site.key not in keys and not grid.covered(site.key, taken | keys):
             take(site, seconds)
     in_gaps = len(chosen) - first
-    for site in uncertain:
+    for site in strict:
         if site.key not in keys:
+            take(site, seconds)
+    for widening in WIDENINGS:
+        for site in uncertain(widening):
             take(site, seconds)
     return chosen, {"uncertain": len(chosen) - in_gaps, "gaps": in_gaps}
 
