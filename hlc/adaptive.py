@@ -13,7 +13,7 @@ points; an adaptive profile measures a part of it, chosen in rounds:
    the square root of how much (no model predicts costs yet, and a start
    at the largest sizes alone could spend a small budget);
 3. then, round after round, fit the samples so far (searching the terms
-   again whenever the points have grown by half, else refitting the
+   again whenever the points have doubled, else refitting the
    coefficients of the terms found last) and add
    * the points whose decision is uncertain: the two fastest predicted
      alternatives (implementations, and a parameterized implementation at
@@ -56,8 +56,11 @@ from hlc.calibrate.harness import read_samples
 from hlc.calibrate.run import ProfileResult, Progress, Server, failures_in, prepare
 from hlc.calibrate.timing import MINIMUM_TIMING
 from hlc.language import ast
+from hlc.language.expressions import unparse
 from hlc.model.calibration import Samples, calibrate, read_models
-from hlc.model.predict import Predictor, band
+from hlc.model.fit import CONSTANT, confidence_band
+from hlc.model.predict import Predictor, band, term_values
+from hlc.model.terms import model_terms
 
 #: Seconds of profiling an adaptive build spends when no --budget is given.
 BUDGET = 40.0
@@ -71,7 +74,7 @@ ROUND_SHARE = 0.2
 #: A round with room left takes the decisions uncertain at these multiples of the models' uncertainty.
 WIDENINGS = (2.0, 4.0)
 #: The fitter searches the terms again when the measured points have grown by this factor.
-REDISCOVER = 1.5
+REDISCOVER = 2.0
 #: Timings of one candidate's block, each as long as a call or the clock's minimum.
 TIMINGS = 4  # k = 3, plus a cold one or a retake now and then
 
@@ -190,15 +193,23 @@ class Alternative:
 
 
 class Judge:
-    """Predictions, with their uncertainty, of every alternative at a site."""
+    """Predictions, with their uncertainty, of every alternative at a site.
+
+    A fitted model's prediction and band both come from its terms' values
+    at the site, which depend on the terms and the site alone: ``values``,
+    a cache shared by the rounds, keeps them for as long as the terms stay
+    (a round that refits only the coefficients reuses every one)."""
 
     def __init__(self, library: ast.Library, models: Mapping[str, Any],
-                 used_models: Mapping[str, Mapping[str, Any]] | None = None):
+                 used_models: Mapping[str, Mapping[str, Any]] | None = None,
+                 values: dict[tuple, dict[str, float]] | None = None):
         self.library = library
         self.entries = {name: record.get("time", {}) for name, record in models["implementations"].items()}
         self.predictor = Predictor.of_models(library, models, used_models or {})
         self.implementations = {i.name: i for interface in library.interfaces for i in interface.implementations}
         self.predictions: dict[tuple, tuple[float, float] | None] = {}  # (name, environment) → (seconds, band)
+        self.values = values if values is not None else {}
+        self.terms: dict[str, list[tuple[str, ast.Expression]] | None] = {}
 
     def predicted(self, name: str, environment: dict[str, Any]) -> tuple[float, float] | None:
         """The predicted seconds of an implementation and the half-width of
@@ -208,12 +219,42 @@ class Judge:
         if key not in self.predictions:
             entry = self.entries.get(name, {})
             try:
-                seconds = self.predictor.evaluate(name, environment)
-                half = band(self.predictor, self.implementations[name], entry, environment) or 0.0
+                fitted = self.fitted(name, key[1], environment)
+                if fitted is not None:
+                    seconds, half = fitted
+                else:  # a factored model: its expression, and no band
+                    seconds = self.predictor.evaluate(name, environment)
+                    half = band(self.predictor, self.implementations[name], entry, environment) or 0.0
                 self.predictions[key] = (max(seconds, 0.0), half) if math.isfinite(seconds) else None
             except (ArithmeticError, LookupError, ValueError):
                 self.predictions[key] = None
         return self.predictions[key]
+
+    def fitted(self, name: str, place: tuple, environment: dict[str, Any]) -> tuple[float, float] | None:
+        """A fitted model's prediction and band from its terms' values (kept
+        in ``values``); None for a model that is not fitted or has no band."""
+        entry = self.entries.get(name, {})
+        if name not in self.terms:
+            implementation = self.implementations[name]
+            model = implementation.model("time")
+            usable = model is not None and model.fitted and entry.get("status") == "fitted" \
+                and entry.get("covariance") and entry.get("quantile") is not None
+            self.terms[name] = [(unparse(term), term) for term in model_terms(model, entry)] if usable else None
+        terms = self.terms[name]
+        if terms is None:
+            return None
+        key = (name, tuple(text for text, _ in terms), place)
+        if key not in self.values:
+            self.values[key] = term_values(self.predictor, self.implementations[name], [t for _, t in terms],
+                                           environment)
+        values = self.values[key]
+        coefficients = entry["coefficients"]
+        seconds = coefficients.get(CONSTANT, 0.0) + sum(
+            weight * values[term] for term, weight in coefficients.items() if term != CONSTANT and weight)
+        covariance = entry["covariance"]
+        half = confidence_band(covariance, float(entry["quantile"]),
+                               {term: values[term] for term in covariance if term != CONSTANT})[0]
+        return seconds, float(half)
 
     def alternatives(self, site: Site) -> list[Alternative]:
         """Every fitted alternative at the site, fastest predicted first."""
@@ -360,6 +401,7 @@ def _profile(library: ast.Library, samples: Path, build: Path, result: ProfileRe
     used_models = read_models(models_of or {})
     fitting_budget = (1 - VERIFICATION_SHARE) * budget
     searched: tuple[int, dict[str, Any]] | None = None  # fitting points, and the models, of the last search
+    values: dict[tuple, dict[str, float]] = {}  # the terms' values at the sites, for every round's Judge
     while True:
         left = fitting_budget - (time.monotonic() - started)
         if not taken:
@@ -371,7 +413,7 @@ def _profile(library: ast.Library, samples: Path, build: Path, result: ProfileRe
                 say("the fitting share of the budget is spent")
                 break
             with spent.spending("fit"):
-                # The terms are searched again once the points have grown by half; in
+                # The terms are searched again once the points have doubled; in
                 # between, a round refits the coefficients of the terms found last.
                 search = searched is None or len(taken) >= REDISCOVER * searched[0]
                 models = calibrate(library, Samples.read(samples), models_of=models_of,
@@ -379,7 +421,7 @@ def _profile(library: ast.Library, samples: Path, build: Path, result: ProfileRe
                 if search:
                     searched = (len(taken), models)
             with spent.spending("planning"):
-                judge = Judge(library, models, used_models)
+                judge = Judge(library, models, used_models, values)
                 batch, by_rule = next_round(grid, taken, judge, ROUND_SHARE * left)
         if not batch:
             say("no decision is uncertain and no point lies more than a step from a measured one")
