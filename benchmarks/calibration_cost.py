@@ -19,8 +19,9 @@ machine.  Timings of another CPU cannot judge this one's models.
 Prints, per build, the profiling seconds and, per stored evaluation, the
 share of right choices (within the evaluation's tolerance of the fastest
 alternative; a point where the build chooses nothing, for want of models
-there, counts as wrong) and the expected penalty over the points judged; then whether adaptive sampling at
-each budget chose right at least as often as the grid with twice the time
+there, counts as wrong) and the expected penalty over the points judged;
+then whether adaptive sampling at each budget chose right at least as
+often as the grid with twice the time, over all the stored evaluations
 (the expected penalties are over the points judged, which a build without
 models at a rank count leaves out); and last
 
@@ -30,9 +31,14 @@ for the default adaptive build: its build time, the share of it spent in
 timed calls, its right share on the first stored evaluation, and the least
 grid budget (of those tried) that reached that share.
 
-    python benchmarks/calibration_cost.py [--libraries sort,stencil] [--budgets 15,30,60,120]
+    python benchmarks/calibration_cost.py [--libraries sort,stencil] [--budgets 15,30,60,120] [--repeats N]
 
-This takes about ten minutes per library per 100 s of the largest budget.
+The builds of one method and budget differ by more than their sampling:
+noise in the timings moves a right share by a point or two from one build
+to the next.  ``--repeats N`` builds each N times, with seeds 0 .. N-1, and
+averages their figures.  Each stored evaluation judges every interface's
+points together.  A run takes about as long as its builds (for sort on a
+two-core machine, about ten minutes per repeat).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,25 +127,37 @@ def prepare_uses(library: str, folder: Path) -> None:
         shutil.copy(models, folder / name / "models.json")
 
 
-def judged(library: str, method: str, budget: float | None, folder: Path, stored: list[Path]) -> Judged:
+def judged(library: str, method: str, budget: float | None, folder: Path, stored: list[Path],
+           repeats: int) -> Judged:
+    """Build ``repeats`` times (seeds 0, 1, …) and judge each build against
+    ``stored``; the figures are the means over the builds."""
     ranks = sorted({size for path in stored for size in json.loads(path.read_text()).get("ranks", [1])})
-    out = folder / f"{method}-{budget}" / library
-    prepare_uses(library, out.parent)
-    result = build(ROOT / "libraries" / f"{library}.hl", out=out, ranks=ranks, budget=budget,
-                   adaptive=method == "adaptive")
-    spent = result.breakdown
-    profiling = spent.wall - sum(spent.seconds.get(activity, 0.0) for activity in NOT_PROFILING)
-    right, expected = [], []
-    for evaluation in stored:
-        entry = next(iter(replay(out, evaluation).interfaces.values()))
-        summary = entry["summary"]
-        # A point where the build chose nothing (no model there), or something
-        # the evaluation did not time, counts as a wrong choice.
-        points = summary["points"] + entry["unmeasured"]
-        right.append(summary["right_share"] * summary["points"] / points if points else 0.0)
-        expected.append(summary["expected_penalty"])
-    shutil.rmtree(out.parent)
-    return Judged(method, budget, spent.wall, profiling, spent.measuring_share, right, expected)
+    builds = []
+    for seed in range(repeats):
+        out = folder / f"{method}-{budget}-{seed}" / library
+        prepare_uses(library, out.parent)
+        result = build(ROOT / "libraries" / f"{library}.hl", out=out, ranks=ranks, budget=budget, seed=seed,
+                       adaptive=method == "adaptive")
+        spent = result.breakdown
+        profiling = spent.wall - sum(spent.seconds.get(activity, 0.0) for activity in NOT_PROFILING)
+        right, expected = [], []
+        for evaluation in stored:
+            entries = replay(out, evaluation).interfaces.values()
+            # Every interface's points together.  A point where the build chose
+            # nothing (no model there), or something the evaluation did not
+            # time, counts as a wrong choice.
+            judged_points = sum(entry["summary"]["points"] for entry in entries)
+            points = judged_points + sum(entry["unmeasured"] for entry in entries)
+            right_points = sum(entry["summary"]["right_share"] * entry["summary"]["points"] for entry in entries)
+            right.append(right_points / points if points else 0.0)
+            expected.append(sum(entry["summary"]["expected_penalty"] * entry["summary"]["points"]
+                                for entry in entries) / judged_points if judged_points else 0.0)
+        shutil.rmtree(out.parent)
+        builds.append(Judged(method, budget, spent.wall, profiling, spent.measuring_share, right, expected))
+    return Judged(method, budget, statistics.mean(b.seconds for b in builds),
+                  statistics.mean(b.profiling for b in builds), statistics.mean(b.measuring for b in builds),
+                  [statistics.mean(values) for values in zip(*(b.right for b in builds), strict=True)],
+                  [statistics.mean(values) for values in zip(*(b.expected for b in builds), strict=True)])
 
 
 def row(entry: Judged) -> str:
@@ -152,6 +171,8 @@ def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     options.add_argument("--libraries", default="sort,stencil")
     options.add_argument("--budgets", default="15,30,60,120")
+    options.add_argument("--repeats", type=int, default=1,
+                         help="builds per method and budget, with seeds 0, 1, …; their figures are averaged")
     args = options.parse_args()
     budgets = [float(b) for b in args.budgets.split(",")]
     last = []
@@ -164,19 +185,21 @@ def main() -> None:
             folder = Path(scratch)
             grid = {}
             for budget in sorted(set(budgets) | {2 * b for b in budgets}):
-                grid[budget] = judged(library, "grid", budget, folder, stored)
+                grid[budget] = judged(library, "grid", budget, folder, stored, args.repeats)
                 print(row(grid[budget]), flush=True)
             adaptive = {}
             for budget in budgets:
-                adaptive[budget] = judged(library, "adaptive", budget, folder, stored)
+                adaptive[budget] = judged(library, "adaptive", budget, folder, stored, args.repeats)
                 print(row(adaptive[budget]), flush=True)
-            default = judged(library, "adaptive", None, folder, stored)
+            default = judged(library, "adaptive", None, folder, stored, args.repeats)
             print(row(default), flush=True)
+        # The verdicts weigh every stored evaluation alike.
         for budget in budgets:
             a, g = adaptive[budget], grid[2 * budget]
-            holds = a.right[0] >= g.right[0]
-            print(f"  at {budget:g} s: adaptive right {100 * a.right[0]:.1f}%, expected {100 * a.expected[0]:.2f}%; "
-                  f"grid at {2 * budget:g} s right {100 * g.right[0]:.1f}%, expected {100 * g.expected[0]:.2f}%"
+            holds = statistics.mean(a.right) >= statistics.mean(g.right)
+            print(f"  at {budget:g} s: adaptive right {100 * statistics.mean(a.right):.1f}%, expected "
+                  f"{100 * statistics.mean(a.expected):.2f}%; grid at {2 * budget:g} s right "
+                  f"{100 * statistics.mean(g.right):.1f}%, expected {100 * statistics.mean(g.expected):.2f}%"
                   f" -> {'as good or better' if holds else 'worse'}")
         reaching = [b for b, g in sorted(grid.items()) if g.right[0] >= default.right[0]]
         needs = f"{grid[reaching[0]].profiling:.0f}" if reaching else f"more than {max(grid):g}"
