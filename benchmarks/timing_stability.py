@@ -65,7 +65,7 @@ class Version:
         before = yardstick()
         started = time.monotonic()
         done = subprocess.run([sys.executable, "-c", PROFILE, str(description), str(samples), str(build)],
-                              env=environment, check=True, capture_output=True, text=True)
+                              env=environment, cwd=self.tree, check=True, capture_output=True, text=True)
         self.seconds.append(time.monotonic() - started)
         self.yardsticks += [before, yardstick()]
         used = Path(done.stdout.strip().splitlines()[-1]).resolve()
