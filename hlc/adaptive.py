@@ -28,13 +28,13 @@ points; an adaptive profile measures a part of it, chosen in rounds:
    * while the round has room, the points whose decision would be
      uncertain were the models twice, then four times as far off as they
      say: a larger budget buys the decisions next most likely wrong;
+   * and then the points farthest from every measured one, filling the
+     nest: a budget that allows the whole grid gets it;
 
    each round spending about a fifth of what is left of the fitting budget
    (three quarters of the whole), as the models predict it;
-4. stop when no unmeasured point has an uncertain decision even at four
-   times the models' uncertainty and no gap is wider than one step of the
-   grid, or when the fitting budget is spent; then take the verification
-   samples with the rest.
+4. stop when every point is measured or the fitting budget is spent; then
+   take the verification samples with the rest.
 
 Everything is deterministic for a seed: the survey, the designs, the fits
 and the choices depend on the samples file alone, which is also what a
@@ -307,10 +307,11 @@ def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float) -> t
     then the widest gaps (farthest first, sites with no measured neighbour
     within one step), then more uncertain decisions, then, while the round
     has room, the decisions that would be uncertain were the models twice,
-    then four times as far off as they say (WIDENINGS): a round, and a
-    budget, are spent on the decisions next most likely wrong rather than
-    on a round of its own for each few.  Returns the sites and how many
-    each rule chose."""
+    then four times as far off as they say (WIDENINGS), then the sites
+    farthest from every measured one: a round, and a budget, are spent on
+    the decisions next most likely wrong, then on filling the nest, rather
+    than on a round of its own for each few.  Returns the sites and how
+    many each rule chose."""
     open_sites = [site for site in grid.sites if site.key not in taken]
     chosen: list[Site] = []
     keys: set[tuple] = set()
@@ -344,7 +345,12 @@ def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float) -> t
     for widening in WIDENINGS:
         for site in uncertain(widening):
             take(site, seconds)
-    return chosen, {"uncertain": len(chosen) - in_gaps, "gaps": in_gaps}
+    uncertain_or_gaps = len(chosen)
+    for site in grid.farthest_first(taken | keys, len(open_sites)):
+        if site.key not in keys:
+            take(site, seconds)
+    return chosen, {"uncertain": uncertain_or_gaps - in_gaps, "gaps": in_gaps,
+                    "spread": len(chosen) - uncertain_or_gaps}
 
 
 @dataclass
@@ -355,6 +361,7 @@ class Round:
     uncertain: int
     gaps: int
     seconds: float
+    spread: int = 0  # taken to fill the nest, with room left in the round
 
 
 def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence[int],
@@ -406,7 +413,7 @@ def _profile(library: ast.Library, samples: Path, build: Path, result: ProfileRe
         left = fitting_budget - (time.monotonic() - started)
         if not taken:
             batch = grid.farthest_first(taken, START_POINTS * len(grid.groups), frugal=True)
-            by_rule = {"uncertain": 0, "gaps": len(batch)}
+            by_rule = {"uncertain": 0, "gaps": len(batch), "spread": 0}
             judge = None
         else:
             if left <= 0:
@@ -424,7 +431,7 @@ def _profile(library: ast.Library, samples: Path, build: Path, result: ProfileRe
                 judge = Judge(library, models, used_models, values)
                 batch, by_rule = next_round(grid, taken, judge, ROUND_SHARE * left)
         if not batch:
-            say("no decision is uncertain and no point lies more than a step from a measured one")
+            say("every point of the grid is measured")
             break
         round_started = time.monotonic()
         # Each rank count gets the share of what is left that its points are predicted to take.
@@ -443,9 +450,11 @@ def _profile(library: ast.Library, samples: Path, build: Path, result: ProfileRe
             if coverage is not None:
                 result.coverage = coverage
         taken = measured_keys(read_samples(samples))
-        rounds.append(Round(len(batch), by_rule["uncertain"], by_rule["gaps"], time.monotonic() - round_started))
+        rounds.append(Round(len(batch), by_rule["uncertain"], by_rule["gaps"], time.monotonic() - round_started,
+                            by_rule["spread"]))
+        spread = f", {by_rule['spread']} spread" if by_rule["spread"] else ""
         say(f"round {len(rounds)}: {len(batch)} points ({by_rule['uncertain']} uncertain, {by_rule['gaps']} in "
-            f"gaps), {time.monotonic() - round_started:.1f} s; {len(taken)} of {len(sites)} measured")
+            f"gaps{spread}), {time.monotonic() - round_started:.1f} s; {len(taken)} of {len(sites)} measured")
         if result.coverage is not None:
             break
     # The verification samples, with what is left of the budget (a share of it at least).

@@ -80,26 +80,38 @@ def test_an_adaptive_profile_surveys_the_grid_and_measures_part_of_it(adaptive):
     sites = read_sites(records)
     assert len(sites) == 57 and all(set(s.variables) >= {"n", "P", "logP"} for s in sites)
     measured = measured_keys(records)
-    assert 8 <= len(measured) < len(sites)
+    assert 8 <= len(measured) <= len(sites)
     assert len(rounds) >= 2 and rounds[0].sites == 8 and rounds[0].uncertain == 0
+    # the uncertain decisions and the gaps come before the points that only fill the nest
+    assert rounds[1].uncertain + rounds[1].gaps > 0
     assert lines[-1].startswith("verification: ")
     verified = [r for r in records if r.get("kind") == "sample" and r["verify"]]
     assert {r["implementation"] for r in verified} == {"dot", "loop"}
     assert not result.coverage
 
 
-def test_an_adaptive_profile_stops_where_no_decision_is_uncertain(adaptive):
-    """Its models leave no unmeasured point uncertain, or it ran out of budget saying so."""
+def test_an_adaptive_profile_stops_when_the_grid_is_measured_or_the_budget_spent(adaptive):
     library, samples, _, _, lines = adaptive
-    models = calibrate(library, Samples.read(samples))
-    judge = Judge(library, models)
     records = read_samples(samples)
-    grid = Grid(read_sites(records))
-    taken = measured_keys(records)
-    if any("no decision is uncertain" in line for line in lines):
-        assert next_round(grid, taken, judge, 1.0)[0] == []
+    if any("every point of the grid is measured" in line for line in lines):
+        assert len(measured_keys(records)) == len(read_sites(records))
     else:
         assert any("budget is spent" in line for line in lines)
+
+
+def test_a_round_fills_the_nest_only_when_no_decision_is_uncertain(adaptive):
+    """With the profile's models, a round ranks every uncertain site before a site that only fills the nest."""
+    library, samples, _, _, _ = adaptive
+    judge = Judge(library, calibrate(library, Samples.read(samples)))
+    records = read_samples(samples)
+    grid = Grid(read_sites(records))
+    first = {("f", 1, 0)} & set(grid.by_key) or {grid.sites[0].key}
+    chosen, by_rule = next_round(grid, first, judge, 1e9)  # room for everything
+    assert len(chosen) == len(grid.sites) - 1
+    spread = chosen[len(chosen) - by_rule["spread"]:]
+    assert all(judge.uncertainty(site, 4.0) == 0 for site in spread)
+    assert sum(1 for site in chosen if judge.uncertainty(site, 4.0) > 0) >= by_rule["uncertain"]  # gaps may be too
+    assert by_rule["uncertain"] + by_rule["gaps"] + by_rule["spread"] == len(chosen)
 
 
 def test_uncertain_points_lie_at_the_crossover(adaptive):
