@@ -143,8 +143,9 @@ def _build_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--grid", action="store_true",
                          help="measure every point of the loop nest, in a random order, until done or --budget "
                               "is spent; by default a build measures a space-filling part of it, then, round "
-                              "after round, where decisions are uncertain and where the measured points leave "
-                              "gaps, until none is left or --budget (default: hlc.adaptive.BUDGET) is spent")
+                              "after round, where decisions are uncertain, where the measured points leave gaps "
+                              "and then the rest, farthest first, until every point is measured or --budget "
+                              "(default: hlc.adaptive.BUDGET) is spent")
     command.add_argument("--quick", action="store_true", default=None,
                          help="a reduced loop nest, for a smoke build (recorded in the fingerprint)")
     command.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
