@@ -58,8 +58,7 @@ from hlc.calibrate.timing import MINIMUM_TIMING
 from hlc.language import ast
 from hlc.language.expressions import unparse
 from hlc.model.calibration import Samples, calibrate, read_models
-from hlc.model.fit import CONSTANT, confidence_band
-from hlc.model.predict import Predictor, band, term_values
+from hlc.model.predict import Predictor, band, band_of, has_band, sum_of_terms, term_values
 from hlc.model.terms import model_terms
 
 #: Seconds of profiling an adaptive build spends when no --budget is given.
@@ -210,6 +209,7 @@ class Judge:
         self.predictions: dict[tuple, tuple[float, float] | None] = {}  # (name, environment) → (seconds, band)
         self.values = values if values is not None else {}
         self.terms: dict[str, list[tuple[str, ast.Expression]] | None] = {}
+        self.ranked: dict[tuple, list[Alternative]] = {}  # site → its alternatives, fastest first
 
     def predicted(self, name: str, environment: dict[str, Any]) -> tuple[float, float] | None:
         """The predicted seconds of an implementation and the half-width of
@@ -235,10 +235,8 @@ class Judge:
         in ``values``); None for a model that is not fitted or has no band."""
         entry = self.entries.get(name, {})
         if name not in self.terms:
-            implementation = self.implementations[name]
-            model = implementation.model("time")
-            usable = model is not None and model.fitted and entry.get("status") == "fitted" \
-                and entry.get("covariance") and entry.get("quantile") is not None
+            model = self.implementations[name].model("time")
+            usable = model is not None and model.fitted and has_band(entry)
             self.terms[name] = [(unparse(term), term) for term in model_terms(model, entry)] if usable else None
         terms = self.terms[name]
         if terms is None:
@@ -247,17 +245,13 @@ class Judge:
         if key not in self.values:
             self.values[key] = term_values(self.predictor, self.implementations[name], [t for _, t in terms],
                                            environment)
-        values = self.values[key]
-        coefficients = entry["coefficients"]
-        seconds = coefficients.get(CONSTANT, 0.0) + sum(
-            weight * values[term] for term, weight in coefficients.items() if term != CONSTANT and weight)
-        covariance = entry["covariance"]
-        half = confidence_band(covariance, float(entry["quantile"]),
-                               {term: values[term] for term in covariance if term != CONSTANT})[0]
-        return seconds, float(half)
+        return sum_of_terms(entry, self.values[key]), band_of(entry, self.values[key])
 
     def alternatives(self, site: Site) -> list[Alternative]:
-        """Every fitted alternative at the site, fastest predicted first."""
+        """Every fitted alternative at the site, fastest predicted first (kept:
+        a round scores a site at several widths)."""
+        if site.key in self.ranked:
+            return self.ranked[site.key]
         found = []
         for name, settings_list in site.choices.items():
             entry = self.entries.get(name, {})
@@ -270,7 +264,8 @@ class Judge:
                 if predicted is not None:
                     seconds, half = predicted
                     found.append(Alternative(name, settings, seconds, max(half, error * seconds)))
-        return sorted(found, key=lambda a: a.seconds)
+        self.ranked[site.key] = sorted(found, key=lambda a: a.seconds)
+        return self.ranked[site.key]
 
     def uncertainty(self, site: Site, widening: float = 1.0) -> float:
         """How uncertain the decision at the site is: 0 when the fastest
@@ -379,7 +374,7 @@ def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, rank
     result = ProfileResult(samples=samples, program=program, ranks=list(ranks), breakdown=spent)
     servers = {size: Server(program, samples, size, seed, timeout, progress, spent) for size in ranks}
     try:
-        rounds = _profile(library, samples, build, result, servers, ranks=ranks, budget=budget, started=started,
+        rounds = _profile(library, samples, result, servers, ranks=ranks, budget=budget, started=started,
                           models_of=models_of, say=report or (lambda line: None))
     finally:
         for server in servers.values():
@@ -389,7 +384,7 @@ def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, rank
     return result, rounds
 
 
-def _profile(library: ast.Library, samples: Path, build: Path, result: ProfileResult, servers: Mapping[int, Server],
+def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers: Mapping[int, Server],
              *, ranks: Sequence[int], budget: float, started: float, models_of: Mapping[str, Path] | None,
              say: Callable[[str], None]) -> list[Round]:
     """The survey, the rounds and the verification (module doc), each rank
@@ -423,7 +418,7 @@ def _profile(library: ast.Library, samples: Path, build: Path, result: ProfileRe
                 # The terms are searched again once the points have doubled; in
                 # between, a round refits the coefficients of the terms found last.
                 search = searched is None or len(taken) >= REDISCOVER * searched[0]
-                models = calibrate(library, Samples.read(samples), models_of=models_of,
+                models = calibrate(library, Samples.of_records(records, samples), models_of=models_of,
                                    terms_of=None if search else searched[1])
                 if search:
                     searched = (len(taken), models)
@@ -449,7 +444,8 @@ def _profile(library: ast.Library, samples: Path, build: Path, result: ProfileRe
             coverage = servers[size].run({"select": chosen, "fitting_only": True, "deadline": deadline})
             if coverage is not None:
                 result.coverage = coverage
-        taken = measured_keys(read_samples(samples))
+        records = read_samples(samples)
+        taken = measured_keys(records)
         rounds.append(Round(len(batch), by_rule["uncertain"], by_rule["gaps"], time.monotonic() - round_started,
                             by_rule["spread"]))
         spread = f", {by_rule['spread']} spread" if by_rule["spread"] else ""

@@ -54,7 +54,11 @@ class Samples:
 
     @classmethod
     def read(cls, path: Path) -> Samples:
-        records = read_samples(path)
+        return cls.of_records(read_samples(path), path)
+
+    @classmethod
+    def of_records(cls, records: list[dict[str, Any]], path: Path) -> Samples:
+        """The samples of the records of the file at ``path`` (already read)."""
         headers = [r for r in records if r.get("kind") == "header"]
         if not headers:
             raise FitError(f"{path} is not a samples file of hlc (it has no header line)")

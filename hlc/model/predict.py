@@ -18,7 +18,7 @@ from hlc.language import ast
 from hlc.language.check import implementation_signature
 from hlc.language.expressions import EvaluationError, evaluate, names, unparse
 from hlc.language.nest import constant_values
-from hlc.model.fit import confidence_band
+from hlc.model.fit import CONSTANT, confidence_band
 from hlc.model.terms import model_terms
 
 
@@ -141,13 +141,29 @@ def band(predictor: Predictor, implementation: ast.Implementation, entry: Mappin
     before bands were recorded).  The terms' values are taken as exact: the
     uncertainty of other models a hybrid term calls is not included."""
     model = implementation.model(objective)
-    if model is None or not model.fitted or entry.get("status") != "fitted":
-        return None
-    covariance, quantile = entry.get("covariance"), entry.get("quantile")
-    if not covariance or quantile is None:
+    if model is None or not model.fitted or not has_band(entry):
         return None
     values = term_values(predictor, implementation, model_terms(model, entry), environment)
-    return float(confidence_band(covariance, float(quantile), {t: values[t] for t in covariance if t != "1"})[0])
+    return band_of(entry, values)
+
+
+def has_band(entry: Mapping[str, Any]) -> bool:
+    """Whether a fitted entry of the models artefact records its band."""
+    return entry.get("status") == "fitted" and bool(entry.get("covariance")) and entry.get("quantile") is not None
+
+
+def band_of(entry: Mapping[str, Any], values: Mapping[str, float]) -> float:
+    """The band's half-width (see ``band``) from the terms' values at the point."""
+    covariance = entry["covariance"]
+    return float(confidence_band(covariance, float(entry["quantile"]),
+                                 {t: values[t] for t in covariance if t != CONSTANT})[0])
+
+
+def sum_of_terms(entry: Mapping[str, Any], values: Mapping[str, float]) -> float:
+    """A fitted model's prediction from its terms' values at the point."""
+    coefficients = entry["coefficients"]
+    return coefficients.get(CONSTANT, 0.0) + sum(
+        weight * values[term] for term, weight in coefficients.items() if term != CONSTANT and weight)
 
 
 def helpers_for(implementation: ast.Implementation, expressions: list[ast.Expression]) -> list[ast.Let]:
