@@ -74,6 +74,11 @@ ROUND_SHARE = 0.2
 WIDENINGS = (2.0, 4.0)
 #: The fitter searches the terms again when the measured points have grown by this factor.
 REDISCOVER = 2.0
+#: After the start, a site's candidate is timed only where it may lie within
+#: this factor of the fastest predicted alternative there (its band's lower
+#: edge), or next to its own predicted best setting: the settings that cannot
+#: win are where a grid spends most of its time, and they decide nothing.
+WORTH = 2.0
 #: Timings of one candidate's block, each as long as a call or the clock's minimum.
 TIMINGS = 4  # k = 3, plus a cold one or a retake now and then
 
@@ -210,6 +215,7 @@ class Judge:
         self.values = values if values is not None else {}
         self.terms: dict[str, list[tuple[str, ast.Expression]] | None] = {}
         self.ranked: dict[tuple, list[Alternative]] = {}  # site → its alternatives, fastest first
+        self.worth: dict[tuple, dict[str, list[dict[str, int]]]] = {}  # site → the candidates worth timing
 
     def predicted(self, name: str, environment: dict[str, Any]) -> tuple[float, float] | None:
         """The predicted seconds of an implementation and the half-width of
@@ -281,11 +287,50 @@ class Judge:
             return 0.0
         return max(0.0, 1.0 - (second.seconds - first.seconds) / reach)
 
-    def cost(self, site: Site) -> float:
-        """Predicted seconds profiling the site takes: per candidate it would
-        time, its checking call and its block's timings."""
-        total = 0.0
+    def worth_timing(self, site: Site) -> dict[str, list[dict[str, int]]]:
+        """The candidates worth timing at a site, of those profiling would
+        time there: each that may be within WORTH of the fastest predicted
+        alternative, and the settings next to each such implementation's
+        predicted best (the optimum of a searched parameter is then
+        bracketed); every setting of an implementation its model cannot
+        predict yet.  Kept, since a round costs a site before it sends it."""
+        if site.key in self.worth:
+            return self.worth[site.key]
+        predicted: dict[str, list[tuple[dict[str, int], float, float]]] = {}
+        unknown: set[str] = set()
         for name, settings_list in site.settings.items():
+            entry = self.entries.get(name, {})
+            if entry.get("status") != "fitted" or name not in self.implementations:
+                unknown.add(name)
+                continue
+            error = max(float(entry.get("mre", 1.0)) - 1.0, 0.0)
+            for settings in settings_list:
+                found = self.predicted(name, {**site.variables, **settings})
+                if found is None:
+                    unknown.add(name)
+                    break
+                seconds, half = found
+                predicted.setdefault(name, []).append((settings, seconds, max(half, error * seconds)))
+        fastest = min((seconds for found in predicted.values() for _, seconds, _ in found), default=math.inf)
+        kept: dict[str, list[dict[str, int]]] = {}
+        for name, settings_list in site.settings.items():
+            if name in unknown:
+                kept[name] = list(settings_list)
+                continue
+            found = predicted[name]
+            best = min(range(len(found)), key=lambda i: found[i][1])
+            near = {i for i, (_, seconds, half) in enumerate(found) if seconds - half <= WORTH * fastest}
+            if near:
+                near |= {i for i in (best - 1, best + 1) if 0 <= i < len(found)}
+                kept[name] = [found[i][0] for i in sorted(near)]
+        self.worth[site.key] = kept
+        return kept
+
+    def cost(self, site: Site) -> float:
+        """Predicted seconds profiling the site takes: per candidate worth
+        timing there, its checking call and its block's timings."""
+        total = 0.0
+        for name, settings_list in self.worth_timing(site).items():
             entry = self.entries.get(name, {})
             for settings in settings_list:
                 seconds = 1e-3
@@ -433,15 +478,19 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
         costs = {size: sum(judge.cost(site) if judge else 1.0 for site in batch if size == site.P) for size in ranks}
         for position, size in enumerate(ranks):
             chosen: dict[str, list[int]] = defaultdict(list)
+            narrowed: dict[str, dict[str, dict]] = defaultdict(dict)
             for site in batch:
                 if size == site.P:
                     chosen[site.interface].append(site.index)
+                    if judge is not None:
+                        narrowed[site.interface][str(site.index)] = judge.worth_timing(site)
             if not chosen and taken:
                 continue
             later = sum(costs[other] for other in ranks[position:])
             share = costs[size] / later if later > 0 else 1.0
             deadline = time.time() + share * max(fitting_budget - (time.monotonic() - started), 0.0)
-            coverage = servers[size].run({"select": chosen, "fitting_only": True, "deadline": deadline})
+            coverage = servers[size].run({"select": chosen, "settings": narrowed, "fitting_only": True,
+                                          "deadline": deadline})
             if coverage is not None:
                 result.coverage = coverage
         records = read_samples(samples)

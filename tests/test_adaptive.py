@@ -63,6 +63,25 @@ def test_each_rank_count_gets_its_own_start():
     assert {s.P for s in grid.farthest_first(set(), 2)} == {1, 2}
 
 
+def test_a_site_times_only_the_candidates_that_may_win_there():
+    """After the start, a candidate predicted more than WORTH times slower than
+    the fastest alternative is not timed, unless its band reaches that far or
+    it brackets its implementation's predicted best setting; an implementation
+    without a model yet is timed at every setting."""
+    predictions = {("radix", 1): 8.0, ("radix", 2): 4.0, ("radix", 3): 2.5, ("radix", 4): 1.0, ("radix", 5): 1.5,
+                   ("radix", 6): 3.0, ("slow", None): 10.0, ("wide", None): 10.0}
+    halves = {("wide", None): 9.0}
+    judge = Judge.__new__(Judge)
+    judge.entries = {name: {"status": "fitted", "mre": 1.0} for name in ("radix", "slow", "wide")}
+    judge.implementations = dict.fromkeys(("radix", "slow", "wide", "new"))
+    judge.worth = {}
+    judge.predicted = lambda name, environment: (predictions[name, environment.get("bpd")],
+                                                 halves.get((name, environment.get("bpd")), 0.0))
+    radix = [{"bpd": b} for b in range(1, 7)]
+    place = Site("f", 1, 0, {"n": 1}, {"n": 1.0}, {"radix": radix, "slow": [{}], "wide": [{}], "new": [{}]}, {})
+    assert judge.worth_timing(place) == {"radix": [{"bpd": 3}, {"bpd": 4}, {"bpd": 5}], "wide": [{}], "new": [{}]}
+
+
 @pytest.fixture(scope="module")
 def adaptive(tmp_path_factory):
     """An adaptive profile of a library whose two implementations cross."""

@@ -332,6 +332,8 @@ class Profiler:
         if options.select:
             chosen = json.loads(Path(options.select).read_text(encoding="utf-8"))
             self.selected = {name: set(indices) for name, indices in chosen.items()}
+        # the candidates to time at a selected point, where a serving command narrows them
+        self.narrowed: dict[tuple[str, int], dict[str, list[dict]]] = {}
         self.surveying = options.survey
         self.serving = options.serve
         self.only = set(options.implementations.split(",")) if options.implementations else None
@@ -403,8 +405,9 @@ class Profiler:
 
     def serve(self) -> int:
         """--serve: take one command after another from standard input, each a
-        JSON line with the options it sets (``select``, ``fitting_only``,
-        ``verification_only``, ``survey``, ``deadline``), each ended like a run
+        JSON line with the options it sets (``select``, ``settings``,
+        ``fitting_only``, ``verification_only``, ``survey``, ``deadline``), each
+        ended like a run
         (its account, then a finished or budget event), until the input ends.
         An adaptive profile's rounds then cost one process start per rank
         count, not one per round."""
@@ -412,6 +415,10 @@ class Profiler:
             self.started, self.spent = time.perf_counter(), Breakdown()
             chosen = command.get("select")
             self.selected = None if chosen is None else {name: set(indices) for name, indices in chosen.items()}
+            # settings: {interface: {index: {implementation: [settings, ...]}}}, the
+            # candidates worth timing at a selected point; a point not named times all
+            self.narrowed = {(name, int(index)): kept for name, points in command.get("settings", {}).items()
+                             for index, kept in points.items()}
             self.fitting_only = bool(command.get("fitting_only", False))
             self.verification_only = bool(command.get("verification_only", False))
             self.surveying = bool(command.get("survey", False))
@@ -505,6 +512,7 @@ class Profiler:
         seed, arguments, variables = self.inputs(interface, verify, index, point)
         rng = random.Random(f"{self.seed}:{interface.name}:settings:{index}")
         candidates: list[tuple[Implementation, dict]] = []
+        narrowed = None if verify else self.narrowed.get((interface.name, index))
         for implementation in interface.implementations:
             if (interface.name, implementation.name) in self.state.excluded or not implementation.applies(variables) \
                     or (self.only is not None and implementation.name not in self.only):
@@ -515,7 +523,8 @@ class Profiler:
                 drawn = implementation.random_settings(rng, point, variables)
                 candidates += [(implementation, drawn)] if drawn is not None else []
             else:
-                candidates += [(implementation, s) for s in implementation.settings(point, variables)]
+                candidates += [(implementation, s) for s in implementation.settings(point, variables)
+                               if narrowed is None or s in narrowed.get(implementation.name, ())]
         candidates.sort(key=lambda c: c[0].name != interface.reference)
         timed = self.time_blocks(interface, candidates, arguments, point)
         records = []

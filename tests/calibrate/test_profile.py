@@ -251,6 +251,26 @@ def test_a_serving_program_takes_command_after_command_and_survives_its_failures
     assert server.child is None
 
 
+def test_a_serving_command_can_narrow_the_candidates_of_a_point(tmp_path):
+    """A select command's settings name the candidates worth timing at a
+    point: only they are timed there; the points it does not name time all."""
+    library = hlc.parse_file(DESCRIPTIONS / "squares.hl")
+    samples = tmp_path / "samples.jsonl"
+    program = prepare(library, tmp_path / "build")
+    server = Server(program, samples, 1, 0, 60.0, None, Breakdown())
+    try:
+        server.run({"select": {"square_sum": [3, 4]}, "fitting_only": True,
+                    "settings": {"square_sum": {"4": {"dot": [{}], "chunked": [{"block": 9}]}}}})
+    finally:
+        server.close()
+    timed = collections.defaultdict(set)
+    for r in read_samples(samples):
+        if r["kind"] == "sample":
+            timed[r["index"]].add((r["implementation"], json.dumps(r["parameters"])))
+    assert timed[4] == {("dot", "{}"), ("chunked", '{"block": 9}')}
+    assert {name for name, _ in timed[3]} == {"dot", "loop", "chunked"} and len(timed[3]) > 3
+
+
 def test_a_serving_program_under_mpiexec_passes_its_commands_to_every_rank(tmp_path):
     library = hlc.parse_file(DESCRIPTIONS / "comm.hl")
     samples = tmp_path / "samples.jsonl"
