@@ -32,7 +32,8 @@ points; an adaptive profile measures a part of it, chosen in rounds:
      nest: a budget that allows the whole grid gets it;
 
    each round spending about a fifth of what is left of the fitting budget
-   (three quarters of the whole), as the models predict it;
+   (three quarters of the whole), as the models predict it, and timing at
+   each point only the candidates that may win there (``WORTH``);
 4. stop when every point is measured or the fitting budget is spent; then
    take the verification samples with the rest.
 
