@@ -34,8 +34,10 @@ points; an adaptive profile measures a part of it, chosen in rounds:
    each round spending about a fifth of what is left of the fitting budget
    (three quarters of the whole), as the models predict it, and timing at
    each point only the candidates that may win there (``WORTH``);
-4. stop when every point is measured or the fitting budget is spent; then
-   take the verification samples with the rest.
+4. once every point is measured, rounds with budget left measure the
+   points whose decision is uncertain again, up to ``MOST_TAKES`` times;
+5. stop when there is nothing left to take or the fitting budget is spent;
+   then take the verification samples with the rest.
 
 Everything is deterministic for a seed: the survey, the designs, the fits
 and the choices depend on the samples file alone, which is also what a
@@ -80,6 +82,10 @@ REDISCOVER = 2.0
 #: edge), or next to its own predicted best setting: the settings that cannot
 #: win are where a grid spends most of its time, and they decide nothing.
 WORTH = 2.0
+#: Once every point is measured, rounds with budget left measure again the
+#: points whose decision is uncertain, each up to this many times in all: a
+#: boundary measured thrice is fitted with a third of one measurement's noise.
+MOST_TAKES = 3
 #: Timings of one candidate's block, each as long as a call or the clock's minimum.
 TIMINGS = 4  # k = 3, plus a cold one or a retake now and then
 
@@ -116,6 +122,18 @@ def read_sites(records: Sequence[dict]) -> list[Site]:
 def measured_keys(records: Sequence[dict]) -> set[tuple[str, int, int]]:
     """The fitting points a samples file holds (interface, P, index)."""
     return {(r["interface"], r["P"], r["index"]) for r in records if r.get("kind") == "point" and not r["verify"]}
+
+
+Candidates = dict[str, list[dict[str, int]]]  # implementation → the settings to time
+
+
+def takes_of(records: Sequence[dict]) -> dict[tuple[str, int, int], int]:
+    """How many times each fitting point (interface, P, index) was measured."""
+    takes: dict[tuple[str, int, int], int] = defaultdict(int)
+    for r in records:
+        if r.get("kind") == "point" and not r["verify"]:
+            takes[r["interface"], r["P"], r["index"]] += 1
+    return takes
 
 
 class Grid:
@@ -216,7 +234,7 @@ class Judge:
         self.values = values if values is not None else {}
         self.terms: dict[str, list[tuple[str, ast.Expression]] | None] = {}
         self.ranked: dict[tuple, list[Alternative]] = {}  # site → its alternatives, fastest first
-        self.worth: dict[tuple, dict[str, list[dict[str, int]]]] = {}  # site → the candidates worth timing
+        self.worth: dict[tuple, Candidates] = {}  # (site, factor) → the candidates worth timing
 
     def predicted(self, name: str, environment: dict[str, Any]) -> tuple[float, float] | None:
         """The predicted seconds of an implementation and the half-width of
@@ -288,15 +306,16 @@ class Judge:
             return 0.0
         return max(0.0, 1.0 - (second.seconds - first.seconds) / reach)
 
-    def worth_timing(self, site: Site) -> dict[str, list[dict[str, int]]]:
+    def worth_timing(self, site: Site, factor: float = WORTH) -> Candidates:
         """The candidates worth timing at a site, of those profiling would
-        time there: each that may be within WORTH of the fastest predicted
-        alternative, and the settings next to each such implementation's
-        predicted best (the optimum of a searched parameter is then
-        bracketed); every setting of an implementation its model cannot
-        predict yet.  Kept, since a round costs a site before it sends it."""
-        if site.key in self.worth:
-            return self.worth[site.key]
+        time there: each that may be within ``factor`` of the fastest
+        predicted alternative, and the settings next to each such
+        implementation's predicted best (the optimum of a searched parameter
+        is then bracketed); every setting of an implementation its model
+        cannot predict yet.  Kept, since a round costs a site before it
+        sends it."""
+        if (site.key, factor) in self.worth:
+            return self.worth[site.key, factor]
         predicted: dict[str, list[tuple[dict[str, int], float, float]]] = {}
         unknown: set[str] = set()
         for name, settings_list in site.settings.items():
@@ -313,25 +332,26 @@ class Judge:
                 seconds, half = found
                 predicted.setdefault(name, []).append((settings, seconds, max(half, error * seconds)))
         fastest = min((seconds for found in predicted.values() for _, seconds, _ in found), default=math.inf)
-        kept: dict[str, list[dict[str, int]]] = {}
+        kept: Candidates = {}
         for name, settings_list in site.settings.items():
             if name in unknown:
                 kept[name] = list(settings_list)
                 continue
             found = predicted[name]
             best = min(range(len(found)), key=lambda i: found[i][1])
-            near = {i for i, (_, seconds, half) in enumerate(found) if seconds - half <= WORTH * fastest}
+            near = {i for i, (_, seconds, half) in enumerate(found) if seconds - half <= factor * fastest}
             if near:
                 near |= {i for i in (best - 1, best + 1) if 0 <= i < len(found)}
                 kept[name] = [found[i][0] for i in sorted(near)]
-        self.worth[site.key] = kept
+        self.worth[site.key, factor] = kept
         return kept
 
-    def cost(self, site: Site) -> float:
-        """Predicted seconds profiling the site takes: per candidate worth
-        timing there, its checking call and its block's timings."""
+    def cost(self, site: Site, candidates: Candidates | None = None) -> float:
+        """Predicted seconds profiling the site takes: per candidate (by
+        default, those worth timing there), its checking call and its
+        block's timings."""
         total = 0.0
-        for name, settings_list in self.worth_timing(site).items():
+        for name, settings_list in (self.worth_timing(site) if candidates is None else candidates).items():
             entry = self.entries.get(name, {})
             for settings in settings_list:
                 seconds = 1e-3
@@ -394,6 +414,28 @@ def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float) -> t
                     "spread": len(chosen) - uncertain_or_gaps}
 
 
+def retakes(grid: Grid, takes: Mapping[tuple, int], judge: Judge, seconds: float) -> dict[tuple, Candidates]:
+    """Once every point is measured: the points whose decision is uncertain
+    (at the widest of WIDENINGS), measured again at the candidates that may
+    win there, most uncertain and least measured first, each up to
+    MOST_TAKES times in all, within about ``seconds``.  The grid's budget
+    then buys repeated measurements at the region boundaries, where the
+    noise of one measurement turns a decision, not elsewhere."""
+    scored = [(judge.uncertainty(site), judge.uncertainty(site, WIDENINGS[-1]), site) for site in grid.sites
+              if 0 < takes.get(site.key, 0) < MOST_TAKES]
+    scored = [entry for entry in scored if entry[1] > 0]
+    scored.sort(key=lambda e: (-e[0], takes[e[2].key], -e[1], grid.order[e[2].key]))
+    chosen: dict[tuple, Candidates] = {}
+    spent = 0.0
+    for _, _, site in scored:
+        cost = judge.cost(site)
+        if chosen and spent + cost > seconds:
+            continue
+        chosen[site.key] = judge.worth_timing(site)
+        spent += cost
+    return chosen
+
+
 @dataclass
 class Round:
     """What one round of an adaptive profile did."""
@@ -403,6 +445,7 @@ class Round:
     gaps: int
     seconds: float
     spread: int = 0  # taken to fill the nest, with room left in the round
+    retaken: int = 0  # measured before, measured again: their decisions are uncertain
 
 
 def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence[int],
@@ -455,6 +498,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
         if not taken:
             batch = grid.farthest_first(taken, START_POINTS * len(grid.groups), frugal=True)
             by_rule = {"uncertain": 0, "gaps": len(batch), "spread": 0}
+            plan: dict[tuple, Candidates | None] = {site.key: None for site in batch}  # None: every candidate
             judge = None
         else:
             if left <= 0:
@@ -471,20 +515,26 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
             with spent.spending("planning"):
                 judge = Judge(library, models, used_models, values)
                 batch, by_rule = next_round(grid, taken, judge, ROUND_SHARE * left)
+                plan = {site.key: judge.worth_timing(site) for site in batch}
+                if not batch:  # every point is measured: the uncertain decisions again
+                    plan = retakes(grid, takes_of(records), judge, ROUND_SHARE * left)
+                    batch = [grid.by_key[key] for key in plan]
+                    by_rule = {"uncertain": 0, "gaps": 0, "spread": 0, "retaken": len(plan)}
         if not batch:
-            say("every point of the grid is measured")
+            say(f"every point of the grid is measured, and every uncertain decision {MOST_TAKES} times")
             break
         round_started = time.monotonic()
         # Each rank count gets the share of what is left that its points are predicted to take.
-        costs = {size: sum(judge.cost(site) if judge else 1.0 for site in batch if size == site.P) for size in ranks}
+        costs = {size: sum(judge.cost(site, plan[site.key]) if judge else 1.0 for site in batch if size == site.P)
+                 for size in ranks}
         for position, size in enumerate(ranks):
             chosen: dict[str, list[int]] = defaultdict(list)
-            narrowed: dict[str, dict[str, dict]] = defaultdict(dict)
+            narrowed: dict[str, dict[str, Candidates]] = defaultdict(dict)
             for site in batch:
                 if size == site.P:
                     chosen[site.interface].append(site.index)
-                    if judge is not None:
-                        narrowed[site.interface][str(site.index)] = judge.worth_timing(site)
+                    if plan[site.key] is not None:
+                        narrowed[site.interface][str(site.index)] = plan[site.key]
             if not chosen and taken:
                 continue
             later = sum(costs[other] for other in ranks[position:])
@@ -496,11 +546,16 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                 result.coverage = coverage
         records = read_samples(samples)
         taken = measured_keys(records)
+        retaken = by_rule.get("retaken", 0)
         rounds.append(Round(len(batch), by_rule["uncertain"], by_rule["gaps"], time.monotonic() - round_started,
-                            by_rule["spread"]))
-        spread = f", {by_rule['spread']} spread" if by_rule["spread"] else ""
-        say(f"round {len(rounds)}: {len(batch)} points ({by_rule['uncertain']} uncertain, {by_rule['gaps']} in "
-            f"gaps{spread}), {time.monotonic() - round_started:.1f} s; {len(taken)} of {len(sites)} measured")
+                            by_rule["spread"], retaken))
+        if retaken:
+            what = f"{retaken} points again, their decisions uncertain"
+        else:
+            spread = f", {by_rule['spread']} spread" if by_rule["spread"] else ""
+            what = f"{len(batch)} points ({by_rule['uncertain']} uncertain, {by_rule['gaps']} in gaps{spread})"
+        say(f"round {len(rounds)}: {what}, {time.monotonic() - round_started:.1f} s; "
+            f"{len(taken)} of {len(sites)} measured")
         if result.coverage is not None:
             break
     # The verification samples, with what is left of the budget (a share of it at least).

@@ -144,7 +144,9 @@ def _build_options(command: argparse.ArgumentParser) -> None:
                          help="measure every point of the loop nest, in a random order, until done or --budget "
                               "is spent; by default a build measures a space-filling part of it, then, round "
                               "after round, where decisions are uncertain, where the measured points leave gaps "
-                              "and then the rest, farthest first, until every point is measured or --budget "
+                              "and then the rest, farthest first, timing at each point the candidates that may "
+                              "win there, then measuring the uncertain decisions again, until nothing is left "
+                              "to take or --budget "
                               "(default: hlc.adaptive.BUDGET) is spent")
     command.add_argument("--quick", action="store_true", default=None,
                          help="a reduced loop nest, for a smoke build (recorded in the fingerprint)")

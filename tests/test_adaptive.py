@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from pathlib import Path
 
 import pytest
 
 import hlc
-from hlc.adaptive import Grid, Judge, Site, measured_keys, next_round, profile_adaptively, read_sites
+import hlc.adaptive as adaptive_profile
+from hlc.adaptive import Grid, Judge, Site, measured_keys, next_round, profile_adaptively, read_sites, retakes
 from hlc.calibrate.harness import read_samples
 from hlc.model.calibration import Samples, calibrate
 
@@ -80,6 +82,28 @@ def test_a_site_times_only_the_candidates_that_may_win_there():
     radix = [{"bpd": b} for b in range(1, 7)]
     place = Site("f", 1, 0, {"n": 1}, {"n": 1.0}, {"radix": radix, "slow": [{}], "wide": [{}], "new": [{}]}, {})
     assert judge.worth_timing(place) == {"radix": [{"bpd": 3}, {"bpd": 4}, {"bpd": 5}], "wide": [{}], "new": [{}]}
+    assert judge.worth_timing(place, math.inf) == place.settings
+
+
+def test_once_every_point_is_measured_the_uncertain_decisions_are_measured_again():
+    """Retakes: the points whose two best alternatives overlap, most uncertain
+    first, at the candidates that may win there, up to MOST_TAKES in all."""
+    gaps = {0: 0.1, 1: 1.0, 2: 5.0, 3: 0.2}  # how far the second alternative lies behind the first
+    judge = Judge.__new__(Judge)
+    judge.entries = {name: {"status": "fitted", "mre": 1.0} for name in ("a", "b")}
+    judge.implementations = {"a": None, "b": None}
+    judge.worth, judge.ranked = {}, {}
+    judge.predicted = lambda name, environment: (
+        1.0 if name == "a" else 1.0 + gaps[environment["i"]], 0.5)
+    sites = [Site("f", 1, i, {"i": i}, {"i": i}, {"a": [{}], "b": [{}]}, {"a": [{}], "b": [{}]})
+             for i in range(4)]
+    grid = Grid(sites)
+    takes = {site.key: 1 for site in sites} | {sites[3].key: adaptive_profile.MOST_TAKES}
+    chosen = retakes(grid, takes, judge, math.inf)
+    # the clear decision (2) is not retaken, nor the point measured enough (3); the closest comes first
+    assert list(chosen) == [sites[0].key, sites[1].key]
+    assert chosen[sites[0].key] == {"a": [{}], "b": [{}]}
+    assert list(retakes(grid, takes, judge, 0.0)) == [sites[0].key]  # the first always fits
 
 
 @pytest.fixture(scope="module")

@@ -395,7 +395,9 @@ class Profiler:
         random.Random(f"{self.seed}:order").shuffle(work)
         done = 0
         for interface, verify, index, point in work:
-            if (interface.name, self.context.size, verify, index) not in self.state.done:
+            # a point measured before is measured again at the candidates a command names there
+            if (interface.name, self.context.size, verify, index) not in self.state.done \
+                    or (not verify and (interface.name, index) in self.narrowed):
                 if self.deadline is not None and time.time() > self.deadline:
                     return self.finish("budget", done, len(work))
                 self.measure(interface, verify, index, point)

@@ -261,14 +261,21 @@ def test_a_serving_command_can_narrow_the_candidates_of_a_point(tmp_path):
     try:
         server.run({"select": {"square_sum": [3, 4]}, "fitting_only": True,
                     "settings": {"square_sum": {"4": {"dot": [{}], "chunked": [{"block": 9}]}}}})
+        first = read_samples(samples)
+        # a measured point is measured again at the candidates a command names there
+        server.run({"select": {"square_sum": [4]}, "fitting_only": True,
+                    "settings": {"square_sum": {"4": {"chunked": [{"block": 6}]}}}})
+        again = read_samples(samples)[len(first):]
     finally:
         server.close()
     timed = collections.defaultdict(set)
-    for r in read_samples(samples):
+    for r in first:
         if r["kind"] == "sample":
             timed[r["index"]].add((r["implementation"], json.dumps(r["parameters"])))
     assert timed[4] == {("dot", "{}"), ("chunked", '{"block": 9}')}
     assert {name for name, _ in timed[3]} == {"dot", "loop", "chunked"} and len(timed[3]) > 3
+    assert [(r["index"], r["implementation"], r["parameters"]) for r in again if r["kind"] == "sample"] == \
+        [(4, "chunked", {"block": 6})]
 
 
 def test_a_serving_program_under_mpiexec_passes_its_commands_to_every_rank(tmp_path):
