@@ -23,7 +23,10 @@ there, counts as wrong) and the expected penalty over the points judged;
 then whether adaptive sampling at each budget chose right at least as
 often as the grid with twice the time, over all the stored evaluations
 (the expected penalties are over the points judged, which a build without
-models at a rank count leaves out); and last
+models at a rank count leaves out); where its share is lower, whether it
+is significantly so, by McNemar's exact test on the paired points (two
+builds' shares differ by a point or two from their timings' noise alone);
+and last
 
     sort: build S s, measuring E% of it, right R% (seed 1), grid needs G s for the same
 
@@ -48,8 +51,10 @@ import json
 import shutil
 import statistics
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from scipy.stats import binomtest
 
 from hlc.dispatch.build import build
 from hlc.evaluation import evaluate
@@ -72,6 +77,8 @@ class Judged:
     measuring: float  # share of the build in timed calls
     right: list[float]  # per stored evaluation
     expected: list[float]
+    # per build: whether it chose right at each judged point (evaluation, interface, P, index)
+    flags: list[dict[tuple, bool]] = field(default_factory=list)
 
 
 def evaluations(library: str) -> list[Path]:
@@ -141,8 +148,13 @@ def judged(library: str, method: str, budget: float | None, folder: Path, stored
         spent = result.breakdown
         profiling = spent.wall - sum(spent.seconds.get(activity, 0.0) for activity in NOT_PROFILING)
         right, expected = [], []
+        flags: dict[tuple, bool] = {}
         for evaluation in stored:
-            entries = replay(out, evaluation).interfaces.values()
+            replayed = replay(out, evaluation).interfaces
+            for name, entry in replayed.items():
+                flags.update({(evaluation.stem, name, point["P"], point["index"]): bool(point["right"])
+                              for point in entry["points"]})
+            entries = replayed.values()
             # Every interface's points together.  A point where the build chose
             # nothing (no model there), or something the evaluation did not
             # time, counts as a wrong choice.
@@ -153,11 +165,35 @@ def judged(library: str, method: str, budget: float | None, folder: Path, stored
             expected.append(sum(entry["summary"]["expected_penalty"] * entry["summary"]["points"]
                                 for entry in entries) / judged_points if judged_points else 0.0)
         shutil.rmtree(out.parent)
-        builds.append(Judged(method, budget, spent.wall, profiling, spent.measuring_share, right, expected))
+        builds.append(Judged(method, budget, spent.wall, profiling, spent.measuring_share, right, expected,
+                             [flags]))
     return Judged(method, budget, statistics.mean(b.seconds for b in builds),
                   statistics.mean(b.profiling for b in builds), statistics.mean(b.measuring for b in builds),
                   [statistics.mean(values) for values in zip(*(b.right for b in builds), strict=True)],
-                  [statistics.mean(values) for values in zip(*(b.expected for b in builds), strict=True)])
+                  [statistics.mean(values) for values in zip(*(b.expected for b in builds), strict=True)],
+                  [b.flags[0] for b in builds])
+
+
+def verdict(adaptive: Judged, grid: Judged) -> str:
+    """Whether adaptive sampling chose right at least as often as the grid.
+    Two builds' right shares differ by a point or two from the noise of
+    their timings alone, so a lower share is judged by McNemar's exact test
+    on the paired points (each build of one method against the build of the
+    other with the same seed, at the same evaluation points): it is worse
+    only where it chose wrong, and the grid right, significantly more often
+    than the other way round (one-sided, 5%).  A point that a build leaves
+    without a choice counts as wrong."""
+    if statistics.mean(adaptive.right) >= statistics.mean(grid.right):
+        return "as good or better"
+    only_grid = only_adaptive = 0
+    for mine, theirs in zip(adaptive.flags, grid.flags, strict=True):
+        for key in mine.keys() | theirs.keys():
+            a, g = mine.get(key, False), theirs.get(key, False)
+            only_grid += g and not a
+            only_adaptive += a and not g
+    p = binomtest(only_grid, only_grid + only_adaptive, 0.5, alternative="greater").pvalue
+    counts = f"wrong where the grid was right at {only_grid} points, right where it was wrong at {only_adaptive}"
+    return f"{'worse' if p < 0.05 else 'as good within noise'} ({counts}; McNemar p = {p:.2f})"
 
 
 def row(entry: Judged) -> str:
@@ -196,11 +232,10 @@ def main() -> None:
         # The verdicts weigh every stored evaluation alike.
         for budget in budgets:
             a, g = adaptive[budget], grid[2 * budget]
-            holds = statistics.mean(a.right) >= statistics.mean(g.right)
             print(f"  at {budget:g} s: adaptive right {100 * statistics.mean(a.right):.1f}%, expected "
                   f"{100 * statistics.mean(a.expected):.2f}%; grid at {2 * budget:g} s right "
                   f"{100 * statistics.mean(g.right):.1f}%, expected {100 * statistics.mean(g.expected):.2f}%"
-                  f" -> {'as good or better' if holds else 'worse'}")
+                  f" -> {verdict(a, g)}")
         reaching = [b for b, g in sorted(grid.items()) if g.right[0] >= default.right[0]]
         needs = f"{grid[reaching[0]].profiling:.0f}" if reaching else f"more than {max(grid):g}"
         last.append(f"{library}: build {default.seconds:.0f} s, measuring {100 * default.measuring:.0f}% of it, "

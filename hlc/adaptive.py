@@ -64,8 +64,13 @@ from hlc.model.calibration import Samples, calibrate, read_models
 from hlc.model.predict import Predictor, band, band_of, has_band, sum_of_terms, term_values
 from hlc.model.terms import model_terms
 
-#: Seconds of profiling an adaptive build spends when no --budget is given.
+#: Seconds of profiling an adaptive build spends when no --budget is given ...
 BUDGET = 40.0
+#: ... less the seconds the compile of the description's sources took beyond
+#: this allowance (a first build's, before its extensions are cached), down
+#: to SMALLEST_BUDGET: a first build then ends within the same minute.
+COMPILE_ALLOWANCE = 5.0
+SMALLEST_BUDGET = 20.0
 #: Share of the budget kept for the verification samples, taken last.
 VERIFICATION_SHARE = 0.25
 #: Points per interface and rank count of the space-filling start: enough
@@ -448,18 +453,26 @@ class Round:
     retaken: int = 0  # measured before, measured again: their decisions are uncertain
 
 
+def default_budget(compile_seconds: float) -> float:
+    """The profiling budget of a build given none (BUDGET, COMPILE_ALLOWANCE)."""
+    return max(SMALLEST_BUDGET, BUDGET - max(compile_seconds - COMPILE_ALLOWANCE, 0.0))
+
+
 def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence[int],
-                       budget: float, seed: int = 0, timeout: float = 60.0, progress: Progress | None = None,
+                       budget: float | None, seed: int = 0, timeout: float = 60.0, progress: Progress | None = None,
                        models_of: Mapping[str, Path] | None = None,
                        report: Callable[[str], None] | None = None) -> tuple[ProfileResult, list[Round]]:
     """Profile ``library`` into ``samples`` adaptively (module doc), within
-    ``budget`` seconds of profiling; resumes from what ``samples`` holds."""
+    ``budget`` seconds of profiling (None: ``default_budget``); resumes from
+    what ``samples`` holds."""
     spent = Breakdown()
     compile_started = time.monotonic()
     program = prepare(library, build, spent)
     # The budget is for profiling: compiling the description's sources (once,
     # then from the cache) is not part of it.
     started = time.monotonic()
+    if budget is None:
+        budget = default_budget(started - compile_started)
     result = ProfileResult(samples=samples, program=program, ranks=list(ranks), breakdown=spent)
     servers = {size: Server(program, samples, size, seed, timeout, progress, spent) for size in ranks}
     try:

@@ -12,7 +12,17 @@ import pytest
 
 import hlc
 import hlc.adaptive as adaptive_profile
-from hlc.adaptive import Grid, Judge, Site, measured_keys, next_round, profile_adaptively, read_sites, retakes
+from hlc.adaptive import (
+    Grid,
+    Judge,
+    Site,
+    default_budget,
+    measured_keys,
+    next_round,
+    profile_adaptively,
+    read_sites,
+    retakes,
+)
 from hlc.calibrate.harness import read_samples
 from hlc.model.calibration import Samples, calibrate
 
@@ -187,3 +197,11 @@ def test_a_build_says_what_its_rounds_did(tmp_path):
     assert json.loads((tmp_path / "crossing" / "breakdown.json").read_text())["seconds"]["measuring"] > 0
     module = hlc.load(tmp_path / "crossing")
     assert module.square_sum(__import__("numpy").ones(3)) == 3.0
+
+
+def test_a_first_builds_compile_comes_out_of_the_default_budget():
+    """Without --budget, a build profiles for BUDGET, less a compile's seconds
+    beyond COMPILE_ALLOWANCE, and never less than SMALLEST_BUDGET."""
+    assert default_budget(0.0) == default_budget(adaptive_profile.COMPILE_ALLOWANCE) == adaptive_profile.BUDGET
+    assert default_budget(adaptive_profile.COMPILE_ALLOWANCE + 12.0) == adaptive_profile.BUDGET - 12.0
+    assert default_budget(1e6) == adaptive_profile.SMALLEST_BUDGET

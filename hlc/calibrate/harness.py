@@ -58,6 +58,7 @@ from hlc.calibrate.host import HostMeter
 from hlc.calibrate.timing import (
     MAXIMUM_REPEAT,
     RETAKES,
+    WARM_SECONDS,
     Clock,
     Timing,
     calibrate_clock,
@@ -626,9 +627,9 @@ class Profiler:
         return repeat_count(elapsed, self.clock), elapsed, result
 
     def timed(self, interface: Interface, implementation: Implementation, settings: dict, arguments: tuple,
-              point: dict, repeat: int, warm: bool = True) -> float | None:
+              point: dict, repeat: int, warm: float = WARM_SECONDS) -> float | None:
         """Seconds per call over ``repeat`` calls, the slowest rank's; None when
-        it raised.  ``warm``: untimed calls first (see time_calls)."""
+        it raised.  ``warm``: seconds of untimed calls first (see time_calls)."""
         with self.spent.spending("inputs"):
             calls = [self.fresh(interface, arguments) for _ in range(repeat + 1)] if interface.mutable \
                 else [arguments] * (repeat + 1)  # the first warms the caches
@@ -638,7 +639,8 @@ class Profiler:
         task = functools.partial(implementation.call, **settings) if settings else implementation.call
         try:
             seconds = time_calls(task, calls[1:], self.clock, before=self.context.barrier,
-                                 warm=calls[0] if warm else None, agree=self.context.agree_count)
+                                 warm=calls[0] if warm else None, agree=self.context.agree_count,
+                                 warm_seconds=float(warm))
             failed = None
         except Exception as raised:  # failing on a later call is a failure too
             seconds, failed = 0.0, f"raised {type(raised).__name__}: {raised}"
@@ -650,7 +652,7 @@ class Profiler:
         return self.context.maximum(seconds)
 
     def timing(self, interface: Interface, candidates: list[tuple[Implementation, dict, int]], position: int,
-               arguments: tuple, point: dict, warm: bool = True) -> float | None:
+               arguments: tuple, point: dict, warm: float = WARM_SECONDS) -> float | None:
         """One timing of the candidate at ``position``, long enough for the
         clock: a shorter one is dropped, and the candidate's repeat count grows
         (in ``candidates``) until a timing lasts the clock's minimum.  Every
@@ -668,7 +670,7 @@ class Profiler:
             # Aim 20% past the minimum, so that a slightly faster timing still reaches it.
             repeat = min(MAXIMUM_REPEAT, max(repeat * 2, repeat_count(seconds * 0.8, self.clock)))
             candidates[position] = (implementation, settings, repeat)
-            warm = False  # the calls just made warmed it
+            warm = 0.0  # the calls just made warmed it
 
     def time_blocks(self, interface: Interface, candidates: list[tuple[Implementation, dict]],
                     arguments: tuple, point: dict) -> list[tuple[tuple[Implementation, dict, int], list[float], float]]:
@@ -701,7 +703,10 @@ class Profiler:
                     if elapsed >= self.clock.minimum_timing:  # one call is a timing
                         first = elapsed
                         self.spent.move("checks", MEASURING, elapsed)
-                return self.block(interface, ready, arguments, point, first)
+                # A checking call too short to be a timing warmed the candidate once
+                # only: a timing's worth of untimed calls before the block's first.
+                warm = self.clock.minimum_timing if attempt == 0 and first is None else 0.0
+                return self.block(interface, ready, arguments, point, first, warm)
 
             values, slowdown = self.at_usual_pace(measure)
             if values is not None:
@@ -727,11 +732,12 @@ class Profiler:
         raise AssertionError("unreachable: the last attempt returns")
 
     def block(self, interface: Interface, ready: list[tuple[Implementation, dict, int]], arguments: tuple,
-              point: dict, first: float | None = None) -> list[float] | None:
+              point: dict, first: float | None = None, warm: float = 0.0) -> list[float] | None:
         """The timings of one candidate's block (see time_blocks), starting with
-        ``first`` when the checking call was one; None when it failed.  The
-        cold leading timings are dropped and counted as warm-up; a block that
-        never warms keeps its last k timings."""
+        ``first`` when the checking call was one, and else, when ``warm``, with
+        that many seconds of untimed calls; None when it failed.  The cold
+        leading timings are dropped and counted as warm-up; a block that never
+        warms keeps its last k timings."""
         values: list[tuple[float, int]] = [] if first is None else [(first, 1)]
         wanted = interface.repeat
         limit = wanted * RETAKES + COLD_TIMINGS
@@ -744,7 +750,7 @@ class Profiler:
             kept = seconds_only[cold:]
             if len(kept) >= wanted and (Timing(tuple(kept), ready[0][2]).settled or len(kept) >= wanted * RETAKES):
                 break
-            seconds = self.timing(interface, ready, 0, arguments, point, warm=False)
+            seconds = self.timing(interface, ready, 0, arguments, point, warm=0.0 if values else warm)
             if seconds is None:
                 return None
             values.append((seconds, ready[0][2]))

@@ -96,11 +96,11 @@ def repeat_count(single_call: float, clock: Clock) -> int:
 
 def time_calls(task: Callable[..., Any], arguments: Sequence[tuple], clock: Clock,
                before: Callable[[], None] | None = None, warm: tuple | None = None,
-               agree: Callable[[int], int] | None = None) -> float:
+               agree: Callable[[int], int] | None = None, warm_seconds: float = WARM_SECONDS) -> float:
     """Seconds per call of ``task`` over ``arguments`` (one tuple per call).
 
     ``warm``: the arguments of the untimed calls made first, as many as last
-    WARM_SECONDS (at least one), so that the task starts with its own data
+    ``warm_seconds`` (at least one), so that the task starts with its own data
     and buffers in the caches instead of in the state the previously timed
     task left them in.  ``agree`` makes the ranks of an SPMD task agree on
     the number of those calls (each passes its own; all get the largest).
@@ -111,7 +111,7 @@ def time_calls(task: Callable[..., Any], arguments: Sequence[tuple], clock: Cloc
     gc.disable()
     try:
         if warm is not None:
-            _warm_up(task, warm, agree)
+            _warm_up(task, warm, agree, warm_seconds)
         if before is not None:
             before()
         start = time.perf_counter()
@@ -124,13 +124,14 @@ def time_calls(task: Callable[..., Any], arguments: Sequence[tuple], clock: Cloc
     return max(elapsed - clock.overhead, 0.0) / len(arguments)
 
 
-def _warm_up(task: Callable[..., Any], arguments: tuple, agree: Callable[[int], int] | None) -> None:
-    """Call ``task`` on ``arguments`` for WARM_SECONDS: once, then as many more
+def _warm_up(task: Callable[..., Any], arguments: tuple, agree: Callable[[int], int] | None,
+             seconds: float = WARM_SECONDS) -> None:
+    """Call ``task`` on ``arguments`` for ``seconds``: once, then as many more
     times as that call's length says (the same count on every rank)."""
     start = time.perf_counter()
     task(*arguments)
     first = time.perf_counter() - start
-    more = 0 if first >= WARM_SECONDS else min(MAXIMUM_WARM_CALLS, math.ceil(WARM_SECONDS / max(first, 1e-9)) - 1)
+    more = 0 if first >= seconds else min(MAXIMUM_WARM_CALLS, math.ceil(seconds / max(first, 1e-9)) - 1)
     if agree is not None:
         more = agree(more)
     for _ in range(more):

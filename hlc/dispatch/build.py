@@ -237,7 +237,7 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
     models from ``previous`` (a models artefact).  With ``adaptive`` (what
     `hlc build` does unless told --grid), the profile measures where
     decisions are uncertain (hlc.adaptive), within ``budget`` seconds
-    (hlc.adaptive.BUDGET by default); a quick build and a refit measure
+    (by default hlc.adaptive.default_budget); a quick build and a refit measure
     their whole nest."""
     started = time.monotonic()
     library = parse_file(description)
@@ -297,7 +297,7 @@ def _profile_adaptively(library: ast.Library, samples: Path, version: Path, link
 
     ranks, timeout = profile_defaults(library, ranks, timeout)
     result, _ = adaptive.profile_adaptively(
-        library, samples, version, ranks=ranks, budget=adaptive.BUDGET if budget is None else budget, seed=seed,
+        library, samples, version, ranks=ranks, budget=budget, seed=seed,
         timeout=timeout, progress=progress, models_of=_used_models(library, link.parent), report=report)
     return result
 
