@@ -65,7 +65,7 @@ from hlc.model.predict import Predictor, band, band_of, has_band, sum_of_terms, 
 from hlc.model.terms import model_terms
 
 #: Seconds of profiling an adaptive build spends when no --budget is given ...
-BUDGET = 40.0
+BUDGET = 45.0
 #: ... less the seconds the compile of the description's sources took beyond
 #: this allowance (a first build's, before its extensions are cached), down
 #: to SMALLEST_BUDGET: a first build then ends within the same minute.
@@ -529,8 +529,9 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                 judge = Judge(library, models, used_models, values)
                 batch, by_rule = next_round(grid, taken, judge, ROUND_SHARE * left)
                 plan = {site.key: judge.worth_timing(site) for site in batch}
-                if not batch:  # every point is measured: the uncertain decisions again
-                    plan = retakes(grid, takes_of(records), judge, ROUND_SHARE * left)
+                if not batch:  # every point is measured: the uncertain decisions again, in one
+                    # round with all that is left (a refit between retakes changes little)
+                    plan = retakes(grid, takes_of(records), judge, left)
                     batch = [grid.by_key[key] for key in plan]
                     by_rule = {"uncertain": 0, "gaps": 0, "spread": 0, "retaken": len(plan)}
         if not batch:

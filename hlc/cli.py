@@ -147,7 +147,7 @@ def _build_options(command: argparse.ArgumentParser) -> None:
                               "and then the rest, farthest first, timing at each point the candidates that may "
                               "win there, then measuring the uncertain decisions again, until nothing is left "
                               "to take or --budget "
-                              "(default: 40 s, less a first build's compile beyond 5 s) is spent")
+                              "(default: 45 s, less a first build's compile beyond 5 s) is spent")
     command.add_argument("--quick", action="store_true", default=None,
                          help="a reduced loop nest, for a smoke build (recorded in the fingerprint)")
     command.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
