@@ -399,7 +399,9 @@ class Profiler:
             # a point measured before is measured again at the candidates a command names there
             if (interface.name, self.context.size, verify, index) not in self.state.done \
                     or (not verify and (interface.name, index) in self.narrowed):
-                if self.deadline is not None and time.time() > self.deadline:
+                # The ranks agree on it: one rank past the deadline and another not
+                # would part them, one waiting for a command, the other in a point.
+                if self.deadline is not None and self.context.any(time.time() > self.deadline):
                     return self.finish("budget", done, len(work))
                 self.measure(interface, verify, index, point)
             done += 1
