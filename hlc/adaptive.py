@@ -277,6 +277,19 @@ class Judge:
                                            environment)
         return sum_of_terms(entry, self.values[key]), band_of(entry, self.values[key])
 
+    def widened(self, name: str, environment: dict[str, Any]) -> tuple[float, float] | None:
+        """The predicted seconds and uncertainty of a fitted implementation:
+        its band, widened to the model's own error on its samples; None where
+        it has no fitted model or the model cannot say."""
+        entry = self.entries.get(name, {})
+        if entry.get("status") != "fitted" or name not in self.implementations:
+            return None
+        predicted = self.predicted(name, environment)
+        if predicted is None:
+            return None
+        seconds, half = predicted
+        return seconds, max(half, max(float(entry.get("mre", 1.0)) - 1.0, 0.0) * seconds)
+
     def alternatives(self, site: Site) -> list[Alternative]:
         """Every fitted alternative at the site, fastest predicted first (kept:
         a round scores a site at several widths)."""
@@ -284,16 +297,10 @@ class Judge:
             return self.ranked[site.key]
         found = []
         for name, settings_list in site.choices.items():
-            entry = self.entries.get(name, {})
-            if entry.get("status") != "fitted" or name not in self.implementations:
-                continue
-            # the model's own error on its samples widens the band of the mean
-            error = max(float(entry.get("mre", 1.0)) - 1.0, 0.0)
             for settings in settings_list:
-                predicted = self.predicted(name, {**site.variables, **settings})
+                predicted = self.widened(name, {**site.variables, **settings})
                 if predicted is not None:
-                    seconds, half = predicted
-                    found.append(Alternative(name, settings, seconds, max(half, error * seconds)))
+                    found.append(Alternative(name, settings, *predicted))
         self.ranked[site.key] = sorted(found, key=lambda a: a.seconds)
         return self.ranked[site.key]
 
@@ -324,18 +331,12 @@ class Judge:
         predicted: dict[str, list[tuple[dict[str, int], float, float]]] = {}
         unknown: set[str] = set()
         for name, settings_list in site.settings.items():
-            entry = self.entries.get(name, {})
-            if entry.get("status") != "fitted" or name not in self.implementations:
-                unknown.add(name)
-                continue
-            error = max(float(entry.get("mre", 1.0)) - 1.0, 0.0)
             for settings in settings_list:
-                found = self.predicted(name, {**site.variables, **settings})
+                found = self.widened(name, {**site.variables, **settings})
                 if found is None:
                     unknown.add(name)
                     break
-                seconds, half = found
-                predicted.setdefault(name, []).append((settings, seconds, max(half, error * seconds)))
+                predicted.setdefault(name, []).append((settings, *found))
         fastest = min((seconds for found in predicted.values() for _, seconds, _ in found), default=math.inf)
         kept: Candidates = {}
         for name, settings_list in site.settings.items():
