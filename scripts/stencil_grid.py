@@ -1,0 +1,316 @@
+"""The stencil on a 3 × 3 process grid, natively and on a slow network.
+
+Thesis §4.4 compares the stencil's layouts on a machine of many processors:
+square blocks swap halos with four neighbours, strips with two, so when a
+message's start-up dominates (a local-area network) strips gain on blocks.
+Thesis §5.2 gives the blocks on the edges of the process grid extra rows and
+columns, to fill the time their missing neighbour's halo swap would take,
+and chooses how many with the root of a model difference.  Both need
+P = 9 ranks or more: only there does the process grid have an interior
+block.  This script runs the whole experiment, for each platform (native,
+and ``HLC_PLATFORM=lan``):
+
+1. builds ``libraries/runtime.hl`` and ``libraries/stencil.hl`` calibrated at
+   1 and P ranks, with hlc's default (adaptive) calibration;
+2. reads the share of the (width, height) plane the dispatcher gives each
+   layout at P ranks, at each calibrated iteration count, and draws the
+   region map at the largest;
+3. runs ``trials`` under ``mpiexec -n P``: at random points of the upper part
+   of the calibrated domain (grids of at least ``--least`` rows and columns,
+   so that an edge block has room for extra cells), it times the three
+   layouts and the blocks at extra rows and columns around the chosen ones
+   (a sweep of each with the other held at its choice), round after round in
+   a shuffled order, and judges the choice as ``hlc evaluate`` does: right
+   when within 3% of the fastest, by the median over rounds of the paired
+   ratios.
+
+It prints, per platform, the builds' times, the layouts' shares, the trials,
+and last whether the chosen extra rows and columns were measured-optimal
+within 3% in at least 95% of the trials.  Everything goes to ``--out``
+(``summary.json``, the builds, ``trials-<platform>.jsonl``, the maps).
+
+    scripts/stencil-grid.sh [--procs 9] [--trials 20] [--platforms native,lan] [--budget SECONDS]
+
+The timings mean something only with a core for every rank: run it on a
+machine with at least P cores (it warns otherwise).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import math
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+#: A choice within this fraction of the fastest is right (hlc evaluate's default).
+TOLERANCE = 0.03
+#: The share of trials whose extra rows and columns must be right.
+REQUIRED = 0.95
+#: The extra rows (columns) each sweep times, besides the chosen value and its neighbours.
+LADDER = (0, 1, 2, 4, 8, 16, 32, 64)
+#: A timed block repeats the call until it lasts this long (one call of a small grid is short).
+SHORTEST_BLOCK = 0.004
+#: The iteration counts at which the layouts' shares are read.
+SHARE_ITERATIONS = (1, 4, 16, 64)
+LAYOUTS = ("uniprocessor", "strips", "blocks")
+
+
+# ---- building and reading the builds -----------------------------------------------
+
+
+def build(description: str, out: Path, procs: int, platform: str, budget: float | None) -> dict[str, Any]:
+    """Build one library on a platform; its wall time and measuring share."""
+    command = [sys.executable, "-m", "hlc", "build", str(ROOT / "libraries" / description),
+               "--procs", f"1,{procs}", "--out", str(out)]
+    if budget is not None:
+        command += ["--budget", f"{budget:g}"]
+    started = time.monotonic()
+    subprocess.run(command, check=True, env={**os.environ, "HLC_PLATFORM": platform})
+    wall = time.monotonic() - started
+    breakdown = json.loads((out / "breakdown.json").read_text(encoding="utf-8"))
+    measuring = breakdown["seconds"].get("measuring", 0.0) / breakdown["wall"]
+    return {"seconds": round(wall, 1), "measuring": round(measuring, 3)}
+
+
+def shares(folder: Path, procs: int, maps: Path) -> dict[str, dict[str, float]]:
+    """The share of the (width, height) plane each layout gets at ``procs`` ranks,
+    per iteration count; the region map at the largest is drawn into ``maps``."""
+    from hlc.reports import analysis, plots
+    from hlc.reports.data import read_build
+
+    data = read_build(folder)
+    if data.module is None:
+        raise SystemExit(f"{folder}: the built module does not load: {'; '.join(data.notes)}")
+    info = next(i for i in data.interfaces if i.name == "relax")
+    found = {}
+    for iterations in SHARE_ITERATIONS:
+        region = analysis.region_map(data.module, info, "width", "height", {"iters": iterations}, procs)
+        found[str(iterations)] = {name: round(share, 3) for name, share in region.shares.items() if name}
+        if iterations == SHARE_ITERATIONS[-1]:
+            plots.map_figure(region, plots.colours(info.names), maps)
+    return found
+
+
+# ---- the trials, under mpiexec ---------------------------------------------------------
+
+
+def effective(extra: int, interior: int, parts: int) -> int:
+    """The extra cells an edge block really gets (relax._cuts: none below three
+    parts, and at most what leaves every part a cell)."""
+    return max(0, min(extra, (interior - parts) // 2)) if parts >= 3 else 0
+
+
+def sweep(chosen: int, interior: int, parts: int) -> list[int]:
+    """The distinct extra values a sweep times: the ladder, the choice and its neighbours."""
+    values = set(LADDER) | {chosen - 1, chosen, chosen + 1}
+    return sorted({effective(v, interior, parts) for v in values if v >= 0})
+
+
+def draw_point(rng: random.Random, least: int, largest: int, fewest: int, most: int) -> tuple[int, int, int]:
+    """A grid size and iteration count, each uniform in the logarithm."""
+    def log_uniform(low: int, high: int) -> int:
+        return int(round(2 ** rng.uniform(math.log2(low), math.log2(high))))
+    return log_uniform(least, largest), log_uniform(least, largest), log_uniform(fewest, most)
+
+
+def trials(folder: Path, count: int, rounds: int, seed: int, least: int, out: Path) -> None:
+    """Time the layouts and the blocks' extra cells at ``count`` random points
+    (every rank runs this; rank 0 writes one line per trial to ``out``)."""
+    import numpy as np
+
+    from hlc.runtime import world
+
+    team = world()
+    sys.path.insert(0, str(folder.parent))
+    module = importlib.import_module(folder.name)
+    models = json.loads((folder / "models.json").read_text(encoding="utf-8"))
+    relax = _load(Path(models["description"]).parent / "stencil" / "relax.py")
+    prows = relax.block_rows(team.size)
+    pcols = team.size // prows
+    domain = _domain(folder)
+    rng = random.Random(seed)
+    with open(out, "w", encoding="utf-8") if team.rank == 0 else open(os.devnull, "w") as lines:
+        for trial in range(count):
+            height, width, iterations = draw_point(rng, least, int(domain["height"][1]),
+                                                   max(int(domain["iters"][0]), 1), int(domain["iters"][1]))
+            grid = np.random.default_rng([seed, trial]).random((height, width))
+            choice = module.choose_relax_at(height=height, width=width, iters=iterations)
+            wanted = choice.settings.get("blocks", {"extra_rows": 0, "extra_cols": 0})
+            rows = effective(int(wanted["extra_rows"]), height - 2, prows)
+            cols = effective(int(wanted["extra_cols"]), width - 2, pcols)
+            candidates = {"uniprocessor": _call(relax.relax_uniprocessor, grid, iterations),
+                          "strips": _call(relax.relax_strips, grid, iterations)}
+            settings = [(r, cols) for r in sweep(rows, height - 2, prows)]
+            settings += [(rows, c) for c in sweep(cols, width - 2, pcols)] + [(0, 0)]
+            for r, c in settings:
+                candidates[f"blocks({r},{c})"] = _call(relax.relax_blocks, grid, iterations, extra_rows=r, extra_cols=c)
+            timings = _time(team, candidates, rounds, random.Random(f"{seed}/{trial}"))
+            chosen_blocks = f"blocks({rows},{cols})"
+            dispatched = chosen_blocks if choice.implementation == "blocks" else choice.implementation
+            line = _judge(timings, chosen_blocks, dispatched)
+            lines.write(json.dumps({"trial": trial, "height": height, "width": width, "iters": iterations,
+                                    "chosen": choice.implementation, "extra_rows": rows, "extra_cols": cols,
+                                    **line, "seconds": {k: statistics.median(v) for k, v in timings.items()}}) + "\n")
+            lines.flush()
+
+
+def _load(path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location("stencil_relax_trials", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _domain(folder: Path) -> dict[str, tuple[float, float]]:
+    """The calibrated range of each variable of relax, from the build's samples."""
+    from hlc.reports.data import read_build
+
+    info = next(i for i in read_build(folder).interfaces if i.name == "relax")
+    return info.domain
+
+
+def _call(function: Any, *arguments: Any, **keywords: Any) -> Any:
+    """A candidate: the call to time, with its arguments bound."""
+    return lambda: function(*arguments, **keywords)
+
+
+def _time(team: Any, candidates: dict[str, Any], rounds: int, rng: random.Random) -> dict[str, list[float]]:
+    """Seconds per call of each candidate in each round (the slowest rank's),
+    the candidates in a new shuffled order every round; each is called once
+    untimed first, and a timed block repeats a short call until it lasts
+    SHORTEST_BLOCK."""
+    import numpy as np
+
+    names = list(candidates)
+    first = []
+    for name in names:
+        team.barrier()
+        started = time.perf_counter()
+        candidates[name]()
+        first.append(time.perf_counter() - started)
+    first = team.reduce(np.array(first), "max")
+    calls = {name: max(1, math.ceil(SHORTEST_BLOCK / max(seconds, 1e-9)))
+             for name, seconds in zip(names, first, strict=True)}
+    found: dict[str, list[float]] = {name: [] for name in names}
+    for _ in range(rounds):
+        order = names[:]
+        rng.shuffle(order)
+        elapsed = []
+        for name in order:
+            team.barrier()
+            started = time.perf_counter()
+            for _ in range(calls[name]):
+                candidates[name]()
+            elapsed.append((time.perf_counter() - started) / calls[name])
+        for name, seconds in zip(order, team.reduce(np.array(elapsed), "max"), strict=True):
+            found[name].append(float(seconds))
+    return found
+
+
+def _judge(timings: dict[str, list[float]], chosen_blocks: str, dispatched: str) -> dict[str, Any]:
+    """Paired-ratio judgement of the extra cells (among the blocks timed) and of
+    the layout (among everything timed)."""
+    def ratio(a: str, b: str) -> float:
+        return statistics.median(x / y for x, y in zip(timings[a], timings[b], strict=True))
+
+    blocks = [name for name in timings if name.startswith("blocks(")]
+    best_blocks = max(blocks, key=lambda name: ratio(chosen_blocks, name))
+    fastest = max(timings, key=lambda name: ratio(dispatched, name))
+    extras_penalty = ratio(chosen_blocks, best_blocks) - 1
+    layout_penalty = ratio(dispatched, fastest) - 1
+    return {"best_blocks": best_blocks, "extras_penalty": round(extras_penalty, 4),
+            "extras_right": extras_penalty <= TOLERANCE,
+            "extras_gain": round(ratio("blocks(0,0)", best_blocks) - 1, 4) if "blocks(0,0)" in timings else None,
+            "fastest": fastest, "layout_penalty": round(layout_penalty, 4), "layout_right": layout_penalty <= TOLERANCE}
+
+
+# ---- the experiment -----------------------------------------------------------------
+
+
+def run_trials(folder: Path, procs: int, platform: str, options: argparse.Namespace, out: Path) -> list[dict]:
+    from hlc.calibrate.run import mpiexec
+
+    command = [mpiexec(), "-n", str(procs), sys.executable, __file__, "--trials-of", str(folder),
+               "--trials", str(options.trials), "--rounds", str(options.rounds), "--seed", str(options.seed),
+               "--least", str(options.least), "--json", str(out)]
+    subprocess.run(command, check=True, env={**os.environ, "HLC_PLATFORM": platform})
+    return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+
+
+def report(platform: str, builds: dict, found: dict, judged: list[dict]) -> list[str]:
+    lines = [f"{platform}: runtime built in {builds['runtime']['seconds']:.0f} s, stencil in "
+             f"{builds['stencil']['seconds']:.0f} s ({builds['stencil']['measuring']:.0%} measuring)"]
+    for iterations, share in found.items():
+        lines.append(f"  shares of the plane at {iterations} iterations: "
+                     + ", ".join(f"{name} {share.get(name, 0):.0%}" for name in LAYOUTS))
+    if judged:
+        right = sum(t["extras_right"] for t in judged)
+        layout = sum(t["layout_right"] for t in judged)
+        fastest = {name: sum(t["fastest"].split("(")[0] == name for t in judged) for name in LAYOUTS}
+        nonzero = sum(t["extra_rows"] > 0 or t["extra_cols"] > 0 for t in judged)
+        gains = [t["extras_gain"] for t in judged if t["extras_gain"] is not None]
+        lines.append(f"  trials: extra rows and columns within {TOLERANCE:.0%} of the best in {right} of "
+                     f"{len(judged)} (nonzero in {nonzero}; the best extras gain a median "
+                     f"{statistics.median(gains):.1%} over none, at most {max(gains):.1%}); layout right in "
+                     f"{layout} of {len(judged)}; fastest: "
+                     + ", ".join(f"{name} {count}" for name, count in fastest.items()))
+    return lines
+
+
+def main() -> None:
+    options = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    options.add_argument("--procs", type=int, default=9, help="ranks of the process grid (default 9: 3 × 3)")
+    options.add_argument("--platforms", default="native,lan", help="HLC_PLATFORM values to run on")
+    options.add_argument("--out", type=Path, default=ROOT / "build" / "stencil-grid")
+    options.add_argument("--budget", type=float, default=None, help="each build's profiling budget (hlc's default)")
+    options.add_argument("--trials", type=int, default=20)
+    options.add_argument("--rounds", type=int, default=5, help="timing rounds per trial")
+    options.add_argument("--seed", type=int, default=1)
+    options.add_argument("--least", type=int, default=64, help="fewest rows and columns of a trial's grid")
+    options.add_argument("--trials-of", type=Path, help=argparse.SUPPRESS)  # the worker, under mpiexec
+    options.add_argument("--json", type=Path, help=argparse.SUPPRESS)
+    options = options.parse_args()
+    if options.trials_of:
+        trials(options.trials_of, options.trials, options.rounds, options.seed, options.least, options.json)
+        return
+    if (os.cpu_count() or 1) < options.procs:
+        print(f"warning: {os.cpu_count()} cores for {options.procs} ranks: the timings share cores", flush=True)
+    options.out.mkdir(parents=True, exist_ok=True)
+    summary: dict[str, Any] = {"procs": options.procs, "trials": options.trials, "seed": options.seed}
+    lines = []
+    for platform in options.platforms.split(","):
+        base = options.out / platform
+        builds = {name: build(f"{name}.hl", base / name, options.procs, platform, options.budget)
+                  for name in ("runtime", "stencil")}
+        found = shares(base / "stencil", options.procs, options.out / f"stencil-map-{platform}-P{options.procs}.png")
+        judged = run_trials(base / "stencil", options.procs, platform, options,
+                            options.out / f"trials-{platform}.jsonl") if options.trials else []
+        summary[platform] = {"builds": builds, "shares": found,
+                             "extras_right": sum(t["extras_right"] for t in judged),
+                             "layout_right": sum(t["layout_right"] for t in judged)}
+        (options.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+        lines += report(platform, builds, found, judged)
+        print("\n".join(report(platform, builds, found, judged)), flush=True)
+    print()
+    print("\n".join(lines))
+    platforms = [p for p in options.platforms.split(",") if options.trials]
+    if platforms:
+        worst = min(summary[p]["extras_right"] for p in platforms)
+        verdict = "holds" if worst >= REQUIRED * options.trials else "fails"
+        print(f"extra rows and columns measured-optimal within {TOLERANCE:.0%}: "
+              + ", ".join(f"{summary[p]['extras_right']} of {options.trials} ({p})" for p in platforms)
+              + f"; {REQUIRED:.0%} {verdict}")
+
+
+if __name__ == "__main__":
+    main()
