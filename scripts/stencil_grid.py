@@ -259,12 +259,43 @@ def report(platform: str, builds: dict, found: dict, judged: list[dict]) -> list
         fastest = {name: sum(t["fastest"].split("(")[0] == name for t in judged) for name in LAYOUTS}
         nonzero = sum(t["extra_rows"] > 0 or t["extra_cols"] > 0 for t in judged)
         gains = [t["extras_gain"] for t in judged if t["extras_gain"] is not None]
-        lines.append(f"  trials: extra rows and columns within {TOLERANCE:.0%} of the best in {right} of "
-                     f"{len(judged)} (nonzero in {nonzero}; the best extras gain a median "
+        where = [t for t in judged if t["chosen"] == "blocks"]
+        lines.append(f"  trials ({builds['trials']['seconds']:.0f} s): extra rows and columns within "
+                     f"{TOLERANCE:.0%} of the best in {right} of {len(judged)}, in "
+                     f"{sum(t['extras_right'] for t in where)} of the {len(where)} where blocks were chosen "
+                     f"(nonzero in {nonzero}; the best extras gain a median "
                      f"{statistics.median(gains):.1%} over none, at most {max(gains):.1%}); layout right in "
                      f"{layout} of {len(judged)}; fastest: "
                      + ", ".join(f"{name} {count}" for name, count in fastest.items()))
+        lines.append(f"  strips take {strips_against_blocks(judged):.2f} times the blocks' time "
+                     f"(median over the trials)")
     return lines
+
+
+def strips_against_blocks(judged: list[dict]) -> float:
+    """The median over trials of the strips' time over the blocks' (at their chosen extra cells)."""
+    return statistics.median(t["seconds"]["strips"] / t["seconds"][f"blocks({t['extra_rows']},{t['extra_cols']})"]
+                             for t in judged)
+
+
+def strips_gain(summary: dict[str, Any], found: dict[str, dict]) -> str:
+    """Whether strips gain on blocks from the native platform to the LAN, in the
+    models' shares of the plane and in the trials' measured times."""
+    iterations = str(SHARE_ITERATIONS[-1])
+
+    def part(platform: str) -> str:
+        share = found[platform][iterations]
+        return f"strips {share.get('strips', 0):.0%}, blocks {share.get('blocks', 0):.0%}"
+
+    native, lan = (found[p][iterations] for p in ("native", "lan"))
+    by_models = lan.get("strips", 0) - lan.get("blocks", 0) > native.get("strips", 0) - native.get("blocks", 0)
+    line = (f"strips against blocks at {iterations} iterations: native {part('native')}, lan {part('lan')} of the "
+            f"plane: strips {'gain' if by_models else 'do not gain'} on the slow network")
+    measured = {p: summary[p].get("strips_against_blocks") for p in ("native", "lan")}
+    if None not in measured.values():
+        line += (f"; measured, strips take {measured['native']:.2f} times the blocks' time natively and "
+                 f"{measured['lan']:.2f} times on the LAN")
+    return line
 
 
 def main() -> None:
@@ -288,21 +319,28 @@ def main() -> None:
     options.out.mkdir(parents=True, exist_ok=True)
     summary: dict[str, Any] = {"procs": options.procs, "trials": options.trials, "seed": options.seed}
     lines = []
+    maps: dict[str, dict] = {}
     for platform in options.platforms.split(","):
         base = options.out / platform
         builds = {name: build(f"{name}.hl", base / name, options.procs, platform, options.budget)
                   for name in ("runtime", "stencil")}
         found = shares(base / "stencil", options.procs, options.out / f"stencil-map-{platform}-P{options.procs}.png")
+        started = time.monotonic()
         judged = run_trials(base / "stencil", options.procs, platform, options,
                             options.out / f"trials-{platform}.jsonl") if options.trials else []
+        builds["trials"] = {"seconds": round(time.monotonic() - started, 1)}
         summary[platform] = {"builds": builds, "shares": found,
                              "extras_right": sum(t["extras_right"] for t in judged),
-                             "layout_right": sum(t["layout_right"] for t in judged)}
+                             "layout_right": sum(t["layout_right"] for t in judged),
+                             "strips_against_blocks": strips_against_blocks(judged) if judged else None}
+        maps[platform] = found
         (options.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
         lines += report(platform, builds, found, judged)
         print("\n".join(report(platform, builds, found, judged)), flush=True)
     print()
     print("\n".join(lines))
+    if {"native", "lan"} <= maps.keys():
+        print(strips_gain(summary, maps))
     platforms = [p for p in options.platforms.split(",") if options.trials]
     if platforms:
         worst = min(summary[p]["extras_right"] for p in platforms)
