@@ -48,11 +48,13 @@ def test_points_are_drawn_within_the_bounds():
         assert 64 <= height <= 512 and 64 <= width <= 512 and 1 <= iterations <= 64
 
 
-def _timings(seconds: dict[str, float], rounds: int = 5, noise: float = 0.01, seed: int = 0) -> dict[str, list[float]]:
+def _timings(seconds: dict[str, float], rounds: int = 5, noise: float = 0.01,
+             seed: int = 0) -> dict[str, dict[int, float]]:
     """Round-by-round timings with a host slowdown shared by a round's candidates."""
     rng = np.random.default_rng(seed)
     slow = 1 + rng.uniform(0, 0.5, rounds)
-    return {name: list(value * slow * (1 + rng.uniform(-noise, noise, rounds))) for name, value in seconds.items()}
+    return {name: dict(enumerate(value * slow * (1 + rng.uniform(-noise, noise, rounds))))
+            for name, value in seconds.items()}
 
 
 def test_a_choice_within_the_tolerance_is_right_and_one_beyond_is_wrong():
@@ -73,3 +75,15 @@ def test_a_round_that_slows_everything_does_not_change_the_verdict():
         timings = _timings(base, rounds=5, noise=0.001, seed=seed)
         judged = grid._judge(timings, "blocks(0,0)", "strips")
         assert judged["layout_right"] and judged["extras_right"] and judged["fastest"] == "strips"
+
+
+def test_the_confirming_rounds_time_the_chosen_the_close_and_those_that_beat_it():
+    base = {"uniprocessor": 3.0, "strips": 1.5, "blocks(0,0)": 1.2, "blocks(4,0)": 1.0, "blocks(8,0)": 1.05,
+            "blocks(16,0)": 1.3}
+    found = grid.contenders(_timings(base, noise=0.002), ["blocks(16,0)", "strips"])
+    assert found == {"blocks(16,0)", "strips", "blocks(4,0)", "blocks(8,0)", "blocks(0,0)"}
+
+
+def test_rounds_timed_again_count_only_where_both_were_timed():
+    timings = {"a": {0: 1.0, 1: 1.0, 2: 1.0, 5: 2.0}, "b": {0: 2.0, 1: 2.0, 2: 2.0}}
+    assert grid.ratio(timings, "a", "b") == 0.5
