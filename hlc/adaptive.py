@@ -37,7 +37,8 @@ points; an adaptive profile measures a part of it, chosen in rounds:
 4. once every point is measured, rounds with budget left measure the
    points whose decision is uncertain again, up to ``MOST_TAKES`` times;
 5. stop when there is nothing left to take or the fitting budget is spent;
-   then take the verification samples with the rest.
+   then take the verification samples with the rest, and give what they
+   leave of it to more rounds.
 
 Everything is deterministic for a seed: the survey, the designs, the fits
 and the choices depend on the samples file alone, which is also what a
@@ -71,13 +72,19 @@ BUDGET = 45.0
 #: to SMALLEST_BUDGET: a first build then ends within the same minute.
 COMPILE_ALLOWANCE = 5.0
 SMALLEST_BUDGET = 20.0
-#: Share of the budget kept for the verification samples, taken last.
+#: Share of the budget kept for the verification samples, taken after the
+#: fitting rounds; what they leave of it goes to more fitting rounds, if at
+#: least LEAST_ROUND seconds.
 VERIFICATION_SHARE = 0.25
+LEAST_ROUND = 1.0
 #: Points per interface and rank count of the space-filling start: enough
 #: for first models, whose predictions of cost and uncertainty lead the rest.
 START_POINTS = 8
-#: Each round spends at most this share of the budget that is left.
+#: Each round spends at most this share of the budget that is left, and
+#: at least this multiple of the seconds its fit and planning took: rounds
+#: that grow short as the budget runs out would spend it on planning.
 ROUND_SHARE = 0.2
+LEAST_ROUND_SHARE = 4.0
 #: A round with room left takes the decisions uncertain at these multiples of the models' uncertainty.
 WIDENINGS = (2.0, 4.0)
 #: The fitter searches the terms again when the measured points have grown by this factor.
@@ -504,75 +511,85 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
     taken = measured_keys(records)
     rounds: list[Round] = []
     used_models = read_models(models_of or {})
-    fitting_budget = (1 - VERIFICATION_SHARE) * budget
     searched: tuple[int, dict[str, Any]] | None = None  # fitting points, and the models, of the last search
     values: dict[tuple, dict[str, float]] = {}  # the terms' values at the sites, for every round's Judge
-    while True:
-        left = fitting_budget - (time.monotonic() - started)
-        if not taken:
-            batch = grid.farthest_first(taken, START_POINTS * len(grid.groups), frugal=True)
-            by_rule = {"uncertain": 0, "gaps": len(batch), "spread": 0}
-            plan: dict[tuple, Candidates | None] = {site.key: None for site in batch}  # None: every candidate
-            judge = None
-        else:
-            if left <= 0:
-                say("the fitting share of the budget is spent")
-                break
-            with spent.spending("fit"):
-                # The terms are searched again once the points have doubled; in
-                # between, a round refits the coefficients of the terms found last.
-                search = searched is None or len(taken) >= REDISCOVER * searched[0]
-                models = calibrate(library, Samples.of_records(records, samples), models_of=models_of,
-                                   terms_of=None if search else searched[1])
-                if search:
-                    searched = (len(taken), models)
-            with spent.spending("planning"):
-                judge = Judge(library, models, used_models, values)
-                batch, by_rule = next_round(grid, taken, judge, ROUND_SHARE * left)
-                plan = {site.key: judge.worth_timing(site) for site in batch}
-                if not batch:  # every point is measured: the uncertain decisions again, in one
-                    # round with all that is left (a refit between retakes changes little)
-                    plan = retakes(grid, takes_of(records), judge, left)
-                    batch = [grid.by_key[key] for key in plan]
-                    by_rule = {"uncertain": 0, "gaps": 0, "spread": 0, "retaken": len(plan)}
-        if not batch:
-            say(f"every point of the grid is measured, and every uncertain decision {MOST_TAKES} times")
-            break
-        round_started = time.monotonic()
-        # Each rank count gets the share of what is left that its points are predicted to take.
-        costs = {size: sum(judge.cost(site, plan[site.key]) if judge else 1.0 for site in batch if size == site.P)
-                 for size in ranks}
-        for position, size in enumerate(ranks):
-            chosen: dict[str, list[int]] = defaultdict(list)
-            narrowed: dict[str, dict[str, Candidates]] = defaultdict(dict)
-            for site in batch:
-                if size == site.P:
-                    chosen[site.interface].append(site.index)
-                    if plan[site.key] is not None:
-                        narrowed[site.interface][str(site.index)] = plan[site.key]
-            if not chosen and taken:
-                continue
-            later = sum(costs[other] for other in ranks[position:])
-            share = costs[size] / later if later > 0 else 1.0
-            deadline = time.time() + share * max(fitting_budget - (time.monotonic() - started), 0.0)
-            coverage = servers[size].run({"select": chosen, "settings": narrowed, "fitting_only": True,
-                                          "deadline": deadline})
-            if coverage is not None:
-                result.coverage = coverage
-        records = read_samples(samples)
-        taken = measured_keys(records)
-        retaken = by_rule.get("retaken", 0)
-        rounds.append(Round(len(batch), by_rule["uncertain"], by_rule["gaps"], time.monotonic() - round_started,
-                            by_rule["spread"], retaken))
-        if retaken:
-            what = f"{retaken} points again, their decisions uncertain"
-        else:
-            spread = f", {by_rule['spread']} spread" if by_rule["spread"] else ""
-            what = f"{len(batch)} points ({by_rule['uncertain']} uncertain, {by_rule['gaps']} in gaps{spread})"
-        say(f"round {len(rounds)}: {what}, {time.monotonic() - round_started:.1f} s; "
-            f"{len(taken)} of {len(sites)} measured")
-        if result.coverage is not None:
-            break
+    overhead = 0.0  # the least a round measures: a multiple of what fitting and planning the last one took
+
+    def fitting_rounds(until: float) -> bool:
+        """Rounds until ``until`` seconds into the budget; whether that cut them short."""
+        nonlocal records, taken, searched, overhead
+        while True:
+            left = until - (time.monotonic() - started)
+            if not taken:
+                batch = grid.farthest_first(taken, START_POINTS * len(grid.groups), frugal=True)
+                by_rule = {"uncertain": 0, "gaps": len(batch), "spread": 0}
+                plan: dict[tuple, Candidates | None] = {site.key: None for site in batch}  # None: every candidate
+                judge = None
+            else:
+                if left <= 0:
+                    say("the fitting share of the budget is spent")
+                    return True
+                thinking = time.monotonic()
+                with spent.spending("fit"):
+                    # The terms are searched again once the points have doubled; in
+                    # between, a round refits the coefficients of the terms found last.
+                    search = searched is None or len(taken) >= REDISCOVER * searched[0]
+                    models = calibrate(library, Samples.of_records(records, samples), models_of=models_of,
+                                       terms_of=None if search else searched[1])
+                    if search:
+                        searched = (len(taken), models)
+                with spent.spending("planning"):
+                    judge = Judge(library, models, used_models, values)
+                    batch, by_rule = next_round(grid, taken, judge, min(max(ROUND_SHARE * left, overhead), left))
+                    plan = {site.key: judge.worth_timing(site) for site in batch}
+                    if not batch:  # every point is measured: the uncertain decisions again, in one
+                        # round with all that is left (a refit between retakes changes little)
+                        plan = retakes(grid, takes_of(records), judge, left)
+                        batch = [grid.by_key[key] for key in plan]
+                        by_rule = {"uncertain": 0, "gaps": 0, "spread": 0, "retaken": len(plan)}
+                overhead = LEAST_ROUND_SHARE * (time.monotonic() - thinking)
+            if not batch:
+                say(f"every point of the grid is measured, and every uncertain decision {MOST_TAKES} times")
+                return False
+            round_started = time.monotonic()
+            # Each rank count gets the share of what is left that its points are predicted to take.
+            costs = {size: sum(judge.cost(site, plan[site.key]) if judge else 1.0
+                               for site in batch if size == site.P) for size in ranks}
+            cut = False
+            for position, size in enumerate(ranks):
+                chosen: dict[str, list[int]] = defaultdict(list)
+                narrowed: dict[str, dict[str, Candidates]] = defaultdict(dict)
+                for site in batch:
+                    if size == site.P:
+                        chosen[site.interface].append(site.index)
+                        if plan[site.key] is not None:
+                            narrowed[site.interface][str(site.index)] = plan[site.key]
+                if not chosen and taken:
+                    continue
+                later = sum(costs[other] for other in ranks[position:])
+                share = costs[size] / later if later > 0 else 1.0
+                deadline = time.time() + share * max(until - (time.monotonic() - started), 0.0)
+                coverage = servers[size].run({"select": chosen, "settings": narrowed, "fitting_only": True,
+                                              "deadline": deadline})
+                if coverage is not None:
+                    result.coverage = coverage
+                    cut = True
+            records = read_samples(samples)
+            taken = measured_keys(records)
+            retaken = by_rule.get("retaken", 0)
+            rounds.append(Round(len(batch), by_rule["uncertain"], by_rule["gaps"],
+                                time.monotonic() - round_started, by_rule["spread"], retaken))
+            if retaken:
+                what = f"{retaken} points again, their decisions uncertain"
+            else:
+                spread = f", {by_rule['spread']} spread" if by_rule["spread"] else ""
+                what = f"{len(batch)} points ({by_rule['uncertain']} uncertain, {by_rule['gaps']} in gaps{spread})"
+            say(f"round {len(rounds)}: {what}, {time.monotonic() - round_started:.1f} s; "
+                f"{len(taken)} of {len(sites)} measured")
+            if cut:
+                return True
+
+    cut = fitting_rounds((1 - VERIFICATION_SHARE) * budget)
     # The verification samples, with what is left of the budget (a share of it at least).
     verification_started = time.monotonic()
     left = max(budget - (verification_started - started), VERIFICATION_SHARE * budget)
@@ -581,6 +598,12 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
         if servers[size].run({"verification_only": True, "deadline": deadline}) is not None:
             result.coverage = "verification"
     say(f"verification: {time.monotonic() - verification_started:.1f} s")
+    # What the verification left goes back to the fitting points: the fits use
+    # them, and the verification samples stay as they were taken.
+    if cut and result.coverage != "verification" and budget - (time.monotonic() - started) >= LEAST_ROUND:
+        result.coverage = None
+        say(f"the verification left {budget - (time.monotonic() - started):.1f} s: more rounds")
+        fitting_rounds(budget)
     result.coverage = None if result.coverage is None else (
         f"the budget ran out: {len(taken)} of {len(sites)} grid points measured")
     return rounds

@@ -205,3 +205,20 @@ def test_a_first_builds_compile_comes_out_of_the_default_budget():
     assert default_budget(0.0) == default_budget(adaptive_profile.COMPILE_ALLOWANCE) == adaptive_profile.BUDGET
     assert default_budget(adaptive_profile.COMPILE_ALLOWANCE + 12.0) == adaptive_profile.BUDGET - 12.0
     assert default_budget(1e6) == adaptive_profile.SMALLEST_BUDGET
+
+
+def test_what_the_verification_leaves_goes_back_to_the_fitting_points(tmp_path, monkeypatch):
+    # A large share kept for a cheap verification: the fitting rounds are cut
+    # short, the verification leaves most of its share, and more rounds use it.
+    monkeypatch.setattr(adaptive_profile, "VERIFICATION_SHARE", 0.9)
+    library = hlc.parse_file(DESCRIPTIONS / "crossing.hl")
+    lines: list[str] = []
+    samples = tmp_path / "samples.jsonl"
+    profile_adaptively(library, samples, tmp_path, ranks=[1], budget=3.0, report=lines.append)
+    verification = next(i for i, line in enumerate(lines) if line.startswith("verification: "))
+    assert lines[verification + 1].startswith("the verification left ")
+    assert any(line.startswith("round ") for line in lines[verification + 2:])
+    kinds = [r["verify"] for r in read_samples(samples) if r.get("kind") == "sample"]
+    last_verified = len(kinds) - 1 - kinds[::-1].index(True)
+    assert not any(kinds[last_verified + 1:]) and len(kinds) > last_verified + 1  # fitting samples came after
+    assert kinds.index(True) > 0 and all(kinds[kinds.index(True):last_verified + 1])  # one verification, whole
