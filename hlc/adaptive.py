@@ -94,6 +94,8 @@ REDISCOVER = 2.0
 #: edge), or next to its own predicted best setting: the settings that cannot
 #: win are where a grid spends most of its time, and they decide nothing.
 WORTH = 2.0
+#: Unless the budget left would time every candidate at every point not yet
+#: measured: then a round times them all, as the grid does.
 #: Once every point is measured, rounds with budget left measure again the
 #: points whose decision is uncertain, each up to this many times in all: a
 #: boundary measured thrice is fitted with a third of one measurement's noise.
@@ -542,6 +544,8 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                     judge = Judge(library, models, used_models, values)
                     batch, by_rule = next_round(grid, taken, judge, min(max(ROUND_SHARE * left, overhead), left))
                     plan = {site.key: judge.worth_timing(site) for site in batch}
+                    if affordable(judge, left):  # narrowing would only save time there is room for
+                        plan = {site.key: site.settings for site in batch}
                     if not batch:  # every point is measured: the uncertain decisions again, in one
                         # round with all that is left (a refit between retakes changes little)
                         plan = retakes(grid, takes_of(records), judge, left)
@@ -588,6 +592,10 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                 f"{len(taken)} of {len(sites)} measured")
             if cut:
                 return True
+
+    def affordable(judge: Judge, left: float) -> bool:
+        """Whether every candidate at every point not yet measured fits in ``left`` seconds."""
+        return sum(judge.cost(site, site.settings) for site in sites if site.key not in taken) <= left
 
     cut = fitting_rounds((1 - VERIFICATION_SHARE) * budget)
     # The verification samples, with what is left of the budget (a share of it at least).
