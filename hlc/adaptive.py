@@ -93,9 +93,9 @@ REDISCOVER = 2.0
 #: this factor of the fastest predicted alternative there (its band's lower
 #: edge), or next to its own predicted best setting: the settings that cannot
 #: win are where a grid spends most of its time, and they decide nothing.
-WORTH = 2.0
 #: Unless the budget left would time every candidate at every point not yet
 #: measured: then a round times them all, as the grid does.
+WORTH = 2.0
 #: Once every point is measured, rounds with budget left measure again the
 #: points whose decision is uncertain, each up to this many times in all: a
 #: boundary measured thrice is fitted with a third of one measurement's noise.
