@@ -38,6 +38,7 @@ machine with at least P cores (it warns otherwise).
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import importlib.util
 import json
@@ -151,12 +152,13 @@ def trials(folder: Path, count: int, rounds: int, seed: int, least: int, out: Pa
             wanted = choice.settings.get("blocks", {"extra_rows": 0, "extra_cols": 0})
             rows = effective(int(wanted["extra_rows"]), height - 2, prows)
             cols = effective(int(wanted["extra_cols"]), width - 2, pcols)
-            candidates = {"uniprocessor": _call(relax.relax_uniprocessor, grid, iterations),
-                          "strips": _call(relax.relax_strips, grid, iterations)}
+            candidates = {"uniprocessor": functools.partial(relax.relax_uniprocessor, grid, iterations),
+                          "strips": functools.partial(relax.relax_strips, grid, iterations)}
             settings = [(r, cols) for r in sweep(rows, height - 2, prows)]
             settings += [(rows, c) for c in sweep(cols, width - 2, pcols)] + [(0, 0)]
             for r, c in settings:
-                candidates[f"blocks({r},{c})"] = _call(relax.relax_blocks, grid, iterations, extra_rows=r, extra_cols=c)
+                candidates[f"blocks({r},{c})"] = functools.partial(relax.relax_blocks, grid, iterations,
+                                                                   extra_rows=r, extra_cols=c)
             chosen_blocks = f"blocks({rows},{cols})"
             dispatched = chosen_blocks if choice.implementation == "blocks" else choice.implementation
             timings = _time(team, candidates, rounds, random.Random(f"{seed}/{trial}"), [chosen_blocks, dispatched])
@@ -181,11 +183,6 @@ def _domain(folder: Path) -> dict[str, tuple[float, float]]:
 
     info = next(i for i in read_build(folder).interfaces if i.name == "relax")
     return info.domain
-
-
-def _call(function: Any, *arguments: Any, **keywords: Any) -> Any:
-    """A candidate: the call to time, with its arguments bound."""
-    return lambda: function(*arguments, **keywords)
 
 
 def _time(team: Any, candidates: dict[str, Any], rounds: int, rng: random.Random,
