@@ -21,6 +21,10 @@ points; an adaptive profile measures a part of it, chosen in rounds:
      uncertainty, the confidence band of the predicted mean widened to the
      model's own error on its samples (thesis Fig. 4-8: the wrong choices lie
      at the region boundaries), most uncertain first;
+   * the points halfway between neighbouring measured points whose
+     fastest measured alternatives differ (hlc.boundaries): points between
+     the grid's, surveyed when first wanted, so that a boundary the grid
+     brackets is found to the integer, not interpolated across;
    * the points farthest from any measured one, halving the largest gaps
      (seed 003's geometric bisection, on the whole nest instead of one
      variable), so that a region the models got wrong without knowing it is
@@ -55,6 +59,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hlc.boundaries import boundaries, measured_candidates
 from hlc.calibrate.breakdown import Breakdown
 from hlc.calibrate.harness import read_samples
 from hlc.calibrate.run import ProfileResult, Progress, Server, failures_in, prepare
@@ -100,6 +105,8 @@ WORTH = 2.0
 #: points whose decision is uncertain, each up to this many times in all: a
 #: boundary measured thrice is fitted with a third of one measurement's noise.
 MOST_TAKES = 3
+#: The share of a round that the midpoints of measured boundaries may fill, with the uncertain decisions.
+BISECTING_SHARE = 0.75
 #: Timings of one candidate's block, each as long as a call or the clock's minimum.
 TIMINGS = 4  # k = 3, plus a cold one or a retake now and then
 
@@ -116,6 +123,7 @@ class Site:
     settings: dict[str, list[dict[str, int]]]  # what profiling it would time
     choices: dict[str, list[dict[str, int]]]  # what the dispatcher chooses among there
     bytes: int = 0  # the arguments' size: the clue to its cost before any model
+    refined: bool = False  # a point between the grid's, bisecting towards a boundary
 
     @property
     def key(self) -> tuple[str, int, int]:
@@ -128,7 +136,7 @@ def read_sites(records: Sequence[dict]) -> list[Site]:
     for r in records:
         if r.get("kind") == "survey":
             site = Site(r["interface"], r["P"], r["index"], r["point"], r["variables"], r["settings"], r["choices"],
-                        r.get("bytes", 0))
+                        r.get("bytes", 0), r.get("refined", False))
             sites.setdefault(site.key, site)
     return list(sites.values())
 
@@ -377,9 +385,12 @@ class Judge:
         return total
 
 
-def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float) -> tuple[list[Site], dict[str, int]]:
+def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float,
+               bisecting: Sequence[Site] = ()) -> tuple[list[Site], dict[str, int]]:
     """The sites of the next round, within about ``seconds`` of predicted
     profiling: half of it for uncertain decisions (most uncertain first),
+    up to three quarters with the midpoints of the boundaries the
+    measurements show (``bisecting``, in their order: hlc.boundaries),
     then the widest gaps (farthest first, sites with no measured neighbour
     within one step), then more uncertain decisions, then, while the round
     has room, the decisions that would be uncertain were the models twice,
@@ -410,6 +421,11 @@ def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float) -> t
     strict = uncertain(1.0)
     for site in strict:
         take(site, seconds / 2)
+    before = len(chosen)
+    for site in bisecting:
+        if site.key not in keys and site.key not in taken:
+            take(site, BISECTING_SHARE * seconds)
+    bisected = len(chosen) - before
     first = len(chosen)
     for site in grid.farthest_first(taken | keys, len(open_sites)):
         if site.key not in keys and not grid.covered(site.key, taken | keys):
@@ -425,8 +441,8 @@ def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float) -> t
     for site in grid.farthest_first(taken | keys, len(open_sites)):
         if site.key not in keys:
             take(site, seconds)
-    return chosen, {"uncertain": uncertain_or_gaps - in_gaps, "gaps": in_gaps,
-                    "spread": len(chosen) - uncertain_or_gaps}
+    return chosen, {"uncertain": uncertain_or_gaps - in_gaps - bisected, "gaps": in_gaps,
+                    "spread": len(chosen) - uncertain_or_gaps, "boundaries": bisected}
 
 
 def retakes(grid: Grid, takes: Mapping[tuple, int], judge: Judge, seconds: float) -> dict[tuple, Candidates]:
@@ -461,6 +477,7 @@ class Round:
     seconds: float
     spread: int = 0  # taken to fill the nest, with room left in the round
     retaken: int = 0  # measured before, measured again: their decisions are uncertain
+    boundaries: int = 0  # between the grid's points, bisecting towards a boundary
 
 
 def default_budget(compile_seconds: float) -> float:
@@ -508,7 +525,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
         if size not in surveyed:
             servers[size].run({"survey": True})
     records = read_samples(samples)
-    grid = Grid([site for site in read_sites(records) if site.P in ranks])
+    grid = Grid([site for site in read_sites(records) if site.P in ranks and not site.refined])
     sites = grid.sites
     taken = measured_keys(records)
     rounds: list[Round] = []
@@ -542,7 +559,10 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                         searched = (len(taken), models)
                 with spent.spending("planning"):
                     judge = Judge(library, models, used_models, values)
-                    batch, by_rule = next_round(grid, taken, judge, min(max(ROUND_SHARE * left, overhead), left))
+                    bisecting = midpoints(records)
+                    records = read_samples(samples)
+                    batch, by_rule = next_round(grid, taken, judge, min(max(ROUND_SHARE * left, overhead), left),
+                                                bisecting)
                     plan = {site.key: judge.worth_timing(site) for site in batch}
                     if affordable(judge, left):  # narrowing would only save time there is room for
                         plan = {site.key: site.settings for site in batch}
@@ -563,35 +583,68 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
             for position, size in enumerate(ranks):
                 chosen: dict[str, list[int]] = defaultdict(list)
                 narrowed: dict[str, dict[str, Candidates]] = defaultdict(dict)
+                refined: dict[str, dict[str, dict[str, int]]] = defaultdict(dict)
                 for site in batch:
                     if size == site.P:
                         chosen[site.interface].append(site.index)
                         if plan[site.key] is not None:
                             narrowed[site.interface][str(site.index)] = plan[site.key]
+                        if site.refined:
+                            refined[site.interface][str(site.index)] = site.point
                 if not chosen and taken:
                     continue
                 later = sum(costs[other] for other in ranks[position:])
                 share = costs[size] / later if later > 0 else 1.0
                 deadline = time.time() + share * max(until - (time.monotonic() - started), 0.0)
-                coverage = servers[size].run({"select": chosen, "settings": narrowed, "fitting_only": True,
-                                              "deadline": deadline})
+                coverage = servers[size].run({"select": chosen, "settings": narrowed, "refined": refined,
+                                              "fitting_only": True, "deadline": deadline})
                 if coverage is not None:
                     result.coverage = coverage
                     cut = True
             records = read_samples(samples)
-            taken = measured_keys(records)
+            before, taken = taken, measured_keys(records)
             retaken = by_rule.get("retaken", 0)
             rounds.append(Round(len(batch), by_rule["uncertain"], by_rule["gaps"],
-                                time.monotonic() - round_started, by_rule["spread"], retaken))
+                                time.monotonic() - round_started, by_rule["spread"], retaken,
+                                by_rule.get("boundaries", 0)))
             if retaken:
                 what = f"{retaken} points again, their decisions uncertain"
             else:
                 spread = f", {by_rule['spread']} spread" if by_rule["spread"] else ""
-                what = f"{len(batch)} points ({by_rule['uncertain']} uncertain, {by_rule['gaps']} in gaps{spread})"
+                bisected = f", {by_rule['boundaries']} bisecting boundaries" if by_rule.get("boundaries") else ""
+                what = (f"{len(batch)} points ({by_rule['uncertain']} uncertain{bisected}, "
+                        f"{by_rule['gaps']} in gaps{spread})")
             say(f"round {len(rounds)}: {what}, {time.monotonic() - round_started:.1f} s; "
-                f"{len(taken)} of {len(sites)} measured")
+                f"{len(taken & grid.by_key.keys())} of {len(sites)} grid points measured")
             if cut:
                 return True
+            if taken == before and not retaken:  # nothing measured: the same round again would be no better
+                say("a round measured nothing: stopping")
+                return False
+
+    def midpoints(records: list[dict]) -> list[Site]:
+        """The sites halfway across the boundaries the measurements show
+        (hlc.boundaries), in its order; the new ones are surveyed first, each
+        under the next free index of its interface."""
+        surveyed = [site for site in read_sites(records) if site.P in ranks]
+        known = {site.key: site.point for site in sites}
+        known.update({site.key: site.point for site in surveyed if site.refined and site.key in taken})
+        found = [(b.interface, b.P, tuple(b.point.items())) for b in
+                 boundaries(library, known, measured_candidates(records))]
+        refined = {(site.interface, site.P, tuple(site.point.items())): site for site in surveyed if site.refined}
+        following: dict[str, int] = defaultdict(int)
+        for site in surveyed:
+            following[site.interface] = max(following[site.interface], site.index + 1)
+        new: dict[int, dict[str, dict[str, dict]]] = defaultdict(lambda: defaultdict(dict))
+        for interface, size, point in dict.fromkeys(where for where in found if where not in refined):
+            new[size][interface][str(following[interface])] = dict(point)
+            following[interface] += 1
+        for size, points in new.items():
+            servers[size].run({"survey": True, "refined": points})
+        if new:
+            refined = {(site.interface, site.P, tuple(site.point.items())): site
+                       for site in read_sites(read_samples(samples)) if site.refined and site.P in ranks}
+        return [refined[where] for where in found if where in refined and refined[where].key not in taken]
 
     def affordable(judge: Judge, left: float) -> bool:
         """Whether every candidate at every point not yet measured fits in ``left`` seconds."""
@@ -613,5 +666,5 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
         say(f"the verification left {budget - (time.monotonic() - started):.1f} s: more rounds")
         fitting_rounds(budget)
     result.coverage = None if result.coverage is None else (
-        f"the budget ran out: {len(taken)} of {len(sites)} grid points measured")
+        f"the budget ran out: {len(taken & grid.by_key.keys())} of {len(sites)} grid points measured")
     return rounds

@@ -130,10 +130,10 @@ def adaptive(tmp_path_factory):
 def test_an_adaptive_profile_surveys_the_grid_and_measures_part_of_it(adaptive):
     library, samples, result, rounds, lines = adaptive
     records = read_samples(samples)
-    sites = read_sites(records)
+    sites = [site for site in read_sites(records) if not site.refined]
     assert len(sites) == 57 and all(set(s.variables) >= {"n", "P", "logP"} for s in sites)
     measured = measured_keys(records)
-    assert 8 <= len(measured) <= len(sites)
+    assert 8 <= len(measured & {site.key for site in sites}) <= len(sites)
     assert len(rounds) >= 2 and rounds[0].sites == 8 and rounds[0].uncertain == 0
     # the uncertain decisions and the gaps come before the points that only fill the nest
     assert rounds[1].uncertain + rounds[1].gaps > 0
@@ -147,7 +147,8 @@ def test_an_adaptive_profile_stops_when_the_grid_is_measured_or_the_budget_spent
     library, samples, _, _, lines = adaptive
     records = read_samples(samples)
     if any("every point of the grid is measured" in line for line in lines):
-        assert len(measured_keys(records)) == len(read_sites(records))
+        grid = {site.key for site in read_sites(records) if not site.refined}
+        assert measured_keys(records) >= grid
     else:
         assert any("budget is spent" in line for line in lines)
 
@@ -157,7 +158,7 @@ def test_a_round_fills_the_nest_only_when_no_decision_is_uncertain(adaptive):
     library, samples, _, _, _ = adaptive
     judge = Judge(library, calibrate(library, Samples.read(samples)))
     records = read_samples(samples)
-    grid = Grid(read_sites(records))
+    grid = Grid([site for site in read_sites(records) if not site.refined])
     first = {("f", 1, 0)} & set(grid.by_key) or {grid.sites[0].key}
     chosen, by_rule = next_round(grid, first, judge, 1e9)  # room for everything
     assert len(chosen) == len(grid.sites) - 1
@@ -171,7 +172,8 @@ def test_uncertain_points_lie_at_the_crossover(adaptive):
     """The decision is uncertain where the two predictions meet, clear far from it."""
     library, samples, _, _, _ = adaptive
     judge = Judge(library, calibrate(library, Samples.read(samples)))
-    sites = sorted(read_sites(read_samples(samples)), key=lambda s: s.variables["n"])
+    sites = sorted((site for site in read_sites(read_samples(samples)) if not site.refined),
+                   key=lambda s: s.variables["n"])
     winners = [judge.alternatives(s)[0].implementation for s in sites]
     assert winners[0] == "loop" and winners[-1] == "dot"
     crossover = next(i for i, w in enumerate(winners) if w == "dot")

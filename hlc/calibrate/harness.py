@@ -335,6 +335,8 @@ class Profiler:
             self.selected = {name: set(indices) for name, indices in chosen.items()}
         # the candidates to time at a selected point, where a serving command narrows them
         self.narrowed: dict[tuple[str, int], dict[str, list[dict]]] = {}
+        # points between the grid's, by interface and index, that a serving command adds
+        self.refined: dict[str, dict[int, dict]] = {}
         self.surveying = options.survey
         self.serving = options.serve
         self.only = set(options.implementations.split(",")) if options.implementations else None
@@ -411,7 +413,7 @@ class Profiler:
     def serve(self) -> int:
         """--serve: take one command after another from standard input, each a
         JSON line with the options it sets (``select``, ``settings``,
-        ``fitting_only``, ``verification_only``, ``survey``, ``deadline``), each
+        ``fitting_only``, ``verification_only``, ``survey``, ``refined``, ``deadline``), each
         ended like a run
         (its account, then a finished or budget event), until the input ends.
         An adaptive profile's rounds then cost one process start per rank
@@ -424,6 +426,10 @@ class Profiler:
             # candidates worth timing at a selected point; a point not named times all
             self.narrowed = {(name, int(index)): kept for name, points in command.get("settings", {}).items()
                              for index, kept in points.items()}
+            # refined: {interface: {index: point}}, points between the grid's that an
+            # adaptive profile bisects towards a boundary; selected by index like the grid's
+            self.refined = {name: {int(index): point for index, point in points.items()}
+                            for name, points in command.get("refined", {}).items()}
             self.fitting_only = bool(command.get("fitting_only", False))
             self.verification_only = bool(command.get("verification_only", False))
             self.surveying = bool(command.get("survey", False))
@@ -450,13 +456,20 @@ class Profiler:
         """Write, for every fitting point, its variables and each applicable
         implementation's candidate settings there, timing nothing: what an
         adaptive profile needs to predict every point before choosing where
-        to measure.  Building the arguments is the only cost."""
-        points = [(interface, index, point) for interface in self.interfaces
-                  for index, point in enumerate(interface.points())]
+        to measure.  Building the arguments is the only cost.  With refined
+        points, only those (marked ``refined``)."""
+        if self.refined:
+            points = [(interface, index, point) for interface in self.interfaces
+                      for index, point in self.refined.get(interface.name, {}).items()]
+        else:
+            points = [(interface, index, point) for interface in self.interfaces
+                      for index, point in enumerate(interface.points())]
         for done, (interface, index, point) in enumerate(points, start=1):
             _, arguments, variables = self.inputs(interface, False, index, point)
             applicable = [i for i in interface.implementations if i.applies(variables)]
+            marked = {"refined": True} if self.refined else {}
             self.write([{"kind": "survey", "interface": interface.name, "P": self.context.size, "index": index,
+                         **marked,
                          "point": point, "variables": variables, "bytes": size_of(arguments),
                          "settings": {i.name: list(i.settings(point, variables)) for i in applicable},
                          "choices": {i.name: list(i.candidates(point, variables)) for i in applicable}}])
@@ -480,9 +493,11 @@ class Profiler:
         }
 
     def plan(self, interface: Interface) -> list[tuple[bool, int, dict]]:
-        """The fitting points in nest order, then the verification points, each with its index."""
+        """The fitting points in nest order (the refined ones a command names
+        last), then the verification points, each with its index."""
         fitting = [] if self.verification_only else [
-            (False, index, point) for index, point in enumerate(interface.points())
+            (False, index, point)
+            for index, point in [*enumerate(interface.points()), *self.refined.get(interface.name, {}).items()]
             if self.selected is None or index in self.selected.get(interface.name, ())]
         rng = random.Random(f"{self.seed}:{interface.name}:verify")
         draws = []

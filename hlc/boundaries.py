@@ -1,0 +1,163 @@
+"""Bisection towards the region boundaries that the measurements show.
+
+The fitting grid of a description is as fine as its author made it: a
+stencil profiled at every octave of rows and columns cannot say whether
+its layouts trade places at 2^17 cells or at 2^17.9, and a model fitted to
+it interpolates straight across a cliff in between.  Where two neighbouring
+measured points of the grid (or of earlier bisections) have different
+fastest alternatives, a region boundary lies between them (thesis Fig. 4-8:
+the wrong choices lie there), and the point halfway along the loop that
+separates them is measured next; seed 003's geometric bisection, which
+builds a speed function from few points by halving the intervals where it
+is not yet known, applied to the decision rather than to one speed curve.
+
+Halfway is in the loop's own scale: the geometric mean of the two values
+for a loop drawn log-uniformly (``*=``, ``<<=``, ``drawn log``), the mean
+otherwise, rounded to an integer; an interval with no integer inside is
+resolved.  A boundary is bisected only where the alternatives it separates
+differ by more than the tolerance at one of its ends at least: between two
+near-equal alternatives a wrong choice costs nothing worth measuring.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hlc.language import ast
+from hlc.language.expressions import EvaluationError, evaluate
+from hlc.language.nest import constant_values
+
+#: Alternatives closer than this at both ends of a boundary are not worth
+#: bisecting: twice the 3% within which an evaluation counts a choice right,
+#: so that halfway, where costs that cross straight are closest, a wrong
+#: choice would cost about that much, and timing noise at the ends alone
+#: does not open a boundary.
+STAKE = 0.06
+#: The stake of a boundary whose alternatives were not both timed at an end
+#: (the one not timed there was predicted far slower: a surprise, worth a look).
+UNKNOWN_STAKE = 1.0
+
+Label = tuple[str, tuple[tuple[str, int], ...]]  # an implementation and its settings
+
+
+def label(implementation: str, settings: Mapping[str, int]) -> Label:
+    return implementation, tuple(sorted(settings.items()))
+
+
+def measured_candidates(records: Sequence[dict]) -> dict[tuple[str, int, int], dict[Label, float]]:
+    """Per fitting point (interface, P, index), each timed candidate's
+    seconds: the median over the point's takes."""
+    takes: dict[tuple, dict[Label, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        if r.get("kind") == "sample" and not r["verify"]:
+            takes[r["interface"], r["P"], r["index"]][label(r["implementation"], r["parameters"])].append(
+                r["seconds"])
+    return {key: {name: sorted(values)[len(values) // 2] for name, values in timed.items()}
+            for key, timed in takes.items()}
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """Two neighbouring measured points along one loop whose fastest
+    alternatives differ, and the point halfway between them."""
+
+    interface: str
+    P: int
+    variable: str
+    low: int
+    high: int
+    point: dict[str, int]  # the midpoint
+    stake: float  # how much slower the other end's winner is, at the end where it is most
+    implementations: bool  # the winners are different implementations, not settings of one
+
+
+def midpoint(loop: ast.Loop, low: int, high: int) -> int | None:
+    """The value halfway between two of a loop's values, in its scale; None
+    when no integer lies strictly between them."""
+    if high - low < 2:
+        return None
+    middle = round(math.sqrt(low * high)) if loop.drawn == "log" and low > 0 else (low + high) // 2
+    return middle if low < middle < high else None
+
+
+def in_range(loops: Sequence[ast.Loop], point: Mapping[str, int], constants: Mapping[str, Any]) -> bool:
+    """Whether every loop's value lies within its range where the outer
+    loops stand at the point (a range may depend on an outer loop)."""
+    environment = dict(constants)
+    for loop in loops:
+        if loop.variable not in point:
+            continue
+        try:
+            low = evaluate(loop.range.low, environment)
+            high = evaluate(loop.range.high, environment)
+        except EvaluationError:
+            return False
+        if not low <= point[loop.variable] <= high:
+            return False
+        environment[loop.variable] = point[loop.variable]
+    return True
+
+
+def stake(winner: Label, other: Label, timed: Mapping[Label, float]) -> float | None:
+    """How much slower ``other`` is than ``winner`` at a point; None when it was not timed there."""
+    if other not in timed or timed[winner] <= 0:
+        return None
+    return timed[other] / timed[winner] - 1
+
+
+def boundaries(library: ast.Library, points: Mapping[tuple[str, int, int], dict[str, int]],
+               measured: Mapping[tuple[str, int, int], Mapping[Label, float]]) -> list[Boundary]:
+    """The boundaries worth bisecting: along each loop of each interface, the
+    pairs of neighbouring points (nothing known between them: ``points``
+    holds every point surveyed, measured or not) that are both measured and
+    have different fastest alternatives, with the alternatives more than
+    STAKE apart at one end; different implementations first, then the
+    largest stake first, each midpoint once."""
+    constants = constant_values(library)
+    loops = {interface.name: list(interface.profile.loops) for interface in library.interfaces
+             if interface.profile is not None}
+    lines: dict[tuple, list[tuple[int, tuple]]] = defaultdict(list)  # a line along one loop → its points
+    for key, point in points.items():
+        interface, size, _ = key
+        for variable in point:
+            rest = tuple(sorted((name, value) for name, value in point.items() if name != variable))
+            lines[interface, size, variable, rest].append((point[variable], key))
+    found: dict[tuple, Boundary] = {}
+    for (interface, size, variable, rest), members in lines.items():
+        loop = next((loop for loop in loops.get(interface, ()) if loop.variable == variable), None)
+        if loop is None:
+            continue
+        members.sort()
+        for (low, low_key), (high, high_key) in zip(members, members[1:], strict=False):
+            if low_key not in measured or high_key not in measured or not measured[low_key] \
+                    or not measured[high_key]:
+                continue
+            low_timed, high_timed = measured[low_key], measured[high_key]
+            low_winner = min(low_timed, key=lambda name: (low_timed[name], name))
+            high_winner = min(high_timed, key=lambda name: (high_timed[name], name))
+            if low_winner == high_winner:
+                continue
+            stakes = [s for s in (stake(low_winner, high_winner, low_timed), stake(high_winner, low_winner,
+                                                                                   high_timed)) if s is not None]
+            at_stake = max(stakes) if len(stakes) == 2 else UNKNOWN_STAKE
+            if at_stake <= STAKE:
+                continue
+            middle = midpoint(loop, low, high)
+            if middle is None:
+                continue
+            point = {**dict(rest), variable: middle}
+            point = {name: point[name] for name in points[low_key]}  # the nest's order
+            if not in_range(loops[interface], point, constants):
+                continue
+            boundary = Boundary(interface, size, variable, low, high, point, at_stake,
+                                low_winner[0] != high_winner[0])
+            where = (interface, size, tuple(point.items()))
+            if where not in found or (boundary.implementations, boundary.stake) > (
+                    found[where].implementations, found[where].stake):
+                found[where] = boundary
+    return sorted(found.values(), key=lambda b: (not b.implementations, -b.stake, b.interface, b.P,
+                                                 tuple(b.point.items())))

@@ -1,0 +1,122 @@
+"""Bisection towards the region boundaries the measurements show (hlc.boundaries)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import hlc
+from hlc.boundaries import STAKE, boundaries, in_range, label, measured_candidates, midpoint
+from hlc.language.nest import constant_values, loop_values
+
+DESCRIPTIONS = Path(__file__).resolve().parent / "descriptions"
+CROSSING = hlc.parse_file(DESCRIPTIONS / "crossing.hl")  # for count in 1 .. 2048 *= 1.12: drawn log
+LOOP = CROSSING.interfaces[0].profile.loops[0]
+
+NESTED = hlc.parse("""
+library nested "Two loops, the inner one's range set by the outer."
+from "squares/impls.py" import values_of, loop_sum, dot_sum
+interface run(values: float64[]) -> float "."
+    n = len(values)
+    impl f = loop_sum "."
+        time ~ 1 + n
+    impl g = dot_sum "."
+        time ~ 1 + n
+    profile
+        for r in 8 .. 64 += 8
+        for c in 1 .. r += 4
+        values = values_of(r * c, seed)
+""", filename=str(DESCRIPTIONS / "nested.hl"))
+
+
+def test_halfway_is_in_the_loops_own_scale():
+    assert midpoint(LOOP, 15, 17) == 16
+    assert midpoint(LOOP, 1024, 4096) == 2048  # geometric: a log-scale loop
+    rows = NESTED.interfaces[0].profile.loops[0]
+    assert midpoint(rows, 8, 64) == 36  # arithmetic
+    assert midpoint(rows, 15, 16) is None and midpoint(rows, 15, 17) == 16
+
+
+def test_a_midpoint_must_lie_within_the_ranges_the_outer_loops_set():
+    loops = NESTED.interfaces[0].profile.loops
+    constants = constant_values(NESTED)
+    assert in_range(loops, {"r": 16, "c": 13}, constants)
+    assert not in_range(loops, {"r": 12, "c": 13}, constants)  # c goes up to r
+
+
+def crossing(samples: dict[int, tuple[float, float]]):
+    """The points and measurements of the crossing library at the counts given, as (dot, loop) seconds."""
+    points = {("square_sum", 1, i): {"count": count} for i, count in enumerate(sorted(samples))}
+    measured = {key: {label("dot", {}): samples[point["count"]][0], label("loop", {}): samples[point["count"]][1]}
+                for key, point in points.items()}
+    return points, measured
+
+
+def test_a_boundary_is_bisected_where_the_winner_changes_and_enough_is_at_stake():
+    points, measured = crossing({10: (1.0, 0.5), 20: (1.0, 0.9), 40: (1.0, 1.5), 80: (1.0, 3.0)})
+    found = boundaries(CROSSING, points, measured)
+    assert [(b.low, b.high, b.point) for b in found] == [(20, 40, {"count": 28})]
+    assert found[0].implementations and math.isclose(found[0].stake, 0.5)
+    # near-equal alternatives at both ends: nothing worth a measurement
+    points, measured = crossing({20: (1.0, 0.99), 40: (1.0, 1.02)})
+    assert boundaries(CROSSING, points, measured) == []
+    # a point between them known but not yet measured: not neighbours
+    points, measured = crossing({10: (1.0, 0.5), 20: (1.0, 0.9), 30: (1.0, 1.2), 40: (1.0, 1.5)})
+    del measured["square_sum", 1, 2]
+    assert boundaries(CROSSING, points, measured) == []
+
+
+def test_the_boundaries_of_each_loop_are_found_on_a_two_loop_nest():
+    """r × c: g wins where r * c > 300; a boundary along each loop."""
+    points, measured = {}, {}
+    for rows in (16, 32):
+        for cols in (5, 9, 13):
+            key = ("run", 1, len(points))
+            points[key] = {"r": rows, "c": cols}
+            cells = rows * cols
+            measured[key] = {label("f", {}): cells, label("g", {}): 300.0}
+    found = {(b.variable, b.low, b.high, tuple(b.point.values())) for b in boundaries(NESTED, points, measured)}
+    assert found == {("r", 16, 32, (24, 13)), ("c", 9, 13, (32, 11))}  # 416 cells at (32, 13) only
+
+
+def test_a_setting_that_changes_is_a_boundary_after_the_implementations():
+    points = {("square_sum", 1, 0): {"count": 10}, ("square_sum", 1, 1): {"count": 40},
+              ("square_sum", 1, 2): {"count": 100}}
+    measured = {("square_sum", 1, 0): {label("dot", {"b": 1}): 1.0, label("dot", {"b": 2}): 2.0},
+                ("square_sum", 1, 1): {label("dot", {"b": 1}): 2.0, label("dot", {"b": 2}): 1.0},
+                ("square_sum", 1, 2): {label("dot", {"b": 2}): 1.5, label("loop", {}): 1.0}}
+    found = boundaries(CROSSING, points, measured)
+    assert [(b.low, b.implementations) for b in found] == [(40, True), (10, False)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(1.5, 1900.0))  # within the loop's values, 1 .. 1984
+def test_bisection_closes_in_on_the_crossover(crossover):
+    """Costs that cross at ``crossover``: bisecting every boundary until
+    none is left brackets it between neighbouring integers, or between two
+    points where the alternatives are within STAKE of each other."""
+    def cost(count: int) -> tuple[float, float]:
+        return crossover, float(count)  # dot flat, loop growing: they cross at the crossover
+
+    samples = {count: cost(count) for count in loop_values(LOOP, {})}
+    for _ in range(64):
+        found = boundaries(CROSSING, *crossing(samples))
+        if not found:
+            break
+        for boundary in found:
+            samples[boundary.point["count"]] = cost(boundary.point["count"])
+    else:
+        raise AssertionError("bisection did not end")
+    below = max(count for count in samples if count < crossover)  # the loop wins; dot wins a tie
+    above = min(count for count in samples if count >= crossover)
+    assert above - below == 1 or max(crossover / below, above / crossover) - 1 <= STAKE
+
+
+def test_the_measurements_of_a_point_are_the_median_of_its_takes():
+    records = [{"kind": "sample", "verify": False, "interface": "f", "P": 1, "index": 3, "implementation": "a",
+                "parameters": {"b": 2}, "seconds": s} for s in (3.0, 1.0, 2.0)]
+    records.append({**records[0], "verify": True, "seconds": 0.1})
+    assert measured_candidates(records) == {("f", 1, 3): {("a", (("b", 2),)): 2.0}}
