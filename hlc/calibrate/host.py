@@ -10,35 +10,23 @@ spell's factor.  No yardstick can correct such a timing, because the spell
 slows different code by different factors (1.2× to 1.7× measured), but a
 yardstick can tell when a spell is on.
 
-:class:`HostMeter` times a short fixed task, takes a low percentile of its
-readings as the host's usual pace, and before each round of timings waits
-until the host is back within a tolerance of it, or until its patience is
-spent.  A percentile, not the fastest reading: one lucky reading sits 9-12%
-below a typical one on the hosts hlc was developed on, right at the
-tolerance, and against it every other block looked slow and was retaken;
-the more ranks read the meter (a point is as slow as its slowest rank), the
-more often.  A round
-waits at most ``patience`` seconds, and all waiting together at most
-``share`` of the time since the meter started, so a host that stays slow
-costs a bounded part of the profiling time and no more.
+:class:`HostMeter` times a short fixed task, remembers the fastest reading
+(the host's unhindered pace), and before each round of timings waits until
+the host is back within a tolerance of it, or until its patience is spent:
+a round waits at most ``patience`` seconds, and all waiting together at
+most ``share`` of the time since the meter started, so a host that stays
+slow costs a bounded part of the profiling time and no more.
 """
 
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable
 
 import numpy
 
-#: A reading's slowdown is acceptable up to this factor over the usual pace.
+#: A reading's slowdown is acceptable up to this factor over the fastest reading.
 TOLERANCE = 0.10
-#: The usual pace: this percentile of the last WINDOW readings, one per round
-#: of timings (the fastest while there are fewer than 1 / USUAL of them): a
-#: host slow for most of the rounds is still seen as slow; one slow for nine
-#: in ten of the last WINDOW rounds now runs at its usual pace.
-USUAL = 0.1
-WINDOW = 200
 #: Seconds one wait may last.
 PATIENCE = 1.0
 #: Waiting may take at most this share of the time since the meter started ...
@@ -78,25 +66,14 @@ class HostMeter:
         self.reading = reading or _yardstick()
         self.clock = clock
         self.started = clock()
-        self.readings: deque[float] = deque(maxlen=WINDOW)
+        self.best = float("inf")
         self.waited = 0.0  # seconds spent in settle() so far
 
-    @property
-    def usual(self) -> float:
-        """The host's usual pace: a low percentile of the recent readings."""
-        ordered = sorted(self.readings)
-        return ordered[int(USUAL * len(ordered))] if ordered else float("inf")
-
-    def slowdown(self, record: bool = True) -> float:
-        """The current reading over the usual pace (1.0: at it, or faster).
-        ``record``: the reading counts towards the usual pace; those read while
-        waiting do not, so that the window spans rounds of timings, not the
-        readings of one wait."""
+    def slowdown(self) -> float:
+        """The current reading over the fastest seen (1.0: the host's best pace)."""
         value = self.reading()
-        if record or not self.readings:
-            self.readings.append(value)
-        usual = self.usual
-        return max(value / usual, 1.0) if usual > 0 else 1.0
+        self.best = min(self.best, value)
+        return value / self.best if self.best > 0 else 1.0
 
     def steady(self, slowdown: float) -> bool:
         return slowdown <= 1 + self.tolerance
@@ -111,6 +88,6 @@ class HostMeter:
             budget = self.allowance + self.share * (now - self.started) - self.waited
             if now - start >= min(self.patience, budget):
                 break
-            slowdown = self.slowdown(record=False)
+            slowdown = self.slowdown()
         self.waited += self.clock() - start
         return slowdown
