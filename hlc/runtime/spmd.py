@@ -191,15 +191,28 @@ class World:
             self._emulated.spend(vector.nbytes)
         return self._allgather(vector)
 
-    def allgatherv(self, vector: np.ndarray) -> np.ndarray:
-        """The concatenation of every rank's 1-D vector, in rank order (lengths may differ)."""
+    def allgatherv(self, vector: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """The concatenation of every rank's 1-D vector, in rank order (lengths
+        may differ): in ``out`` when given (1-D, C-contiguous, the dtype of
+        ``vector``, exactly as long as the concatenation).  A caller that
+        gathers the same sizes call after call keeps its ``out``: a fresh
+        array of a megabyte or more comes as fresh pages from the system, and
+        their first touch may cost more than the gather itself."""
         vector = np.ascontiguousarray(vector)
+        if out is not None:
+            _check_out(out, vector.dtype, casting="no")
         if self.size == 1:
-            return vector.copy()
+            if out is None:
+                return vector.copy()
+            _check_out(out, vector.dtype, vector.shape, casting="no")
+            out[...] = vector
+            return out
         if self._emulated is not None:
             self._emulated.spend(vector.nbytes)
         counts = self._allgather(np.array([vector.shape[0]], dtype=np.int64))[:, 0]
-        result = np.empty(int(counts.sum()), dtype=vector.dtype)
+        if out is not None:
+            _check_out(out, vector.dtype, (int(counts.sum()),), casting="no")
+        result = np.empty(int(counts.sum()), dtype=vector.dtype) if out is None else out
         displacements = np.concatenate(([0], np.cumsum(counts)[:-1]))
         self._communicator.Allgatherv(vector, [result, counts, displacements, self._mpi_type(vector)])
         return result

@@ -66,6 +66,10 @@ def test_one_rank_receives_into_out(one):
     assert one.reduce(vector, "max", out=out) is out and np.array_equal(out, vector)
     received = np.empty(3, dtype=np.int32)
     assert one.alltoallv(vector, np.array([3]), out=received) is received and np.array_equal(received, vector)
+    gathered = np.empty(3, dtype=np.int32)
+    assert one.allgatherv(vector, out=gathered) is gathered and np.array_equal(gathered, vector)
+    with pytest.raises(ValueError, match="out must have shape"):
+        one.allgatherv(vector, out=np.empty(4, dtype=np.int32))
     with pytest.raises(TypeError, match="out must hold int32, not int64"):
         one.alltoallv(vector, np.array([3]), out=out)  # raw bytes arrive: no conversion
     with pytest.raises(TypeError, match="out must hold int64 .*safely.*, not int8"):
@@ -161,7 +165,11 @@ for vector in (data(rank, 9), data(rank, 9) * 0.37):
     check("scan", np.array_equal(team.scan(vector), everyone[:rank].sum(0) if rank else np.zeros_like(vector)))
 
 # allgatherv: lengths differ per rank
-check("allgatherv", np.array_equal(team.allgatherv(data(rank)), np.concatenate([data(r) for r in range(size)])))
+everything = np.concatenate([data(r) for r in range(size)])
+check("allgatherv", np.array_equal(team.allgatherv(data(rank)), everything))
+gathered = np.full(len(everything), -1, dtype=everything.dtype)
+check("allgatherv into out", team.allgatherv(data(rank), out=gathered) is gathered
+      and np.array_equal(gathered, everything))
 
 # alltoallv with random counts (some zero): every element says where it came from and goes
 counts = np.random.default_rng(rank).integers(0, 4, size)
