@@ -224,3 +224,27 @@ def test_what_the_verification_leaves_goes_back_to_the_fitting_points(tmp_path, 
     last_verified = len(kinds) - 1 - kinds[::-1].index(True)
     assert not any(kinds[last_verified + 1:]) and len(kinds) > last_verified + 1  # fitting samples came after
     assert kinds.index(True) > 0 and all(kinds[kinds.index(True):last_verified + 1])  # one verification, whole
+
+
+def test_refined_points_lie_between_neighbours_whose_winners_differ(adaptive):
+    """Every point the profile added between the grid's was measured, and
+    lies strictly between two points measured before it whose fastest
+    alternatives differ: bisection, not filling."""
+    from hlc.boundaries import measured_candidates
+
+    library, samples, _, _, _ = adaptive
+    records = read_samples(samples)
+    measured = measured_candidates(records)
+    sites = read_sites(records)
+    count = {site.key: site.point["count"] for site in sites}
+    order = [r["index"] for r in records if r.get("kind") == "point" and not r["verify"]]
+    for site in (s for s in sites if s.refined):
+        assert site.key in measured
+        before = {("square_sum", 1, i) for i in order[:order.index(site.index)]}
+        below = max((k for k in before if count[k] < count[site.key]), key=count.get)
+        above = min((k for k in before if count[k] > count[site.key]), key=count.get)
+
+        def winner(key):
+            return min(measured[key], key=measured[key].get)[0]
+
+        assert winner(below) != winner(above)
