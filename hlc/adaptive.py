@@ -557,10 +557,12 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                                        terms_of=None if search else searched[1])
                     if search:
                         searched = (len(taken), models)
+                # Outside the planning account: surveying new midpoints is the
+                # program's work, which it accounts for itself (inputs).
+                bisecting = midpoints(records)
+                records = read_samples(samples)
                 with spent.spending("planning"):
                     judge = Judge(library, models, used_models, values)
-                    bisecting = midpoints(records)
-                    records = read_samples(samples)
                     batch, by_rule = next_round(grid, taken, judge, min(max(ROUND_SHARE * left, overhead), left),
                                                 bisecting)
                     plan = {site.key: judge.worth_timing(site) for site in batch}
