@@ -559,8 +559,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                         searched = (len(taken), models)
                 # Outside the planning account: surveying new midpoints is the
                 # program's work, which it accounts for itself (inputs).
-                bisecting = midpoints(records)
-                records = read_samples(samples)
+                records, bisecting = midpoints(records)
                 with spent.spending("planning"):
                     judge = Judge(library, models, used_models, values)
                     batch, by_rule = next_round(grid, taken, judge, min(max(ROUND_SHARE * left, overhead), left),
@@ -624,16 +623,22 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                 say("a round measured nothing: stopping")
                 return False
 
-    def midpoints(records: list[dict]) -> list[Site]:
+    def refined_sites(records: list[dict]) -> dict[tuple, Site]:
+        """The refined sites surveyed so far, by (interface, P, point)."""
+        return {(site.interface, site.P, tuple(site.point.items())): site
+                for site in read_sites(records) if site.refined and site.P in ranks}
+
+    def midpoints(records: list[dict]) -> tuple[list[dict], list[Site]]:
         """The sites halfway across the boundaries the measurements show
         (hlc.boundaries), in its order; the new ones are surveyed first, each
-        under the next free index of its interface."""
+        under the next free index of its interface.  Returns the samples
+        file's records too, read again when a survey added to them."""
         surveyed = [site for site in read_sites(records) if site.P in ranks]
         known = {site.key: site.point for site in sites}
         known.update({site.key: site.point for site in surveyed if site.refined and site.key in taken})
         found = [(b.interface, b.P, tuple(b.point.items())) for b in
                  boundaries(library, known, measured_candidates(records))]
-        refined = {(site.interface, site.P, tuple(site.point.items())): site for site in surveyed if site.refined}
+        refined = refined_sites(records)
         following: dict[str, int] = defaultdict(int)
         for site in surveyed:
             following[site.interface] = max(following[site.interface], site.index + 1)
@@ -644,9 +649,9 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
         for size, points in new.items():
             servers[size].run({"survey": True, "refined": points})
         if new:
-            refined = {(site.interface, site.P, tuple(site.point.items())): site
-                       for site in read_sites(read_samples(samples)) if site.refined and site.P in ranks}
-        return [refined[where] for where in found if where in refined and refined[where].key not in taken]
+            records = read_samples(samples)
+            refined = refined_sites(records)
+        return records, [refined[where] for where in found if where in refined and refined[where].key not in taken]
 
     def affordable(judge: Judge, left: float) -> bool:
         """Whether every candidate at every point not yet measured fits in ``left`` seconds."""

@@ -133,8 +133,7 @@ def boundaries(library: ast.Library, points: Mapping[tuple[str, int, int], dict[
             continue
         members.sort()
         for (low, low_key), (high, high_key) in zip(members, members[1:], strict=False):
-            if low_key not in measured or high_key not in measured or not measured[low_key] \
-                    or not measured[high_key]:
+            if not measured.get(low_key) or not measured.get(high_key):
                 continue
             low_timed, high_timed = measured[low_key], measured[high_key]
             low_winner = min(low_timed, key=lambda name: (low_timed[name], name))

@@ -458,16 +458,13 @@ class Profiler:
         adaptive profile needs to predict every point before choosing where
         to measure.  Building the arguments is the only cost.  With refined
         points, only those (marked ``refined``)."""
-        if self.refined:
-            points = [(interface, index, point) for interface in self.interfaces
-                      for index, point in self.refined.get(interface.name, {}).items()]
-        else:
-            points = [(interface, index, point) for interface in self.interfaces
-                      for index, point in enumerate(interface.points())]
+        points = [(interface, index, point) for interface in self.interfaces
+                  for index, point in (self.refined.get(interface.name, {}).items() if self.refined
+                                       else enumerate(interface.points()))]
+        marked = {"refined": True} if self.refined else {}
         for done, (interface, index, point) in enumerate(points, start=1):
             _, arguments, variables = self.inputs(interface, False, index, point)
             applicable = [i for i in interface.implementations if i.applies(variables)]
-            marked = {"refined": True} if self.refined else {}
             self.write([{"kind": "survey", "interface": interface.name, "P": self.context.size, "index": index,
                          **marked,
                          "point": point, "variables": variables, "bytes": size_of(arguments),

@@ -267,13 +267,14 @@ _SCRATCH: dict[str, np.ndarray] = {}
 
 def _scratch(name: str, size: int) -> np.ndarray:
     """A 1-D float64 buffer of ``size`` cells kept between calls, for the
-    partitioned layouts' local block, the cells it owns and the gathered grid.  A fresh array of a
-    megabyte or more comes as fresh pages from the system, and touching
-    them can cost more than the sweeps: a two-rank strip layout of a
-    279 x 490 grid took 1.3 ms with fresh buffers, 0.46 ms with kept ones,
-    and where the allocator switches to fresh pages depends on what the
-    process allocated before (its threshold grows with the blocks it
-    frees), so the same call was fast in one process and slow in another."""
+    partitioned layouts' local block, the cells it owns and the gathered
+    grid.  A fresh array of a megabyte or more comes as fresh pages from the
+    system, and touching them can cost more than the sweeps: a two-rank
+    strip layout of a 279 x 490 grid took 1.3 ms with fresh buffers, 0.46 ms
+    with kept ones, and where the allocator switches to fresh pages depends
+    on what the process allocated before (its threshold grows with the
+    blocks it frees), so the same call was fast in one process and slow in
+    another."""
     kept = _SCRATCH.get(name)
     if kept is None or kept.shape[0] < size:
         kept = _SCRATCH[name] = np.empty(size)
