@@ -337,9 +337,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
         print(f"{args.build}: error: built by an older hlc; run `hlc recalibrate {args.build}` or build it again",
               file=sys.stderr)
         return USER_ERROR
+    from pathlib import Path
+
+    from hlc.dispatch.bundle import description_of
     from hlc.language.parse import parse_file
 
-    known = {v.name for v in parse_file(module.__models__["description"]).interface(interface).variables}
+    description = description_of(module.__models__, Path(module.__file__).parent)
+    known = {v.name for v in parse_file(description).interface(interface).variables}
     given = dict(args.variables)
     unknown = sorted(set(given) - known - {"P", "logP"})
     missing = sorted(known - set(given))

@@ -35,7 +35,7 @@ import json
 import math
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,7 @@ from typing import Any
 from hlc.calibrate.harness import read_samples
 from hlc.calibrate.oracle import AGAIN, DISPATCHED, label, ratio
 from hlc.calibrate.run import Failure, ProfileError, Progress, failures_in, profile_defaults, run_program
+from hlc.dispatch.bundle import description_of
 from hlc.language.parse import parse_file
 from hlc.model.fingerprint import machine
 
@@ -95,7 +96,7 @@ def evaluate(build: str | Path, *, points: int = 200, procs: Sequence[int] | Non
     if not 0 <= tolerance < 1:
         raise ValueError(f"tolerance must lie in [0, 1), not {tolerance}")
     models = json.loads(models_file.read_text(encoding="utf-8"))
-    library = parse_file(models["description"])
+    library = parse_file(description_of(models, folder))
     if baseline is not None and not any(baseline == i.name for f in library.interfaces for i in f.implementations):
         raise ValueError(f"baseline {baseline!r} is not an implementation of {library.name}")
     program = folder / f"profile_{library.name}.py"
@@ -259,36 +260,42 @@ def _parameters_optimal(point: dict[str, Any], implementation: str, tolerance: f
     return all(ratio(measured[0], other) <= 1 + tolerance for other in measured[1:])
 
 
+def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The figures of one summary as (measure, value) in words: what
+    ``hlc evaluate`` prints and the report's table shows."""
+    tolerance = summary["tolerance"]
+    rows = [("right choices", f"{summary['right_share']:7.1%}"),
+            ("penalty t_chosen/t_best - 1", f"mean when wrong {summary['mean_penalty_when_wrong']:.1%}, "
+             f"expected {summary['expected_penalty']:.2%}, worst {summary['worst_penalty']:.1%}"),
+            ("t_chosen / t_best", f"median {summary['ratio_median']:.3f}, "
+             f"95th percentile {summary['ratio_p95']:.3f}, max {summary['ratio_max']:.3f}")]
+    if "best_single" in summary:
+        rows.append(("gain over the best single", f"{summary['gain_vs_best_single']:.2f}x "
+                     f"({summary['best_single']}, always; geometric mean of t_single / t_dispatched)"))
+    if "baseline" in summary:
+        rows.append(("gain over the baseline", f"{summary['gain_vs_baseline']:.2f}x "
+                     f"({summary['baseline']}, at the {summary['baseline_points']} points where it applies)"))
+    for key, value in summary.items():
+        if key.startswith("optimal_parameters_") and not key.endswith("_points"):
+            name = key.removeprefix("optimal_parameters_")
+            rows.append((f"optimal parameters of {name:<8}", f"{value:7.1%} "
+                         f"(of {summary[key + '_points']} points; within {tolerance:.0%} of its best value)"))
+    if "noise_median" in summary:
+        rows.append(("noise floor", f"median {summary['noise_median']:.1%}, "
+                     f"95th percentile {summary['noise_p95']:.1%} (the reference timed twice, |t2/t1 - 1|)"))
+    if "overhead_median" in summary:
+        rows.append(("dispatched call vs chosen", f"median {summary['overhead_median']:+.1%} "
+                     f"(the decision's cost and noise)"))
+    chosen = [f"{k.removeprefix('chosen_')} {v}" for k, v in summary.items() if k.startswith("chosen_")]
+    rows.append(("chosen", ", ".join(chosen)))
+    return rows
+
+
 def format_summary(title: str, summary: dict[str, Any], settings: dict[str, Any]) -> list[str]:
     """The lines ``hlc evaluate`` prints for one summary."""
     count = summary["points"]
     if not count:
         return [f"{title}: no point could be judged"]
-    tolerance = summary["tolerance"]
     lines = [f"{title}: {count} held-out points (seed {settings['seed']}, parameters {settings['params']}); "
-             f"a choice is right within {tolerance:.0%} of the fastest measured alternative",
-             f"  right choices                 {summary['right_share']:7.1%}",
-             f"  penalty t_chosen/t_best - 1   mean when wrong {summary['mean_penalty_when_wrong']:.1%}, "
-             f"expected {summary['expected_penalty']:.2%}, worst {summary['worst_penalty']:.1%}",
-             f"  t_chosen / t_best             median {summary['ratio_median']:.3f}, "
-             f"95th percentile {summary['ratio_p95']:.3f}, max {summary['ratio_max']:.3f}"]
-    if "best_single" in summary:
-        lines.append(f"  gain over the best single     {summary['gain_vs_best_single']:.2f}x "
-                     f"({summary['best_single']}, always; geometric mean of t_single / t_dispatched)")
-    if "baseline" in summary:
-        lines.append(f"  gain over the baseline        {summary['gain_vs_baseline']:.2f}x "
-                     f"({summary['baseline']}, at the {summary['baseline_points']} points where it applies)")
-    for key, value in summary.items():
-        if key.startswith("optimal_parameters_") and not key.endswith("_points"):
-            name = key.removeprefix("optimal_parameters_")
-            lines.append(f"  optimal parameters of {name:<8}{value:7.1%} "
-                         f"(of {summary[key + '_points']} points; within {tolerance:.0%} of its best value)")
-    if "noise_median" in summary:
-        lines.append(f"  noise floor                   median {summary['noise_median']:.1%}, "
-                     f"95th percentile {summary['noise_p95']:.1%} (the reference timed twice, |t2/t1 - 1|)")
-    if "overhead_median" in summary:
-        lines.append(f"  dispatched call vs chosen     median {summary['overhead_median']:+.1%} "
-                     f"(the decision's cost and noise)")
-    chosen = [f"{k.removeprefix('chosen_')} {v}" for k, v in summary.items() if k.startswith("chosen_")]
-    lines.append("  chosen                        " + ", ".join(chosen))
-    return lines
+             f"a choice is right within {summary['tolerance']:.0%} of the fastest measured alternative"]
+    return lines + [f"  {measure:<30}{value}" for measure, value in summary_rows(summary)]

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from hlc.calibrate.oracle import label
+from hlc.dispatch.bundle import description_of
 from hlc.dispatch.reference import Decider
 from hlc.evaluation import TOLERANCE, format_summary, oracle_verdict, summarize
 from hlc.language import ast
@@ -87,7 +88,7 @@ def replay(build: str | Path, evaluation: str | Path | None = None, *, tolerance
     if document.get("params") != "exhaustive":
         raise ValueError(f"{stored} timed the chosen parameters only; replay needs an evaluation made with "
                          f"--params exhaustive")
-    library = parse_file(description or models["description"])
+    library = parse_file(description or description_of(models, models_file.parent))
     if document.get("library") != library.name:
         raise ValueError(f"{stored} evaluated {document.get('library')}, not {library.name}")
     tolerance = document.get("tolerance", TOLERANCE) if tolerance is None else tolerance

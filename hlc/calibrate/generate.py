@@ -210,18 +210,31 @@ def _interface(interface: ast.Interface, imports: dict[str, ast.Import]) -> dict
     }
 
 
-def profiling_program(library: ast.Library, compiled: Path | None, program_name: str) -> str:
+def profiling_program(library: ast.Library, compiled: Path | None, program_name: str,
+                      home: Path | None = None) -> str:
     """The text of the profiling program of ``library``.
 
-    ``compiled`` is the folder holding the compiled ``.pyx`` sources.
+    ``compiled`` is the folder holding the compiled ``.pyx`` sources.  Paths
+    inside ``home`` (the folder the program is written to) are written
+    relative to the program, so that a build folder can be moved.
     """
     imports = {i.alias: i for i in library.imports}
     profiled = [i for i in library.interfaces if i.profile is not None]
+
+    def where(path: Path | None) -> str:
+        if path is None:
+            return "None"
+        path = Path(path).resolve()
+        if home is not None and path.is_relative_to(Path(home).resolve()):
+            return f"str(HERE / {path.relative_to(Path(home).resolve()).as_posix()!r})"
+        return repr(str(path))
+
+    base, compiled_at = where(library.directory), where(compiled)
     return render(
         "profile.py.j2",
         library=library, description=str(Path(library.filename).resolve()) if not library.filename.startswith("<")
-        else library.filename, program_name=program_name, base=str(library.directory),
-        compiled=str(compiled) if compiled else None,
+        else library.filename, program_name=program_name, base=base, compiled=compiled_at,
+        relative="HERE" in base + compiled_at,
         imports=import_loads(library, "sources", "harness.load_attribute"),
         machine=list(used_machine_constants(library).items()),
         constants=[(safe(c.name), py(c.value)) for c in library.constants],

@@ -77,7 +77,7 @@ def prepare(library: ast.Library, build: Path, spent: Breakdown | None = None) -
     with (spent or Breakdown()).spending("compile"):
         compiled = compile_extensions(pyx, build / "ext") if pyx else None
     program = build / f"profile_{library.name}.py"
-    program.write_text(profiling_program(library, compiled, program.name), encoding="utf-8")
+    program.write_text(profiling_program(library, compiled, program.name, build), encoding="utf-8")
     return program
 
 

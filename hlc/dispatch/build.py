@@ -1,15 +1,20 @@
 """``hlc build`` and ``hlc recalibrate``: check → profile → fit → generate → compile.
 
 A build is a folder ``build/<lib>/`` that Python imports as a package: the
-compiled dispatch module, the models, the samples, and every generated source
-kept for reading.  ``build/<lib>`` is a symbolic link to a versioned folder
-(``build/.<lib>.<stamp>``); a new build is made beside it and the link is
-swapped in one atomic step, so an interrupted or failed build or
-recalibration leaves the previous one importable.
+compiled dispatch module, the models, the samples, every generated source
+kept for reading, and its own copy of the description and the sources it
+calls (:mod:`hlc.dispatch.bundle`), so it works wherever it is moved or
+installed.  A new build is made beside it in ``build/.<lib>.<stamp>.<pid>``
+and exchanged with it in one atomic step, so an interrupted or failed build
+or recalibration leaves the previous one importable; what a killed build
+left beside it is removed by the next.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
+import hashlib
 import importlib.util
 import json
 import math
@@ -17,7 +22,6 @@ import os
 import shutil
 import sys
 import sysconfig
-import tempfile
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -27,8 +31,10 @@ from types import ModuleType
 from typing import Any
 
 from hlc.calibrate.breakdown import Breakdown
+from hlc.calibrate.generate import profiling_program
 from hlc.calibrate.run import Failure, ProfileResult, Progress, profile, profile_defaults
 from hlc.compile import compile_extensions
+from hlc.dispatch.bundle import SOURCE_FOLDER, copy_sources, description_of, write_package_files
 from hlc.dispatch.generate import dispatch_source
 from hlc.errors import UserError
 from hlc.language import ast
@@ -182,8 +188,20 @@ def _used_models(library: ast.Library, folder: Path) -> dict[str, Path]:
 
 def package(library: ast.Library, models: dict[str, Any], used_models: dict[str, dict[str, Any]],
             folder: Path, static: dict[str, float] | None = None) -> bool:
-    """Write the dispatch module into ``folder`` and compile it; returns whether
-    it was compiled (else the package runs the same decisions in Python)."""
+    """Write the dispatch module into ``folder`` and compile it, with the
+    build's copy of its sources and the files that make it a package;
+    returns whether it was compiled (else the package runs the same decisions
+    in Python).  ``models`` then records the copy's description."""
+    if not library.filename.startswith("<"):
+        shutil.rmtree(folder / SOURCE_FOLDER, ignore_errors=True)
+        models["origin"] = models.get("origin") or str(Path(library.filename).resolve())
+        models["description"] = copy_sources(library, folder)
+        program = folder / f"profile_{library.name}.py"
+        if program.exists():  # what hlc evaluate runs: from now on, on the build's copy
+            copy = parse_file(folder / models["description"])
+            compiled = folder / "ext" if (folder / "ext").exists() else None
+            program.write_text(profiling_program(copy, compiled, program.name, folder), encoding="utf-8")
+    write_package_files(library, folder)
     (folder / "models.json").write_text(json.dumps(models, indent=1) + "\n", encoding="utf-8")
     (folder / "used_models.json").write_text(json.dumps(used_models) + "\n", encoding="utf-8")
     module = f"dispatch_{library.name}"
@@ -209,17 +227,74 @@ def _new_version(link: Path) -> Path:
     return link.parent / f".{link.name}.{time.strftime('%Y%m%d-%H%M%S')}.{os.getpid()}"
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean_orphans(link: Path) -> list[Path]:
+    """Remove what builds of ``link`` that were killed left beside it (their
+    version folders, scratch folders and links, named after their process);
+    returns what was removed.  A build whose process still runs is left alone."""
+    removed = []
+    current = link.resolve() if link.is_symlink() else None  # a build of the time builds were links
+    for path in link.parent.glob(f".{link.name}.*"):
+        pid = path.name.rsplit(".", 1)[-1]
+        if not pid.isdigit() or _alive(int(pid)) or path == current:
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Swap two paths in one step (Linux's renameat2 with RENAME_EXCHANGE);
+    False where the system or the file system cannot."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return False
+    result = renameat2(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE)
+    if result == 0:
+        return True
+    if ctypes.get_errno() in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
+        return False
+    raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()), str(first))
+
+
 def _swap(link: Path, version: Path) -> None:
-    """Point ``link`` at ``version`` in one step; remove the version it replaced."""
-    previous = link.resolve() if link.is_symlink() else None
-    if link.exists() and not link.is_symlink():  # a plain folder from elsewhere: keep it aside
-        link.rename(link.with_name(f".{link.name}.replaced.{int(time.time())}"))
-    temporary = link.with_name(f".{link.name}.link.{os.getpid()}")
-    temporary.unlink(missing_ok=True)
-    temporary.symlink_to(version.name)
-    os.replace(temporary, link)
-    if previous is not None and previous != version.resolve() and previous.exists():
+    """Put ``version`` in the place of the build ``link`` and remove the one
+    it replaces.  Where the two folders cannot be exchanged in one step, the
+    old one is renamed aside first (named after this process, so that a
+    build killed in between leaves it for the next to remove)."""
+    if link.is_symlink():  # a build made when builds were links to their versions
+        previous = link.resolve()
+        link.unlink()
+        os.replace(version, link)
         shutil.rmtree(previous, ignore_errors=True)
+        return
+    if not link.exists():
+        os.replace(version, link)
+        return
+    if _exchange(version, link):
+        shutil.rmtree(version, ignore_errors=True)  # the previous build, now where the new one was
+        return
+    aside = link.with_name(f".{link.name}.previous.{os.getpid()}")
+    os.replace(link, aside)
+    os.replace(version, link)
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[int] | None = None,
@@ -248,6 +323,7 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
         raise BuildError("; ".join(
             f"{library.name} uses {name}, which has no models at {path}: build it first "
             f"(hlc build {library.used[name].filename} --out {path.parent})" for name, path in missing.items()))
+    clean_orphans(link)
     version = _new_version(link)
     version.mkdir()
     try:
@@ -309,14 +385,18 @@ def check_models(target: Path, *, ranks: Sequence[int] | None = None, seed: int 
     models = json.loads((target / "models.json").read_text(encoding="utf-8"))
     used_file = target / "used_models.json"
     used = json.loads(used_file.read_text(encoding="utf-8")) if used_file.exists() else {}
-    library = parse_file(models["description"])
-    with tempfile.TemporaryDirectory(dir=target.resolve().parent, prefix=f".{library.name}.check.") as scratch:
-        scratch = Path(scratch)
+    library = parse_file(description_of(models, target))
+    scratch = target.parent / f".{target.name}.check.{os.getpid()}"  # clean_orphans knows it by the pid
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir()
+    try:
         if (target / "ext").exists():  # the compiled sources, so they are not compiled again
             shutil.copytree(target / "ext", scratch / "ext")
         profile(library, scratch / "check.jsonl", scratch, ranks=ranks, seed=seed, timeout=timeout,
                 progress=progress, verification_only=True)
         samples = Samples.read(scratch / "check.jsonl")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     predictor = Predictor.of_models(library, models, used)
     errors = {}
     for interface in library.interfaces:
@@ -347,8 +427,9 @@ def recalibrate(target: str | Path, *, check: bool = False, **options: Any) -> B
     models = json.loads((target / "models.json").read_text(encoding="utf-8"))
     options.setdefault("quick", models.get("fingerprint", {}).get("quick", False))
     options.pop("out", None)
+    description = description_of(models, target)
     if not check:
-        return build(models["description"], out=target, **options)
+        return build(description, out=target, **options)
     started = time.monotonic()
     checked = check_models(target, ranks=options.get("ranks"), timeout=options.get("timeout"),
                            progress=options.get("progress"))
@@ -356,7 +437,7 @@ def recalibrate(target: str | Path, *, check: bool = False, **options: Any) -> B
     if not stale:
         return BuildResult(models["library"], target, models, seconds=time.monotonic() - started,
                            checked=checked, refitted=[])
-    result = build(models["description"], out=target, refit=stale, previous=models, **options)
+    result = build(description, out=target, refit=stale, previous=models, **options)
     result.checked = checked
     return result
 
@@ -375,7 +456,7 @@ def refit(target: str | Path, *, description: str | Path | None = None, **fit_op
     if not (link / "models.json").exists() or not samples_file.exists():
         raise BuildError(f"{target} is not a built library with stored samples (models.json, samples.jsonl)")
     previous = json.loads((link / "models.json").read_text(encoding="utf-8"))
-    library = parse_file(description or previous["description"])
+    library = parse_file(description or description_of(previous, link))
     samples = Samples.read(samples_file)
     if library.name != samples.header["library"]:
         raise BuildError(f"{samples_file} holds samples of library '{samples.header['library']}', "
@@ -386,6 +467,7 @@ def refit(target: str | Path, *, description: str | Path | None = None, **fit_op
     models = calibrate(library, samples, models_of=used_paths, quick=quick, **fit_options)
     if "static" in previous:
         models["static"] = previous["static"]
+    clean_orphans(link)
     version = _new_version(link)
     try:
         shutil.copytree(link.resolve(), version, symlinks=True)
@@ -403,7 +485,12 @@ def load(path: str | Path) -> ModuleType:
     init = folder / "__init__.py"
     if not init.exists():
         raise FileNotFoundError(f"{path} is not a built library (no __init__.py); run `hlc build` first")
-    name = f"hlc_built_{folder.name.strip('.').replace('.', '_').replace('-', '_')}"
+    # A name of its own for each build in each place: a rebuilt or moved
+    # library imports afresh beside the one already imported.
+    models = folder / "models.json"
+    stamp = f"{folder}:{models.stat().st_mtime_ns if models.exists() else 0}"
+    tag = hashlib.sha1(stamp.encode()).hexdigest()[:10]
+    name = f"hlc_built_{folder.name.strip('.').replace('.', '_').replace('-', '_')}_{tag}"
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(folder)])

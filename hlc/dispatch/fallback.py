@@ -15,43 +15,37 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy
-
 from hlc.calibrate.harness import load_attribute
+from hlc.dispatch.bundle import description_of
 from hlc.dispatch.reference import Decider
-from hlc.dispatch.support import ModuleState, none_applies
+from hlc.dispatch.support import ModuleState, as_array, none_applies
 from hlc.language import ast
 from hlc.language.check import implementation_signature
 from hlc.language.expressions import evaluate
 from hlc.language.parse import parse_file
 from hlc.model.predict import Predictor
 
-_KINDS = {"int": "iu", "float": "f", "bool": "b"}
 
-
-def check_arguments(interface: ast.Interface, arguments: tuple) -> None:
-    """The argument checks of the compiled module, in Python."""
+def check_arguments(interface: ast.Interface, arguments: tuple) -> tuple:
+    """The argument checks and conversions of the compiled module, in
+    Python: the arguments as the implementations get them."""
     if len(arguments) != len(interface.arguments):
         raise TypeError(f"{interface.name}() takes {len(interface.arguments)} arguments, not {len(arguments)}")
+    checked = []
     for declared, value in zip(interface.arguments, arguments, strict=True):
-        where = f"{interface.name}(): argument '{declared.name}'"
         type_ = declared.type
-        if type_.dimensions == 0:
-            continue
-        if not isinstance(value, numpy.ndarray):
-            raise TypeError(f"{where} must be a NumPy array, not {type(value).__name__}")
-        kinds = _KINDS.get(type_.element)
-        if (kinds and value.dtype.kind not in kinds) or (not kinds and value.dtype != numpy.dtype(type_.element)):
-            raise TypeError(f"{where} must hold {type_.element}, not {value.dtype}")
-        if value.ndim != type_.dimensions:
-            raise ValueError(f"{where} must be {type_.dimensions}-dimensional, not {value.ndim}-dimensional")
+        if type_.dimensions > 0:
+            value = as_array(value, f"{interface.name}(): argument '{declared.name}'", type_.element,
+                             type_.dimensions, declared.mutable)
+        checked.append(value)
+    return tuple(checked)
 
 
 def python_module(init_file: str) -> dict[str, Any]:
     folder = Path(init_file).parent
     models = json.loads((folder / "models.json").read_text(encoding="utf-8"))
     used = json.loads((folder / "used_models.json").read_text(encoding="utf-8"))
-    library = parse_file(models["description"])
+    library = parse_file(description_of(models, folder))
     predictor = Predictor.of_models(library, models, used)
     decider = Decider(library, predictor)
     state = ModuleState(init_file, models)
@@ -90,7 +84,7 @@ def python_module(init_file: str) -> dict[str, Any]:
 def _interface_functions(interface: ast.Interface, decider: Decider, state: ModuleState,
                          helpers: dict[str, Callable], callables: dict[str, Callable]) -> dict[str, Callable]:
     def variables_of(*arguments: Any) -> dict[str, float]:
-        check_arguments(interface, arguments)
+        arguments = check_arguments(interface, arguments)
         environment = {**decider.predictor.constants, "P": state.P, "logP": state.logP,
                        **dict(zip((a.name for a in interface.arguments), arguments, strict=True))}
         values = {}
@@ -104,6 +98,7 @@ def _interface_functions(interface: ast.Interface, decider: Decider, state: Modu
         return decider.decide(interface, variables_of(*arguments))
 
     def call(*arguments: Any):
+        arguments = check_arguments(interface, arguments)
         variables = variables_of(*arguments)
         choice = decider.decide(interface, variables)
         if state.forcing and state.forced(interface.name, list(callables)) is not None:

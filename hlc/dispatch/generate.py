@@ -19,11 +19,13 @@ from hlc.language.check import implementation_signature
 from hlc.language.expressions import names, to_python
 
 _KINDS = {"int": "iu", "float": "f", "bool": "b"}
-_TYPE_WORDS = {"int": "integers", "float": "floating-point numbers", "bool": "booleans"}
 
 
 def argument_checks(interface: ast.Interface) -> list[str]:
-    """Lines that raise TypeError/ValueError naming a bad argument."""
+    """Lines that check each argument: a scalar of the wrong type raises
+    TypeError naming it; an array that is not the declared one at a glance
+    goes to ``_support.as_array``, which converts it where that loses
+    nothing and raises TypeError/ValueError naming it otherwise."""
     lines = []
     for argument in interface.arguments:
         name, type_ = safe(argument.name), argument.type
@@ -39,19 +41,14 @@ def argument_checks(interface: ast.Interface) -> list[str]:
                       f"({type_.element != 'bool'} and isinstance({name}, bool)):",
                       f"    raise TypeError(f\"{where} must be {type_.element}, not {{type({name}).__name__}}\")"]
             continue
-        elements = _TYPE_WORDS.get(type_.element, type_.element)
-        lines += [f"if not isinstance({name}, _support.numpy.ndarray):",
-                  f"    raise TypeError(f\"{where} must be a NumPy array of {elements}, "
-                  f"not {{type({name}).__name__}}\")"]
         if type_.element in _KINDS:
-            lines += [f"if {name}.dtype.kind not in {_KINDS[type_.element]!r}:",
-                      f"    raise TypeError(f\"{where} must hold {elements}, not {{{name}.dtype}}\")"]
+            dtype = f"{name}.dtype.kind in {_KINDS[type_.element]!r}"
         else:
-            lines += [f"if {name}.dtype != _support.numpy.dtype({type_.element!r}):",
-                      f"    raise TypeError(f\"{where} must hold {type_.element}, not {{{name}.dtype}}\")"]
-        lines += [f"if {name}.ndim != {type_.dimensions}:",
-                  f"    raise ValueError(f\"{where} must be {type_.dimensions}-dimensional, "
-                  f"not {{{name}.ndim}}-dimensional\")"]
+            dtype = f"{name}.dtype == _support.numpy.dtype({type_.element!r})"
+        lines += [f"if not (isinstance({name}, _support.numpy.ndarray) and {dtype} and {name}.ndim == "
+                  f"{type_.dimensions}):",
+                  f"    {name} = _support.as_array({name}, {where!r}, {type_.element!r}, {type_.dimensions}, "
+                  f"{argument.mutable})"]
     return lines
 
 

@@ -22,12 +22,13 @@ from typing import Any
 import numpy
 
 from hlc.calibrate.harness import Sources, load_attribute
+from hlc.dispatch.bundle import description_of
 from hlc.dispatch.reference import Choice
 from hlc.model.fingerprint import digest, machine
 from hlc.runtime import world
 
 __all__ = ["Choice", "ExtrapolationWarning", "ModuleState", "StaleModelError", "StaleModelWarning",
-           "clock", "load_attribute", "numpy"]
+           "as_array", "clock", "load_attribute", "numpy"]
 
 LOG = logging.getLogger("hlc.dispatch")
 clock = time.perf_counter
@@ -49,15 +50,15 @@ def read_models(module_file: str) -> dict[str, Any]:
     return json.loads((Path(module_file).parent / "models.json").read_text(encoding="utf-8"))
 
 
-def stale_reasons(models: Mapping[str, Any]) -> list[str]:
-    """What differs between the calibration and now: machine, versions, sources."""
+def stale_reasons(models: Mapping[str, Any], folder: Path) -> list[str]:
+    """What differs between the calibration and now: machine, versions, and
+    the sources the build in ``folder`` calls (its own copies)."""
     recorded = models.get("fingerprint", {})
     reasons = []
     for key, value in machine().items():
         if recorded.get(key) != value:
             reasons.append(f"{key}: calibrated with {recorded.get(key)!r}, now {value!r}")
-    description = models.get("description", "")
-    base = Path(description).parent
+    base = description_of(models, folder).parent
     for name, recorded_digest in recorded.get("sources", {}).items():
         path = base / name
         if not path.exists():
@@ -88,7 +89,8 @@ class ModuleState:
         self.models = models
         used = folder / "used_models.json"
         self.used_models = json.loads(used.read_text(encoding="utf-8")) if used.exists() else {}
-        self.sources = Sources(str(Path(models["description"]).parent), str(folder / "ext"))
+        self.description = description_of(models, folder)
+        self.sources = Sources(str(self.description.parent), str(folder / "ext"))
         self.world = world()
         self.P = float(self.world.size)
         self.logP = math.log2(self.P)
@@ -98,7 +100,7 @@ class ModuleState:
         self.forcing = self.force is not None
         self._extrapolated: set[tuple[str, str]] = set()
         self._library = None
-        reasons = stale_reasons(models)
+        reasons = stale_reasons(models, folder)
         if reasons:
             message = f"the models of library {models['library']} may not fit: " + "; ".join(reasons)
             if os.environ.get("HLC_STRICT", "") not in ("", "0"):
@@ -151,7 +153,7 @@ class ModuleState:
         if self._library is None:
             from hlc.language.parse import parse_file
 
-            self._library = parse_file(self.models["description"])
+            self._library = parse_file(self.description)
         return self._library
 
     def explain(self, interface: str, variables: dict[str, float], choice: Choice) -> str:
@@ -166,6 +168,72 @@ def choice(names: list[str], chosen: int, predicted: list[float], settings: dict
     applicable = {names[i]: dict(values) for i, values in settings.items() if math.isfinite(predicted[i])}
     return Choice(names[chosen] if chosen >= 0 else None, applicable.get(names[chosen], {}) if chosen >= 0 else {},
                   dict(zip(names, predicted, strict=True)), applicable)
+
+
+#: The dtype kinds an element type of the language accepts as they are.
+ELEMENT_KINDS = {"int": "iu", "float": "f", "bool": "b"}
+_ELEMENT_WORDS = {"int": "integers", "float": "floating-point numbers", "bool": "booleans"}
+
+
+def as_array(value: Any, where: str, element: str, dimensions: int, mutable: bool = False) -> numpy.ndarray:
+    """``value`` as the array an argument declared ``element[…]`` with
+    ``dimensions`` dimensions takes, converted where that loses nothing;
+    else TypeError or ValueError naming the argument (``where``).
+
+    * An array of the declared dtype (or, for ``int``, ``float`` and
+      ``bool``, of that kind) is taken as it is.
+    * A list, tuple or other array-like is made an array first.
+    * An array of another dtype is converted when the declared type holds
+      every one of its values exactly: where NumPy's safe casting says so for
+      the dtypes (``int16`` to ``int32``, ``float32`` to ``float64``), and
+      from integers to floating point when each value is checked exact.
+      Made from a list, integers also narrow to a smaller integer dtype when
+      every value fits.
+    * Booleans and numbers never stand for each other, and an argument the
+      implementations modify in place (``mutable``) is never converted: its
+      copy would take the changes instead of the caller's array.
+
+    The generated module calls this only for an argument its own quick test
+    refused, so an array that needs nothing costs nothing more."""
+    words = _ELEMENT_WORDS.get(element, element)
+    kinds = ELEMENT_KINDS.get(element)
+    target = numpy.dtype({"int": numpy.int64, "float": numpy.float64, "bool": numpy.bool_}.get(element, element))
+    listed = not isinstance(value, numpy.ndarray)
+    array = value
+    if listed:
+        if mutable:
+            raise TypeError(f"{where} must be a NumPy array of {words} (the implementations change it in place), "
+                            f"not {type(value).__name__}")
+        try:
+            array = numpy.asarray(value)
+        except (TypeError, ValueError, OverflowError):
+            array = None
+        if array is None or array.dtype.kind not in "biuf":
+            raise TypeError(f"{where} must be a NumPy array of {words}, not {type(value).__name__}")
+    if array.ndim != dimensions:
+        raise ValueError(f"{where} must be {dimensions}-dimensional, not {array.ndim}-dimensional")
+    have = array.dtype
+    if (kinds is not None and have.kind in kinds) or (kinds is None and have == target):
+        return array
+    if listed and array.size == 0:  # [] holds values of any type
+        return array.astype(target)
+    refused = TypeError(f"{where} must hold {words}, not {have}")
+    if mutable or (have.kind == "b") != (target.kind == "b"):
+        raise refused
+    if numpy.can_cast(have, target, casting="safe") and not (have.kind in "iu" and target.kind == "f"):
+        return array.astype(target)
+    if have.kind in "iu" and target.kind == "f":  # exact where |x| <= 2**(mantissa bits + 1)
+        bound = 2 ** (numpy.finfo(target).nmant + 1)
+        if array.size == 0 or (int(array.min()) >= -bound and int(array.max()) <= bound):
+            return array.astype(target)
+        raise ValueError(f"{where} holds integers beyond ±2**{numpy.finfo(target).nmant + 1}, "
+                         f"which {target} cannot hold exactly")
+    if listed and have.kind in "iu" and target.kind in "iu":
+        limits = numpy.iinfo(target)
+        if array.size == 0 or (int(array.min()) >= limits.min and int(array.max()) <= limits.max):
+            return array.astype(target)
+        raise ValueError(f"{where} holds values beyond the range of {target}")
+    raise refused
 
 
 def none_applies(interface: str, variables: Mapping[str, float]) -> None:

@@ -91,14 +91,18 @@ def read_build(folder: str | Path) -> BuildData:
 
 def _description(folder: Path, models: dict[str, Any], records: list[dict[str, Any]],
                  notes: list[str]) -> tuple[Path | None, ast.Library | None]:
-    """The description the build was made from, parsed; relative paths are tried
-    from here and from the build folder's parents (where `hlc build` usually runs)."""
+    """The description the build was made from, parsed: the build's own copy,
+    else (a build made before builds kept one) the path it records, relative
+    paths tried from here and from the build folder's parents (where `hlc
+    build` usually runs)."""
     from hlc.language.errors import HLError
     from hlc.language.parse import parse_file
 
     header = next((r for r in records if r.get("kind") == "header"), {})
     written = [p for p in (models.get("description"), header.get("description")) if p]
     candidates: list[Path] = []
+    if models.get("description") and not Path(models["description"]).is_absolute():
+        candidates.append(folder / models["description"])
     for text in written:
         path = Path(text)
         candidates += [path] if path.is_absolute() else [path, *(p / path for p in folder.resolve().parents)]

@@ -17,6 +17,7 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
+from hlc.evaluation import summary_rows
 from hlc.model.calibration import missing_implementations
 from hlc.model.terms import discovered_in_words
 from hlc.reports.data import BuildData, ImplementationInfo, InterfaceInfo
@@ -122,6 +123,7 @@ def _header(data: BuildData) -> str:
     library = data.library
     doc = f"<p>{escape(library.doc.strip())}</p>\n" if library is not None and library.doc else ""
     facts = [("build", str(data.folder.resolve())), ("description", str(data.description or models.get("description"))),
+             ("built from", models.get("origin")),
              ("created", models.get("created")), ("CPU", fingerprint.get("cpu")), ("cores", fingerprint.get("cores")),
              ("platform", fingerprint.get("platform")), ("OS", fingerprint.get("os")),
              ("Python", fingerprint.get("python")),
@@ -215,8 +217,13 @@ def _evaluation(evaluation: Mapping[str, Any], part: Mapping[str, Any] | None) -
              if k in evaluation]
     out = ["<h3>Evaluation against measured times</h3>\n", _facts(setup)]
     summary = part.get("summary") or {}
-    if summary:
-        out.append(_table(["measure", "value"], summary.items(), numeric=(1,)))
+    if summary.get("points"):
+        try:
+            rows = [("points judged", str(summary["points"]))] + [(measure.strip(), value.strip())
+                                                                  for measure, value in summary_rows(summary)]
+        except KeyError:  # written by an older hlc: its figures as they are
+            rows = list(summary.items())
+        out.append(_table(["measure", "value"], rows))
     points = part.get("points", [])
     wrong = sorted((p for p in points if not p.get("right", True)), key=lambda p: -(p.get("penalty") or 0.0))
     out.append(f"<p>{len(points)} points evaluated, {len(wrong)} wrong choice{'' if len(wrong) == 1 else 's'} "

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import hlc
-from hlc.dispatch.build import build, load
+from hlc.dispatch.build import build, clean_orphans, load
 
 ROOT = Path(__file__).resolve().parents[2]
 DESCRIPTIONS = ROOT / "tests" / "descriptions"
@@ -52,9 +52,14 @@ def run_python(code: str, **environment: str) -> subprocess.CompletedProcess:
 def test_build_makes_an_importable_package(built):
     folder, result = built
     package = folder / "vector"
-    assert package.is_symlink()
-    for name in ("__init__.py", "dispatch_vector.pyx", "models.json", "samples.jsonl", "profile_vector.py"):
+    assert package.is_dir() and not package.is_symlink()
+    for name in ("__init__.py", "__init__.pyi", "py.typed", "pyproject.toml", "dispatch_vector.pyx", "models.json",
+                 "samples.jsonl", "profile_vector.py", "source/vector.hl", "source/vector/sums.py",
+                 "source/comm.hl"):
         assert (package / name).exists(), name
+    assert result.models["description"] == "source/vector.hl"
+    assert result.models["origin"] == str(DESCRIPTIONS / "vector.hl")
+    assert sorted(p.name for p in folder.iterdir()) == ["comm", "vector"]  # nothing beside the builds
     assert result.compiled and not result.failures
     statuses = {name: record["time"]["status"] for name, record in result.models["implementations"].items()}
     assert statuses == dict.fromkeys(("numpy", "fsum", "kahan", "blocked"), "fitted")
@@ -68,14 +73,26 @@ def test_build_makes_an_importable_package(built):
     assert vector.predict(choice.implementation, n=1000, **choice.parameters) == pytest.approx(choice.seconds)
 
 
-def test_bad_arguments_name_the_argument(built):
+def test_array_likes_are_converted_where_nothing_is_lost_and_bad_arguments_name_the_argument(built):
     vector = load(built[0] / "vector")
-    with pytest.raises(TypeError, match="argument 'values' must be a NumPy array"):
-        vector.total([1.0, 2.0])
-    with pytest.raises(TypeError, match="argument 'values' must hold float64, not int64"):
-        vector.total(np.arange(5))
+    assert vector.total([1.0, 2.0]) == 3.0
+    assert vector.total((1, 2, 3)) == 6.0
+    assert vector.total(np.arange(5)) == 10.0  # int64 values within ±2**53: exact in float64
+    assert vector.total(np.ones(4, dtype=np.float32)) == 4.0
+    assert vector.variables_total([1.0, 2.0])["n"] == 2
+    assert vector.choose([1.0, 2.0]).implementation is not None
+    with pytest.raises(TypeError, match="argument 'values' must be a NumPy array of float64, not str"):
+        vector.total("12")
+    with pytest.raises(TypeError, match="argument 'values' must hold float64, not bool"):
+        vector.total(np.ones(3, dtype=bool))
+    with pytest.raises(TypeError, match="argument 'values' must hold float64, not complex128"):
+        vector.total(np.ones(3, dtype=complex))
+    with pytest.raises(ValueError, match="argument 'values' holds integers beyond"):
+        vector.total(np.array([2**60, 1]))
     with pytest.raises(ValueError, match="argument 'values' must be 1-dimensional, not 2-dimensional"):
         vector.total(np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="argument 'values' must be 1-dimensional, not 2-dimensional"):
+        vector.total([[1.0], [2.0]])
 
 
 def interleaved_seconds(calls: dict[str, object], rounds: int = 9) -> dict[str, float]:
@@ -168,18 +185,28 @@ def test_calls_outside_the_calibrated_range_warn_once(built):
 
 
 def test_killed_recalibration_leaves_the_previous_build_working(built):
+    """Killed while it profiles (its new version half made beside the build):
+    the build is untouched and imports, and the next build's first step
+    removes what the killed one left."""
     folder = built[0]
-    before = (folder / "vector").resolve()
+    before = (folder / "vector" / "models.json").read_bytes()
     child = subprocess.Popen([sys.executable, "-m", "hlc", "recalibrate", str(folder / "vector")], cwd=ROOT,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    time.sleep(3)
+    deadline = time.monotonic() + 60
+    while not list(folder.glob(".vector.*/samples.jsonl")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert child.poll() is None, "the recalibration ended before it could be killed while profiling"
     os.killpg(child.pid, signal.SIGKILL)
     child.wait()
-    assert (folder / "vector").resolve() == before
+    assert (folder / "vector" / "models.json").read_bytes() == before
+    left = [p.name for p in folder.iterdir() if p.name.startswith(".vector.")]
+    assert left, "a killed build leaves its version folder until the next build"
     result = run_python(f"import hlc, numpy; v = hlc.load({str(folder / 'vector')!r}); "
                         f"x = numpy.arange(100.0); print(v.total(x))")
     assert result.returncode == 0, result.stderr
     assert float(result.stdout) == 4950.0
+    assert [p.name for p in clean_orphans(folder / "vector")] == left
+    assert sorted(p.name for p in folder.iterdir()) == ["comm", "vector"]
 
 
 def test_without_a_c_compiler_the_same_decisions_are_made_in_python(built, tmp_path, monkeypatch):
@@ -312,15 +339,15 @@ def test_a_build_without_an_implementation_ends_with_a_warning_and_strict_refuse
     assert re.search(r"raised ValueError: \d+ keys are too many for me \(at impls.py:\d+\)$", warnings[-2])
     assert "--strict" in warnings[-1]
     assert re.search(r"^raises +excluded ", captured.out, re.MULTILINE)  # the summary table's row
-    installed = out.resolve()
+    installed = (out / "models.json").read_bytes()
     assert load(out).sort(np.array([3, 1, 2])).tolist() == [1, 2, 3]
 
     assert main(["build", str(description), "--out", str(out), "--strict"]) == 2
     error = capsys.readouterr().err
     assert "partly would be built without raises: excluded while profiling" in error
     assert "raised ValueError" in error and "nothing was installed" in error
-    assert out.resolve() == installed  # the previous build is untouched, and nothing is left behind
-    assert sorted(p.name for p in out.parent.iterdir()) == sorted(["partly", installed.name])
+    assert (out / "models.json").read_bytes() == installed  # the previous build is untouched, and
+    assert [p.name for p in out.parent.iterdir()] == ["partly"]  # nothing is left behind
 
     report = hlc.report(out)
     page = report.index.read_text()

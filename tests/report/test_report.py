@@ -35,8 +35,10 @@ def fake_evaluation() -> dict:
             "dispatched": 1.1e-5})
     return {"format": 1, "library": "decisions", "created": "2026-11-22T00:00:00+0000", "seed": 1,
             "params": "chosen", "tolerance": 0.03, "baseline": None,
-            "interfaces": {"work": {"summary": {"points": 4, "right": 3, "right_share": 0.75, "mean_penalty": 0.25},
-                                    "points": points}}}
+            "interfaces": {"work": {"summary": {
+                "points": 4, "tolerance": 0.03, "right_share": 0.75, "mean_penalty_when_wrong": 1.0,
+                "expected_penalty": 0.25, "worst_penalty": 1.0, "ratio_median": 1.0, "ratio_p95": 1.85,
+                "ratio_max": 2.0, "chosen_plain": 3, "chosen_tiles": 1}, "points": points}}}
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +105,8 @@ def test_the_page_and_every_image_it_shows(report):
 def test_the_evaluation_is_summarized_and_its_wrong_choice_listed(report):
     page = report.index.read_text(encoding="utf-8")
     assert not any("evaluation" in note for note in report.notes), report.notes
-    assert "right_share" in page and "0.75" in page
+    assert "<td>right choices</td><td>75.0%</td>" in page and "right_share" not in page
+    assert "mean when wrong 100.0%, expected 25.00%, worst 100.0%" in page and "plain 3, tiles 1" in page
     assert "1 wrong choice " in page and "tiles tall=1 wide=1" in page
     assert not any("could not be drawn" in note for note in report.notes), report.notes
 

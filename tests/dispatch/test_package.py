@@ -1,0 +1,143 @@
+"""A build is a package of its own: it keeps the description and the sources
+it calls, works after the originals and the build itself are moved, and
+``pip install`` installs it under the library's name."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hlc
+from hlc.dispatch.bundle import BundleError, copy_sources, description_of, stub
+from hlc.language.parse import parse_file
+
+ROOT = Path(__file__).resolve().parents[2]
+DESCRIPTIONS = ROOT / "tests" / "descriptions"
+
+
+@pytest.fixture(scope="module")
+def moved(tmp_path_factory) -> tuple[Path, Path]:
+    """squares built from a copy of its description, the copy then moved away,
+    and the build folder moved to another folder: (the build, the original's
+    new place)."""
+    work = tmp_path_factory.mktemp("package")
+    originals = work / "libraries"
+    originals.mkdir()
+    shutil.copy(DESCRIPTIONS / "squares.hl", originals / "squares.hl")
+    shutil.copytree(DESCRIPTIONS / "squares", originals / "squares", ignore=shutil.ignore_patterns("__pycache__"))
+    hlc.build(originals / "squares.hl", out=work / "build" / "squares", quick=True)
+    elsewhere = work / "elsewhere"
+    originals.rename(elsewhere)
+    (work / "shipped").mkdir()
+    build = (work / "build" / "squares").rename(work / "shipped" / "squares")
+    return build, elsewhere
+
+
+def run(code: str, cwd: Path, **environment: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=cwd,
+                          env={**os.environ, **environment})
+
+
+def test_a_moved_build_imports_and_calls_its_own_copy_of_the_sources(moved):
+    build, elsewhere = moved
+    models = json.loads((build / "models.json").read_text())
+    assert models["description"] == "source/squares.hl"
+    assert models["origin"].endswith("libraries/squares.hl") and not Path(models["origin"]).exists()
+    assert description_of(models, build) == build / "source" / "squares.hl"
+    # an edit of the originals does not reach the build
+    (elsewhere / "squares" / "impls.py").write_text("raise ImportError('the original was read')\n")
+    result = run(f"import hlc, numpy, warnings; warnings.simplefilter('error'); "
+                 f"m = hlc.load({str(build)!r}); print(m.square_sum(numpy.arange(4.0)))", cwd=build.parent)
+    assert result.returncode == 0, result.stderr
+    assert float(result.stdout) == 14.0
+
+
+def test_a_moved_build_explains_evaluates_and_reports(moved):
+    build, _ = moved
+    module = hlc.load(build)
+    assert "square_sum(n = 100" in module.explain(np.ones(100))
+    evaluation = hlc.evaluate(build, points=3, seed=2, params="exhaustive")
+    assert evaluation.interfaces["square_sum"]["summary"]["points"] == 3
+    page = hlc.report(build).index.read_text()
+    assert "source/squares.hl" in page and "was not found" not in page
+
+
+def test_an_edit_of_the_build_s_own_sources_is_reported_stale(moved, tmp_path):
+    build = tmp_path / "squares"
+    shutil.copytree(moved[0], build)
+    with (build / "source" / "squares" / "impls.py").open("a") as file:
+        file.write("\n# edited\n")
+    result = run(f"import hlc; hlc.load({str(build)!r})", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "source squares/impls.py: changed since calibration" in result.stderr
+
+
+@pytest.mark.skipif(importlib.util.find_spec("setuptools") is None, reason="pip needs setuptools to install a build")
+def test_pip_installs_the_build_as_a_package_with_its_stub(moved, tmp_path):
+    build, _ = moved
+    target = tmp_path / "site"
+    install = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                              "--target", str(target), str(build)], capture_output=True, text=True, timeout=300)
+    assert install.returncode == 0, install.stderr
+    installed = target / "squares"
+    for name in ("__init__.py", "__init__.pyi", "py.typed", "models.json", "source/squares.hl",
+                 "source/squares/impls.py"):
+        assert (installed / name).exists(), name
+    assert list(installed.glob("dispatch_squares*.so"))
+    result = run("import numpy, squares; print(squares.square_sum(numpy.arange(4.0))); "
+                 "help(squares.square_sum)", cwd=tmp_path, PYTHONPATH=str(target))
+    assert result.returncode == 0, result.stderr
+    first, *rest = result.stdout.splitlines()
+    assert float(first) == 14.0 and "The sum of the squares of the values." in "\n".join(rest)
+
+
+def test_the_stub_declares_every_interface_and_compiles():
+    library = parse_file(DESCRIPTIONS / "squares.hl")
+    text = stub(library)
+    compile(text, "__init__.pyi", "exec")
+    assert "def square_sum(values: ArrayLike) -> float:" in text
+    assert '"""The sum of the squares of the values."""' in text
+    assert "def choose_square_sum_at(**variables: float) -> Choice:" in text
+    assert "explanatory variables (n)" in text
+
+
+def test_sources_outside_the_description_s_folder_keep_their_layout(tmp_path):
+    (tmp_path / "common").mkdir()
+    (tmp_path / "common" / "helpers.py").write_text("def identity(x):\n    return x\n")
+    (tmp_path / "lib").mkdir()
+    text = ('library outside\nfrom "../common/helpers.py" import identity\n'
+            'interface f(x: float64[]) -> float64[]\n    n = len(x)\n'
+            '    impl one = identity\n        time = 1e-9 * n\n')
+    description = tmp_path / "lib" / "outside.hl"
+    description.write_text(text)
+    library = parse_file(description)
+    folder = tmp_path / "build"
+    relative = copy_sources(library, folder)
+    assert relative == "source/lib/outside.hl"
+    assert (folder / "source" / "common" / "helpers.py").exists()
+    assert parse_file(folder / relative).imports[0].source == "../common/helpers.py"
+
+
+def test_two_used_libraries_whose_files_would_collide_are_refused(tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / name / "impl").mkdir(parents=True)
+        (tmp_path / name / "impl" / "code.py").write_text(f"def f{name}(x):\n    return x\n")
+        (tmp_path / name / f"{name}.hl").write_text(
+            f'library {name}\nfrom "impl/code.py" import f{name}\n'
+            f'interface g{name}(x: float64[]) -> float64[]\n    n = len(x)\n'
+            f'    impl one = f{name}\n        time = 1e-9 * n\n')
+    text = ('library top\nuses a\nuses b\n'
+            'interface h(x: float64[]) -> float64[]\n    n = len(x)\n'
+            '    impl one = numpy.sort\n        time = 1e-9 * n\n')
+    (tmp_path / "top.hl").write_text(text)
+    library = parse_file(tmp_path / "top.hl", search_path=[tmp_path / "a", tmp_path / "b"])
+    with pytest.raises(BundleError, match="would both be copied to source/impl/code.py"):
+        copy_sources(library, tmp_path / "build")
