@@ -35,6 +35,7 @@ from hlc.calibrate.generate import profiling_program
 from hlc.calibrate.run import Failure, ProfileResult, Progress, profile, profile_defaults
 from hlc.compile import compile_extensions
 from hlc.dispatch.bundle import SOURCE_FOLDER, copy_sources, description_of, write_package_files
+from hlc.dispatch.cmodels import HEADER
 from hlc.dispatch.generate import dispatch_source
 from hlc.errors import UserError
 from hlc.language import ast
@@ -51,6 +52,7 @@ from hlc.model.calibration import (
 from hlc.model.fit import mean_relative_error
 from hlc.model.predict import Predictor
 from hlc.model.terms import discovered_in_words
+from hlc.resources import read_text
 
 QUICK_VALUES = 4  # values per loop in a --quick build
 QUICK_PARAMETER_VALUES = 16  # values per loop over a parameter in a --quick build
@@ -205,6 +207,7 @@ def package(library: ast.Library, models: dict[str, Any], used_models: dict[str,
     (folder / "models.json").write_text(json.dumps(models, indent=1) + "\n", encoding="utf-8")
     (folder / "used_models.json").write_text(json.dumps(used_models) + "\n", encoding="utf-8")
     module = f"dispatch_{library.name}"
+    (folder / HEADER).write_text(read_text("templates", HEADER), encoding="utf-8")  # what the module includes
     source = folder / f"{module}.pyx"
     source.write_text(dispatch_source(library, models, used_models, static), encoding="utf-8")
     compiled = has_compiler()
@@ -245,7 +248,7 @@ def clean_orphans(link: Path) -> list[Path]:
     current = link.resolve() if link.is_symlink() else None  # a build of the time builds were links
     for path in link.parent.glob(f".{link.name}.*"):
         pid = path.name.rsplit(".", 1)[-1]
-        if not pid.isdigit() or _alive(int(pid)) or path == current:
+        if not pid.isdigit() or _alive(int(pid)) or path.resolve() == current:
             continue
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)

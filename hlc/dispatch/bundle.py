@@ -188,7 +188,8 @@ package-dir = {{"{library.name}" = "."}}
 include-package-data = false
 
 [tool.setuptools.package-data]
-{library.name} = ["*.so", "*.pyd", "*.pyx", "*.pyi", "py.typed", "*.json", "*.jsonl", "ext/*", "{SOURCE_FOLDER}/**/*"]
+{library.name} = ["*.so", "*.pyd", "*.pyx", "*.h", "*.pyi", "py.typed", "*.json", "*.jsonl", "ext/*",
+    "{SOURCE_FOLDER}/**/*"]
 """
 
 

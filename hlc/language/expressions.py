@@ -215,17 +215,9 @@ def to_python(expression: Expression, spell_name: NameSpeller | None = None,
 
 def to_c(expression: Expression, spell_name: NameSpeller | None = None,
          spell_call: CallSpeller | None = None) -> str:
-    """C source computing ``expression`` as a double; needs <math.h> and
-    :data:`C_PRELUDE`."""
+    """C source computing ``expression`` as a double; needs the header
+    ``templates/hlc_dispatch.h`` (its ``hlc_mod``, and <math.h>)."""
     return _Printer("c", spell_name, spell_call).print(expression)
-
-
-C_PRELUDE = """\
-static inline double hlc_mod(double a, double b) {
-    double r = fmod(a, b);
-    return (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : r;
-}
-"""
 
 
 class EvaluationError(Exception):

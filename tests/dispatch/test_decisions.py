@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import shutil
+import subprocess
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -23,8 +26,8 @@ DESCRIPTIONS = Path(__file__).resolve().parents[1] / "descriptions"
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
 
 
-def synthetic_models(library: hlc.Library, rng: random.Random) -> dict:
-    """A models artefact with random positive coefficients on most terms."""
+def synthetic_models(library: hlc.Library, rng: random.Random, negative: float = 0.0) -> dict:
+    """A models artefact with random coefficients on most terms, a share ``negative`` of them negative."""
     implementations = {}
     constants = constant_values(library)
     for interface in library.interfaces:
@@ -42,18 +45,18 @@ def synthetic_models(library: hlc.Library, rng: random.Random) -> dict:
                 entry = {"status": "fitted", "discovered": discovered}
                 terms = ["1"] + [unparse(t) for t in model_terms(model, entry)]
                 kept = [t for t in terms if rng.random() < 0.85] or ["1"]
-                entry.update(terms=terms, kept=kept, coefficients={t: rng.uniform(1e-9, 1e-6) for t in kept})
+                entry.update(terms=terms, kept=kept, coefficients={
+                    t: rng.uniform(1e-9, 1e-6) * (-1 if negative and rng.random() < negative else 1) for t in kept})
             implementations[implementation.name] = {"interface": interface.name, "time": entry}
     return {"library": library.name, "description": library.filename, "fingerprint": {},
             "implementations": implementations}
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
+def compile_synthetic(tmp_path_factory, negative: float):
     library = hlc.parse_file(DESCRIPTIONS / "decisions.hl")
     rng = random.Random(20261121)
-    models = synthetic_models(library, rng)
-    used = {"comm": synthetic_models(library.used["comm"], rng)}
+    models = synthetic_models(library, rng, negative)
+    used = {"comm": synthetic_models(library.used["comm"], rng, negative)}
     assert all(models["implementations"][name]["time"]["discovered"] for name in ("plain", "digits"))
     folder = tmp_path_factory.mktemp("decisions")
     assert package(library, models, used, folder)
@@ -64,14 +67,25 @@ def compiled(tmp_path_factory):
     return library, module, Decider(library, predictor)
 
 
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """The library with positive coefficients: every search has a minimum inside its range somewhere."""
+    return compile_synthetic(tmp_path_factory, 0.0)
+
+
+@pytest.fixture(scope="module", params=[0.0, 0.2], ids=["positive", "a-fifth-negative"])
+def any_compiled(request, tmp_path_factory, compiled):
+    return compiled if request.param == 0.0 else compile_synthetic(tmp_path_factory, request.param)
+
+
 def random_variables(rng: random.Random) -> dict:
     ranks = rng.choice([1, 1, 2, 4, 8])
     return {"n": int(10 ** rng.uniform(0, 7)) if rng.random() < 0.97 else 0, "width": rng.randint(0, 64),
             "P": ranks, "logP": math.log2(ranks)}
 
 
-def test_compiled_and_python_decisions_agree_on_10000_random_calls(compiled):
-    library, module, decider = compiled
+def test_compiled_and_python_decisions_agree_on_10000_random_calls(any_compiled):
+    library, module, decider = any_compiled
     interface = library.interface("work")
     rng = random.Random(7)
     chosen = set()
@@ -98,7 +112,7 @@ def test_every_kind_of_parameter_search_is_exercised(compiled):
             implementation = interface.implementation(name)
             if decider.applies(implementation, variables):
                 seen.setdefault(name, set()).add(tuple(decider.parameters(implementation, variables).items()))
-    assert all(len(values) > 3 for values in seen.values()), seen
+    assert set(seen) == {"digits", "blocks", "tiles"} and all(len(values) > 3 for values in seen.values()), seen
 
 
 def test_explain_shows_the_search_the_make_up_and_what_lies_beyond_the_samples(compiled):
@@ -126,3 +140,20 @@ def test_the_make_up_of_a_prediction_has_no_negative_share():
     lines = composition([("n", 3e-3), ("1", 1e-3), ("n * (log2(n) >= 18)", -5e-4)])
     assert lines[0].split()[-1] == "75.0%" and lines[1].split()[-1] == "25.0%"
     assert "less corrections" in lines[2] and lines[3].split()[-2:] == ["-500", "µs"]
+
+
+def test_the_c_reads_one_term_a_line_and_stores_nothing_it_does_not_read(compiled, tmp_path):
+    """The decision's C, as the module embeds it: each model a sum written one
+    term a line with the term as the description writes it, and nothing that
+    gcc -Wall calls unused or set but not used."""
+    library, module, _ = compiled
+    source = Path(module.__file__).parent / "dispatch_decisions.pyx"
+    text = source.read_text()
+    block = textwrap.dedent(text.split('cdef extern from *:\n    """\n', 1)[1].split('\n    """', 1)[0])
+    assert re.search(r"^    seconds \+= -?[0-9.e+-]+ \* v_n;\s+/\* n \*/$", block, re.MULTILINE), block[:2000]
+    assert "#include \"hlc_dispatch.h\"" in block and "hlc_integer_minimum(hlc_objective" not in block
+    program = tmp_path / "decisions.c"
+    program.write_text(block)
+    compiler = subprocess.run(["cc", "-fsyntax-only", "-Wall", "-Werror", f"-I{source.parent}", str(program)],
+                              capture_output=True, text=True)
+    assert compiler.returncode == 0, compiler.stderr

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import hlc
+from hlc.dispatch.build import clean_orphans, refit
 from hlc.dispatch.bundle import BundleError, copy_sources, description_of, stub
 from hlc.language.parse import parse_file
 
@@ -97,6 +98,22 @@ def test_pip_installs_the_build_as_a_package_with_its_stub(moved, tmp_path):
     assert result.returncode == 0, result.stderr
     first, *rest = result.stdout.splitlines()
     assert float(first) == 14.0 and "The sum of the squares of the values." in "\n".join(rest)
+
+
+def test_a_build_made_as_a_link_to_its_version_folder_is_kept_and_replaced(moved, tmp_path):
+    """Builds used to be links to a version folder named after the process
+    that made it: cleaning leaves the linked one alone, and the next build
+    puts a folder in the link's place."""
+    version = tmp_path / ".squares.20260101-000000.999999999"
+    shutil.copytree(moved[0], version)
+    (tmp_path / ".squares.20260101-000001.999999998").mkdir()  # a killed build's
+    link = tmp_path / "squares"
+    link.symlink_to(version.name)
+    assert clean_orphans(link) == [tmp_path / ".squares.20260101-000001.999999998"]
+    assert version.is_dir() and hlc.load(link).square_sum(np.arange(3.0)) == 5.0
+    refit(link)
+    assert link.is_dir() and not link.is_symlink() and not version.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["squares"]
 
 
 def test_the_stub_declares_every_interface_and_compiles():

@@ -6,13 +6,14 @@ import math
 import random
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hlc.language import ast
-from hlc.language.expressions import C_PRELUDE, EvaluationError, evaluate, split_terms, to_c, to_python, unparse
+from hlc.language.expressions import EvaluationError, evaluate, split_terms, to_c, to_python, unparse
 from hlc.language.parser import parse_syntax
 
 VARIABLES = {"n": 1000, "width": 28, "bpd": 7, "x": 2.5, "y": -3.0}
@@ -142,10 +143,12 @@ def test_c_and_python_agree_on_random_expressions(tmp_path):
     declarations = "".join(f"    double {name} = {float(value)!r};\n" for name, value in VARIABLES.items())
     body = "".join(f'    printf("%.17g\\n", (double)({to_c(e)}));\n' for e, _ in cases)
     program = tmp_path / "agree.c"
-    program.write_text(f"#include <math.h>\n#include <stdio.h>\n{C_PRELUDE}\nint main(void) {{\n"
-                       f"{declarations}{body}    return 0;\n}}\n")
+    program.write_text(f"#define HLC_SCAN_LIMIT 64L\n#include \"hlc_dispatch.h\"\n#include <stdio.h>\n"
+                       f"int main(void) {{\n{declarations}{body}    return 0;\n}}\n")
     binary = tmp_path / "agree"
-    subprocess.run(["cc", "-O0", "-Wno-unused-variable", str(program), "-o", str(binary), "-lm"], check=True)
+    headers = Path(__file__).resolve().parents[2] / "templates"
+    subprocess.run(["cc", "-O0", "-Wno-unused-variable", "-Wno-unused-function", f"-I{headers}", str(program),
+                    "-o", str(binary), "-lm"], check=True)
     output = subprocess.run([str(binary)], check=True, capture_output=True, text=True).stdout.split()
     assert len(output) == len(cases)
     for (expression, expected), printed in zip(cases, output, strict=True):

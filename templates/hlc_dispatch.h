@@ -1,0 +1,112 @@
+/* hlc_dispatch.h: what every dispatch module hlc generates shares.
+ *
+ * The functions its cost models call (besides <math.h>), the integer
+ * searches that choose parameters, and bitwidth() of an integer array.  A
+ * dispatch module includes it first, after defining HLC_SCAN_LIMIT from
+ * hlc.optimize.SCAN_LIMIT; its models and decisions follow in its own .pyx.
+ * Each search mirrors the Python in hlc.optimize, step by step, so that the
+ * compiled module and hlc.dispatch.reference decide alike.
+ */
+#ifndef HLC_DISPATCH_H
+#define HLC_DISPATCH_H
+
+#include <math.h>
+
+#ifndef HLC_SCAN_LIMIT
+#  error "define HLC_SCAN_LIMIT (hlc.optimize.SCAN_LIMIT) before including hlc_dispatch.h"
+#endif
+
+/* a mod b with the sign of b, as Python's % (the description language's). */
+static inline double hlc_mod(double a, double b) {
+    double r = fmod(a, b);
+    return (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : r;
+}
+
+/* A prediction that is not a number counts as never fastest. */
+static inline double hlc_finite(double value) {
+    return isfinite(value) ? value : INFINITY;
+}
+
+static inline long hlc_clamp(long value, long lo, long hi) {
+    return value < lo ? lo : (value > hi ? hi : value);
+}
+
+typedef double (*hlc_objective)(long, void *);
+
+/* Mirrors hlc.optimize.integer_minimum: every value of a short range, else
+   binary search on the sign of the forward difference, assuming one minimum. */
+static long hlc_integer_minimum(hlc_objective f, long lo, long hi, void *state) {
+    if (hi - lo < HLC_SCAN_LIMIT) {
+        long best = lo, x;
+        double least = f(lo, state), value;
+        for (x = lo + 1; x <= hi; x++) {
+            value = f(x, state);
+            if (value < least) { best = x; least = value; }
+        }
+        return best;
+    }
+    while (lo < hi) {
+        long middle = lo + (hi - lo) / 2;
+        if (f(middle + 1, state) < f(middle, state)) lo = middle + 1;
+        else hi = middle;
+    }
+    return lo;
+}
+
+/* Mirrors hlc.optimize.integer_root: the integer before the sign change;
+   lo - 1 / hi + 1 when f is negative / positive at both ends. */
+static long hlc_integer_root(hlc_objective f, long lo, long hi, void *state) {
+    double f_lo = f(lo, state), f_hi, f_middle;
+    int negative_at_lo;
+    if (f_lo == 0.0) return lo;
+    f_hi = f(hi, state);
+    if (f_hi == 0.0) return hi;
+    if ((f_lo < 0.0) == (f_hi < 0.0)) return f_lo < 0.0 ? lo - 1 : hi + 1;
+    negative_at_lo = f_lo < 0.0;
+    while (hi - lo > 1) {
+        long middle = lo + (hi - lo) / 2;
+        f_middle = f(middle, state);
+        if (f_middle == 0.0) return middle;
+        if ((f_middle < 0.0) == negative_at_lo) lo = middle;
+        else hi = middle;
+    }
+    return lo;
+}
+
+#ifdef Py_PYTHON_H
+/* bitwidth() of an integer array in one pass: the bits of max - min.
+   Where the compiler can, the loop is built for several instruction sets
+   and the loader picks this CPU's (x86 lacks 64-bit min/max before
+   AVX-512, so the baseline build runs a compare per element). */
+#if defined(__x86_64__) && defined(__has_attribute)
+#  if __has_attribute(target_clones)
+#    define HLC_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#    define HLC_SPAN_VECTORIZED 1
+#  endif
+#endif
+#ifndef HLC_CLONES
+#  define HLC_CLONES
+#  define HLC_SPAN_VECTORIZED 0
+#endif
+#define HLC_SPAN(name, type)                                              \
+HLC_CLONES static int name(const void *data, Py_ssize_t n) {             \
+    const type *v = (const type *)data;                                  \
+    type lo = v[0], hi = v[0];                                           \
+    for (Py_ssize_t i = 1; i < n; i++) {                                 \
+        lo = v[i] < lo ? v[i] : lo;                                      \
+        hi = v[i] > hi ? v[i] : hi;                                      \
+    }                                                                    \
+    unsigned long long span = (unsigned long long)hi - (unsigned long long)lo; \
+    return span ? 64 - __builtin_clzll(span) : 0;                        \
+}
+HLC_SPAN(hlc_span_i8, signed char)
+HLC_SPAN(hlc_span_i16, short)
+HLC_SPAN(hlc_span_i32, int)
+HLC_SPAN(hlc_span_i64, long long)
+HLC_SPAN(hlc_span_u8, unsigned char)
+HLC_SPAN(hlc_span_u16, unsigned short)
+HLC_SPAN(hlc_span_u32, unsigned int)
+HLC_SPAN(hlc_span_u64, unsigned long long)
+#endif /* Py_PYTHON_H */
+
+#endif /* HLC_DISPATCH_H */
