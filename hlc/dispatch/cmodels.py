@@ -23,7 +23,6 @@ from typing import Any
 
 from hlc.codegen import render
 from hlc.language import ast
-from hlc.language.check import implementation_signature
 from hlc.language.expressions import calls, names, to_c, unparse
 from hlc.language.functions import BUILTINS
 from hlc.language.machine import used_machine_constants
@@ -105,7 +104,7 @@ class Library:
     def time_model(self, interface: ast.Interface, implementation: ast.Implementation) -> dict[str, Any]:
         """An implementation's calibrated model: its helpers, then the sum of
         its kept terms, one a line (a factored model: its expression)."""
-        parameters = implementation_signature(interface, implementation).parameters
+        parameters = interface.signature(implementation)
         model = implementation.model("time")
         entry = self.calibration.get(implementation.name, {}).get("time", {})
         status = entry.get("status", "not calibrated")
@@ -195,7 +194,7 @@ class Interface:
         its parameters' searches, and its part of the decision."""
         library = self.library
         used = self.needed(*implementation.requires)
-        signature = implementation_signature(self.interface, implementation).parameters
+        signature = self.interface.signature(implementation)
         arguments = []
         for name in [*signature, "P", "logP"]:
             parameter = next((p for p in implementation.parameters if p.name == name), None)
@@ -218,7 +217,7 @@ class Interface:
         library = self.library
         rule = implementation.optimization(parameter.name)
         objective = rule.objective if rule else ast.Name(0, 0, "time")
-        signature = implementation_signature(self.interface, implementation).parameters
+        signature = self.interface.signature(implementation)
         helpers = helpers_for(implementation, [objective])
         objective_names = self.needed(objective, *(let.value for let in helpers))
         used = self.needed(objective, parameter.range.low, parameter.range.high, *(let.value for let in helpers))

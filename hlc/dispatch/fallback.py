@@ -20,7 +20,6 @@ from hlc.dispatch.bundle import description_of
 from hlc.dispatch.reference import Decider
 from hlc.dispatch.support import ModuleState, as_array, none_applies
 from hlc.language import ast
-from hlc.language.check import implementation_signature
 from hlc.language.expressions import evaluate
 from hlc.language.parse import parse_file
 from hlc.model.predict import Predictor
@@ -68,7 +67,7 @@ def python_module(init_file: str) -> dict[str, Any]:
         for interface in library.interfaces:
             found = interface.implementation(implementation)
             if found is not None:
-                signature = implementation_signature(interface, found).parameters
+                signature = interface.signature(found)
                 missing = [n for n in signature if n not in variables]
                 if missing:
                     raise TypeError(f"predict({implementation!r}, ...): missing {', '.join(missing)}")

@@ -15,7 +15,6 @@ from typing import Any
 from hlc.codegen import import_loads, render, safe
 from hlc.dispatch.cmodels import Interface, Library, c_source, v
 from hlc.language import ast
-from hlc.language.check import implementation_signature
 from hlc.language.expressions import names, to_python
 
 _KINDS = {"int": "iu", "float": "f", "bool": "b"}
@@ -104,7 +103,7 @@ def _models(library: Library) -> list[dict[str, Any]]:
     models = []
     for interface in library.library.interfaces:
         for implementation in interface.implementations:
-            names_ = list(implementation_signature(interface, implementation).parameters)
+            names_ = list(interface.signature(implementation))
             models.append({
                 "implementation": implementation.name,
                 "function": library.time_function(implementation.name),

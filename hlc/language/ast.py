@@ -365,6 +365,12 @@ class Interface(Node):
     def implementation(self, name: str) -> Implementation | None:
         return next((i for i in self.implementations if i.name == name), None)
 
+    def signature(self, implementation: Implementation) -> tuple[str, ...]:
+        """What an implementation's model takes, in order: the interface's
+        variables, then the implementation's parameters (P and logP come
+        after them in every generated model)."""
+        return tuple(v.name for v in self.variables) + tuple(p.name for p in implementation.parameters)
+
     @property
     def reference_implementation(self) -> Implementation | None:
         """The implementation whose results the others are checked against."""

@@ -12,10 +12,8 @@ name is instead of just "undefined".
 from __future__ import annotations
 
 import difflib
-import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from hlc.language import ast
@@ -67,15 +65,14 @@ class Scope:
 
 
 class Checker:
-    def __init__(self, library: ast.Library, search_path: Iterable[Path] = (), stack: tuple[str, ...] = ()):
+    def __init__(self, library: ast.Library, problems: Sequence[tuple[ast.Node, str]] = ()):
         self.library = library
         self.diagnostics: list[Diagnostic] = []
-        self.search_path = list(search_path)
-        self.stack = stack
+        self.problems = list(problems)  # what resolving the library's `uses` found wrong
         self.constants = constant_values(library)
         self.imports = {i.alias: i for i in library.imports}
         self.models: dict[str, ModelSignature] = {}
-        self.used: dict[str, ast.Library] = {}
+        self.used: dict[str, ast.Library] = dict(library.used)  # resolved by the parser
         # Everything the description names, for "'x' is a parameter, not …" messages.
         self.known: dict[str, str] = {name: f"predefined ({meaning})" for name, meaning in GLOBALS.items()}
 
@@ -96,7 +93,8 @@ class Checker:
 
     def run(self) -> list[Diagnostic]:
         library = self.library
-        self.check_uses()
+        for node, message in self.problems:
+            self.error(node, message)
         self.check_imports()
         self.check_constants()
         self.collect_models()
@@ -130,36 +128,6 @@ class Checker:
         return True
 
     # ---- library level -----------------------------------------------------------------
-
-    def check_uses(self) -> None:
-        from hlc.language.parse import find_library, parse_file
-
-        for uses in self.library.uses:
-            if uses.library in self.used:
-                self.error(uses, f"library '{uses.library}' is already in 'uses'")
-                continue
-            if uses.library == self.library.name or uses.library in self.stack:
-                self.error(uses, f"library '{uses.library}' uses itself (through {' → '.join(self.stack)})"
-                           if self.stack else f"library '{uses.library}' cannot use itself")
-                continue
-            path = find_library(uses.library, [self.library.directory, *self.search_path])
-            if path is None:
-                where = ", ".join(str(p) for p in [self.library.directory, *self.search_path])
-                self.error(uses, f"uses '{uses.library}': no description {uses.library}.hl in {where} "
-                                 f"(add folders to HLC_PATH)")
-                continue
-            try:
-                used = parse_file(path, search_path=self.search_path,
-                                  _stack=(*self.stack, self.library.name))
-            except HLError as error:
-                self.error(uses, f"uses '{uses.library}': {path} has errors; first: "
-                                 f"{error.errors[0].format(context=False)}")
-                continue
-            if used.name != uses.library:
-                self.error(uses, f"uses '{uses.library}': {path} describes library '{used.name}'")
-                continue
-            self.used[uses.library] = used
-        self.library.used.update(self.used)
 
     def check_imports(self) -> None:
         seen: dict[str, ast.Node] = {}
@@ -825,9 +793,9 @@ def _loop_expressions(loop: ast.Loop) -> list[ast.Name]:
 
 
 def implementation_signature(interface: ast.Interface, implementation: ast.Implementation) -> ModelSignature:
-    """An implementation's model takes the interface's variables, then its parameters."""
-    parameters = tuple(v.name for v in interface.variables) + tuple(p.name for p in implementation.parameters)
-    return ModelSignature(implementation.name, parameters, f"the model of {implementation.name}")
+    """An implementation's model, as expressions may call it (its arguments: ``Interface.signature``)."""
+    return ModelSignature(implementation.name, interface.signature(implementation),
+                          f"the model of {implementation.name}")
 
 
 def library_models(library: ast.Library) -> dict[str, ModelSignature]:
@@ -839,15 +807,12 @@ def library_models(library: ast.Library) -> dict[str, ModelSignature]:
     return models
 
 
-def search_path_from_environment() -> list[Path]:
-    """Folders named by ``HLC_PATH`` (os.pathsep-separated), searched by ``uses``."""
-    return [Path(p) for p in os.environ.get("HLC_PATH", "").split(os.pathsep) if p]
-
-
-def check(library: ast.Library, search_path: Iterable[Path] = (), _stack: tuple[str, ...] = ()) -> ast.Library:
-    """Run every semantic check; raise :class:`HLError` listing all errors, or
-    return the library with its warnings attached."""
-    diagnostics = Checker(library, search_path, _stack).run()
+def check(library: ast.Library, problems: Sequence[tuple[ast.Node, str]] = ()) -> ast.Library:
+    """Run every semantic check on a library whose ``uses`` are resolved
+    (``library.used``; ``problems``: what resolving them found); raise
+    :class:`HLError` listing all errors, or return the library with its
+    warnings attached.  The tree is not changed."""
+    diagnostics = Checker(library, problems).run()
     errors = [d for d in diagnostics if d.severity == "error"]
     if errors:
         raise HLError(errors, warnings=[d for d in diagnostics if d.severity == "warning"])

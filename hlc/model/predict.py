@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hlc.language import ast
-from hlc.language.check import implementation_signature
 from hlc.language.expressions import EvaluationError, evaluate, names, unparse
 from hlc.language.nest import constant_values
 from hlc.model.fit import CONSTANT, confidence_band
@@ -74,8 +73,8 @@ class Predictor:
                        objective: str = "time") -> float:
         """The implementation's model at its signature's arguments (variables, then parameters)."""
         interface, implementation = self._implementations[name]
-        signature = implementation_signature(interface, implementation)
-        environment = {**self.constants, **context, **dict(zip(signature.parameters, arguments, strict=True))}
+        signature = interface.signature(implementation)
+        environment = {**self.constants, **context, **dict(zip(signature, arguments, strict=True))}
         return self.evaluate(name, environment, objective)
 
     def evaluate(self, name: str, environment: Mapping[str, Any], objective: str = "time") -> float:

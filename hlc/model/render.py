@@ -11,7 +11,6 @@ import functools
 from typing import Any
 
 from hlc.language import ast
-from hlc.language.check import implementation_signature
 from hlc.language.expressions import to_c, to_python, unparse
 from hlc.model.predict import helpers_for
 from hlc.model.terms import model_terms
@@ -68,7 +67,7 @@ def used_helpers(implementation: ast.Implementation, model: ast.CostModel, entry
 def python_source(interface: ast.Interface, implementation: ast.Implementation, entry: dict[str, Any],
                   objective: str = "time") -> str:
     model = implementation.model(objective)
-    signature = implementation_signature(interface, implementation).parameters
+    signature = interface.signature(implementation)
     arguments = ", ".join([*signature, "P=1", "logP=0.0"])
     lines = [f"def {function_name(implementation.name, objective)}({arguments}):  # {_accuracy(entry)}"]
     spell = functools.partial(to_python, spell_call=_spell_call)
@@ -81,7 +80,7 @@ def python_source(interface: ast.Interface, implementation: ast.Implementation, 
 def c_source(interface: ast.Interface, implementation: ast.Implementation, entry: dict[str, Any],
              objective: str = "time") -> str:
     model = implementation.model(objective)
-    signature = implementation_signature(interface, implementation).parameters
+    signature = interface.signature(implementation)
     arguments = ", ".join(f"double {name}" for name in [*signature, "P", "logP"])
     lines = [f"static inline double {function_name(implementation.name, objective)}({arguments}) {{ "
              f"/* {_accuracy(entry)} */"]
