@@ -93,7 +93,7 @@ class Library:
     def functions(self) -> list[dict[str, Any]]:
         """Every model of the library: its own (``model``), then each implementation's."""
         functions = [{"function": self.model_function(model.name), "parameters": _parameter_list(model.parameters),
-                      "doc": model.doc.replace("*/", "* /") if model.doc else None, "note": None,
+                      "doc": comment(model.doc) if model.doc else None, "note": None,
                       "unavailable": False, "helpers": [], "terms": None, "body": self.c(model.body)}
                      for model in self.library.models]
         for interface in self.library.interfaces:
@@ -109,11 +109,11 @@ class Library:
         entry = self.calibration.get(implementation.name, {}).get("time", {})
         status = entry.get("status", "not calibrated")
         function = {"function": self.time_function(implementation.name), "parameters": _parameter_list(parameters),
-                    "doc": f"{implementation.name}: {implementation.doc}".replace("*/", "* /")
-                    if implementation.doc else implementation.name,
+                    "doc": comment(f"{implementation.name}: {implementation.doc}" if implementation.doc
+                                   else implementation.name),
                     "unavailable": False, "helpers": [], "terms": None, "body": None}
         if model is None or status not in ("fitted", "factored"):
-            function.update(unavailable=True, note=f"{status}: {entry.get('cause', status)}".replace("*/", "* /"))
+            function.update(unavailable=True, note=comment(f"{status}: {entry.get('cause', status)}"))
             return function
         accuracy = [f"fit MRE {entry['mre']:.3f}"] if entry.get("mre") is not None else []
         if entry.get("verification_mre") is not None:
@@ -131,10 +131,21 @@ class Library:
             value = repr(coefficients[source]) if term is None else \
                 f"{coefficients[source]!r} * {self.c(term) if _atomic(term) else '(' + self.c(term) + ')'}"
             lines.append({"statement": f"double seconds = {value};" if position == 0 else f"seconds += {value};",
-                          "source": source.replace("*/", "* /")})
+                          "source": comment(source)})
         function["terms"] = lines or [{"statement": "double seconds = 0.0;", "source": "no term kept"}]
         function["width"] = max(len(line["statement"]) for line in function["terms"])
         return function
+
+
+_PLAIN = {"∞": "infinity", "≤": "<=", "≥": ">=", "≠": "!=", "→": "->", "←": "<-", "×": "x", "−": "-", "–": "-",
+          "—": "-", "’": "'", "‘": "'", "“": '"', "”": '"', "…": "...", "·": "*", "²": "^2", "³": "^3"}
+
+
+def comment(text: str) -> str:
+    """``text`` fit for a C comment in the module: no ``*/``, and ASCII
+    (Cython before 3.1 writes the embedded C in Latin-1)."""
+    text = "".join(_PLAIN.get(c, c) for c in text.replace("*/", "* /"))
+    return text.encode("ascii", "replace").decode("ascii")
 
 
 def _atomic(term: ast.Expression) -> bool:

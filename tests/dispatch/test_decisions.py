@@ -14,6 +14,7 @@ import pytest
 
 import hlc
 from hlc.dispatch.build import load, package
+from hlc.dispatch.cmodels import comment
 from hlc.dispatch.explain import composition, explanation
 from hlc.dispatch.reference import Choice, Decider
 from hlc.language.expressions import unparse
@@ -157,3 +158,11 @@ def test_the_c_reads_one_term_a_line_and_stores_nothing_it_does_not_read(compile
     compiler = subprocess.run(["cc", "-fsyntax-only", "-Wall", "-Werror", f"-I{source.parent}", str(program)],
                               capture_output=True, text=True)
     assert compiler.returncode == 0, compiler.stderr
+
+
+def test_comments_in_the_c_are_ascii_and_cannot_close_early():
+    """Cython before 3.1 writes the embedded C in Latin-1: a doc string with
+    '≤' or '∞' must not break the build."""
+    text = comment("keys ≤ 2**20 → ∞ */ done ✓")
+    assert text == "keys <= 2**20 -> infinity * / done ?"
+    assert text.isascii()
