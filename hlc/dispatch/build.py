@@ -304,7 +304,7 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
           budget: float | None = None, quick: bool = False, seed: int = 0, progress: Progress | None = None,
           timeout: float | None = None, static: dict[str, float] | None = None,
           refit: Sequence[str] | None = None, previous: dict[str, Any] | None = None,
-          strict: bool = False, adaptive: bool = False) -> BuildResult:
+          strict: bool = False, adaptive: bool = False, origin: str | None = None) -> BuildResult:
     """Build the library described in ``description`` on this machine.
 
     An implementation that fails while profiling (or cannot be fitted) is
@@ -316,7 +316,8 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
     `hlc build` does unless told --grid), the profile measures where
     decisions are uncertain (hlc.adaptive), within ``budget`` seconds
     (by default hlc.adaptive.default_budget); a quick build and a refit measure
-    their whole nest."""
+    their whole nest.  ``origin``: where the description came from, when it
+    is a build's own copy (a recalibration)."""
     started = time.monotonic()
     library = parse_file(description)
     link = Path(out) if out else Path("build") / library.name
@@ -356,6 +357,8 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
                              + f"\n(--strict: nothing was installed{kept})")
         if static:
             models["static"] = static
+        if origin:
+            models["origin"] = origin
         with spent.spending("dispatch module"):
             compiled = package(library, models, used_models, version, static)
         spent.wall = time.monotonic() - started
@@ -431,6 +434,7 @@ def recalibrate(target: str | Path, *, check: bool = False, **options: Any) -> B
     options.setdefault("quick", models.get("fingerprint", {}).get("quick", False))
     options.pop("out", None)
     description = description_of(models, target)
+    options.setdefault("origin", models.get("origin"))
     if not check:
         return build(description, out=target, **options)
     started = time.monotonic()
@@ -470,6 +474,8 @@ def refit(target: str | Path, *, description: str | Path | None = None, **fit_op
     models = calibrate(library, samples, models_of=used_paths, quick=quick, **fit_options)
     if "static" in previous:
         models["static"] = previous["static"]
+    if previous.get("origin") and description is None:
+        models["origin"] = previous["origin"]
     clean_orphans(link)
     version = _new_version(link)
     try:

@@ -269,6 +269,8 @@ def test_recalibrate_check_refits_only_the_models_that_no_longer_fit(built, tmp_
         assert refitted[name] == models["implementations"][name]  # kept as they were
     assert refitted["numpy"]["time"]["coefficients"] != coefficients
     assert load(tmp_path / "vector").total(np.ones(10)) == 10.0
+    # rebuilt from the build's own copy of its description, which still says where it came from
+    assert result.models["description"] == "source/vector.hl" and result.models["origin"] == models["origin"]
 
 
 @pytest.mark.parametrize("description", ["libraries/runtime.hl", "libraries/sort.hl", "libraries/stencil.hl",

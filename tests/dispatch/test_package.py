@@ -111,8 +111,10 @@ def test_a_build_made_as_a_link_to_its_version_folder_is_kept_and_replaced(moved
     link.symlink_to(version.name)
     assert clean_orphans(link) == [tmp_path / ".squares.20260101-000001.999999998"]
     assert version.is_dir() and hlc.load(link).square_sum(np.arange(3.0)) == 5.0
+    origin = json.loads((version / "models.json").read_text())["origin"]
     refit(link)
     assert link.is_dir() and not link.is_symlink() and not version.exists()
+    assert json.loads((link / "models.json").read_text())["origin"] == origin  # where it came from, still
     assert [p.name for p in tmp_path.iterdir()] == ["squares"]
 
 
