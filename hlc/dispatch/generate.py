@@ -46,8 +46,8 @@ def argument_checks(interface: ast.Interface) -> list[str]:
             dtype = f"{name}.dtype == _support.numpy.dtype({type_.element!r})"
         lines += [f"if not (isinstance({name}, _support.numpy.ndarray) and {dtype} and {name}.ndim == "
                   f"{type_.dimensions}):",
-                  f"    {name} = _support.as_array({name}, {where!r}, {type_.element!r}, {type_.dimensions}, "
-                  f"{argument.mutable})"]
+                  f"    {name} = _support.as_array({name}, {where!r}, {type_.element!r}, {type_.dimensions}"
+                  f"{', mutable=True' if argument.mutable else ''})"]
     return lines
 
 
