@@ -243,9 +243,16 @@ def _alive(pid: int) -> bool:
 def clean_orphans(link: Path) -> list[Path]:
     """Remove what builds of ``link`` that were killed left beside it (their
     version folders, scratch folders and links, named after their process);
-    returns what was removed.  A build whose process still runs is left alone."""
+    returns what was removed.  A build whose process still runs is left alone.
+    A build killed between putting the previous one aside and its own in its
+    place (where folders cannot be exchanged in one step) left no build: the
+    previous one is put back."""
     removed = []
     current = link.resolve() if link.is_symlink() else None  # a build of the time builds were links
+    for aside in sorted(link.parent.glob(f".{link.name}.previous.*")):
+        pid = aside.name.rsplit(".", 1)[-1]
+        if not link.exists() and not link.is_symlink() and pid.isdigit() and not _alive(int(pid)):
+            os.replace(aside, link)
     for path in link.parent.glob(f".{link.name}.*"):
         pid = path.name.rsplit(".", 1)[-1]
         if not pid.isdigit() or _alive(int(pid)) or path.resolve() == current:

@@ -118,6 +118,33 @@ def test_a_build_made_as_a_link_to_its_version_folder_is_kept_and_replaced(moved
     assert [p.name for p in tmp_path.iterdir()] == ["squares"]
 
 
+def test_a_build_killed_with_the_previous_one_aside_gets_it_back(moved, tmp_path):
+    """Where two folders cannot be exchanged in one step, the previous build
+    is renamed aside before the new one takes its place; killed in between,
+    the next build's cleaning puts it back."""
+    aside = tmp_path / ".squares.previous.999999999"
+    shutil.copytree(moved[0], aside)
+    (tmp_path / ".squares.20260101-000000.999999999").mkdir()  # the new version, never put in place
+    assert clean_orphans(tmp_path / "squares") == [tmp_path / ".squares.20260101-000000.999999999"]
+    assert [p.name for p in tmp_path.iterdir()] == ["squares"]
+    assert hlc.load(tmp_path / "squares").square_sum(np.arange(3.0)) == 5.0
+
+
+@pytest.mark.parametrize("exchange", [True, False], ids=["in-one-step", "aside-first"])
+def test_a_new_version_takes_the_build_s_place_and_the_old_one_goes(tmp_path, monkeypatch, exchange):
+    from hlc.dispatch import build as building
+
+    if not exchange:
+        monkeypatch.setattr(building, "_exchange", lambda first, second: False)
+    link, version = tmp_path / "lib", tmp_path / ".lib.20260101-000000.1"
+    link.mkdir()
+    (link / "old").write_text("old")
+    version.mkdir()
+    (version / "new").write_text("new")
+    building._swap(link, version)
+    assert [p.name for p in tmp_path.iterdir()] == ["lib"] and [p.name for p in link.iterdir()] == ["new"]
+
+
 def test_the_stub_declares_every_interface_and_compiles():
     library = parse_file(DESCRIPTIONS / "squares.hl")
     text = stub(library)
