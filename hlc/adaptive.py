@@ -623,10 +623,9 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                 say("a round measured nothing: stopping")
                 return False
 
-    def refined_sites(records: list[dict]) -> dict[tuple, Site]:
-        """The refined sites surveyed so far, by (interface, P, point)."""
-        return {(site.interface, site.P, tuple(site.point.items())): site
-                for site in read_sites(records) if site.refined and site.P in ranks}
+    def refined_sites(surveyed: Sequence[Site]) -> dict[tuple, Site]:
+        """The refined sites among ``surveyed``, by (interface, P, point)."""
+        return {(site.interface, site.P, tuple(site.point.items())): site for site in surveyed if site.refined}
 
     def midpoints(records: list[dict]) -> tuple[list[dict], list[Site]]:
         """The sites halfway across the boundaries the measurements show
@@ -638,7 +637,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
         known.update({site.key: site.point for site in surveyed if site.refined and site.key in taken})
         found = [(b.interface, b.P, tuple(b.point.items())) for b in
                  boundaries(library, known, measured_candidates(records))]
-        refined = refined_sites(records)
+        refined = refined_sites(surveyed)
         following: dict[str, int] = defaultdict(int)
         for site in surveyed:
             following[site.interface] = max(following[site.interface], site.index + 1)
@@ -650,7 +649,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
             servers[size].run({"survey": True, "refined": points})
         if new:
             records = read_samples(samples)
-            refined = refined_sites(records)
+            refined = refined_sites([site for site in read_sites(records) if site.P in ranks])
         return records, [refined[where] for where in found if where in refined and refined[where].key not in taken]
 
     def affordable(judge: Judge, left: float) -> bool:

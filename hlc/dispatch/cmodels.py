@@ -28,7 +28,7 @@ from hlc.language.functions import BUILTINS
 from hlc.language.machine import used_machine_constants
 from hlc.language.nest import constant_values
 from hlc.model.predict import helpers_for
-from hlc.model.render import used_helpers
+from hlc.model.render import atomic, used_helpers
 from hlc.model.terms import model_terms
 from hlc.optimize import SCAN_LIMIT
 
@@ -129,7 +129,7 @@ class Library:
         lines = []
         for position, (source, term) in enumerate(terms):
             value = repr(coefficients[source]) if term is None else \
-                f"{coefficients[source]!r} * {self.c(term) if _atomic(term) else '(' + self.c(term) + ')'}"
+                f"{coefficients[source]!r} * {self.c(term) if atomic(term) else '(' + self.c(term) + ')'}"
             lines.append({"statement": f"double seconds = {value};" if position == 0 else f"seconds += {value};",
                           "source": comment(source)})
         function["terms"] = lines or [{"statement": "double seconds = 0.0;", "source": "no term kept"}]
@@ -146,12 +146,6 @@ def comment(text: str) -> str:
     (Cython before 3.1 writes the embedded C in Latin-1)."""
     text = "".join(_PLAIN.get(c, c) for c in text.replace("*/", "* /"))
     return text.encode("ascii", "replace").decode("ascii")
-
-
-def _atomic(term: ast.Expression) -> bool:
-    """Whether ``coefficient * term`` needs no parentheses around the term."""
-    return isinstance(term, ast.Name | ast.Call | ast.Number) or (
-        isinstance(term, ast.Binary) and term.operator in ("*", "**"))
 
 
 def _parameter_list(names_: tuple[str, ...] | list[str]) -> str:

@@ -82,8 +82,8 @@ def python_module(init_file: str) -> dict[str, Any]:
 
 def _interface_functions(interface: ast.Interface, decider: Decider, state: ModuleState,
                          helpers: dict[str, Callable], callables: dict[str, Callable]) -> dict[str, Callable]:
-    def variables_of(*arguments: Any) -> dict[str, float]:
-        arguments = check_arguments(interface, arguments)
+    def variables(arguments: tuple) -> dict[str, float]:
+        """The explanatory variables of checked arguments."""
         environment = {**decider.predictor.constants, "P": state.P, "logP": state.logP,
                        **dict(zip((a.name for a in interface.arguments), arguments, strict=True))}
         values = {}
@@ -93,25 +93,29 @@ def _interface_functions(interface: ast.Interface, decider: Decider, state: Modu
             values = dict(zip(values, state.agree(tuple(values.values())), strict=True))
         return {**values, "P": state.P, "logP": state.logP}
 
+    def variables_of(*arguments: Any) -> dict[str, float]:
+        return variables(check_arguments(interface, arguments))
+
     def choose(*arguments: Any):
         return decider.decide(interface, variables_of(*arguments))
 
     def call(*arguments: Any):
         arguments = check_arguments(interface, arguments)
-        variables = variables_of(*arguments)
-        choice = decider.decide(interface, variables)
+        found = variables(arguments)
+        choice = decider.decide(interface, found)
         if state.forcing and state.forced(interface.name, list(callables)) is not None:
             name, parameters = state.force
             choice = type(choice)(name, {**choice.parameters, **parameters}, choice.predicted)
         if state.logging:
             state.log(interface.name, [choice.implementation], 0 if choice.implementation else -1,
-                      choice.parameters, variables)
+                      choice.parameters, found)
         if choice.implementation is None:
-            none_applies(interface.name, variables)
+            none_applies(interface.name, found)
         return callables[choice.implementation](*arguments, **choice.parameters)
 
     def explain(*arguments: Any) -> str:
-        return state.explain(interface.name, variables_of(*arguments), choose(*arguments))
+        found = variables_of(*arguments)
+        return state.explain(interface.name, found, decider.decide(interface, found))
 
     def at(variables: dict[str, float]) -> dict[str, float]:
         P = variables.get("P", state.P)

@@ -48,11 +48,12 @@ def model_sum(model: ast.CostModel, entry: dict[str, Any], spell: Any) -> str:
     for term in model_terms(model, entry):
         beta = coefficients.get(unparse(term))
         if beta:
-            parts.append(f"{beta!r} * {spell(term) if _atomic(term) else '(' + spell(term) + ')'}")
+            parts.append(f"{beta!r} * {spell(term) if atomic(term) else '(' + spell(term) + ')'}")
     return " + ".join(parts) or "0.0"
 
 
-def _atomic(term: ast.Expression) -> bool:
+def atomic(term: ast.Expression) -> bool:
+    """Whether ``coefficient * term`` needs no parentheses around the term."""
     return isinstance(term, ast.Name | ast.Call | ast.Number) or (
         isinstance(term, ast.Binary) and term.operator in ("*", "**"))
 
