@@ -59,15 +59,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hlc.artefacts.models import NOT_CALIBRATED, Models, load_each
+from hlc.artefacts.samples import Samples
 from hlc.boundaries import boundaries, measured_candidates
 from hlc.calibrate.breakdown import Breakdown
-from hlc.calibrate.harness import read_samples
 from hlc.calibrate.run import ProfileResult, Progress, Server, failures_in, prepare
 from hlc.calibrate.timing import MINIMUM_TIMING
 from hlc.language import ast
 from hlc.language.expressions import unparse
-from hlc.model.calibration import Samples, calibrate, read_models
-from hlc.model.predict import Predictor, band, band_of, has_band, sum_of_terms, term_values
+from hlc.model.calibration import calibrate
+from hlc.model.predict import Predictor, band, band_of, sum_of_terms, term_values
 from hlc.model.terms import model_terms
 
 #: Seconds of profiling an adaptive build spends when no --budget is given ...
@@ -130,31 +131,29 @@ class Site:
         return self.interface, self.P, self.index
 
 
-def read_sites(records: Sequence[dict]) -> list[Site]:
+def read_sites(records: Samples) -> list[Site]:
     """The survey's sites in a samples file, each once, in file order."""
     sites: dict[tuple, Site] = {}
-    for r in records:
-        if r.get("kind") == "survey":
-            site = Site(r["interface"], r["P"], r["index"], r["point"], r["variables"], r["settings"], r["choices"],
-                        r.get("bytes", 0), r.get("refined", False))
-            sites.setdefault(site.key, site)
+    for r in records.surveys:
+        site = Site(r.interface, r.P, r.index, r.point, r.variables, r.settings, r.choices, r.bytes, r.refined)
+        sites.setdefault(site.key, site)
     return list(sites.values())
 
 
-def measured_keys(records: Sequence[dict]) -> set[tuple[str, int, int]]:
+def measured_keys(records: Samples) -> set[tuple[str, int, int]]:
     """The fitting points a samples file holds (interface, P, index)."""
-    return {(r["interface"], r["P"], r["index"]) for r in records if r.get("kind") == "point" and not r["verify"]}
+    return {(r.interface, r.P, r.index) for r in records.points if not r.verify}
 
 
 Candidates = dict[str, list[dict[str, int]]]  # implementation → the settings to time
 
 
-def takes_of(records: Sequence[dict]) -> dict[tuple[str, int, int], int]:
+def takes_of(records: Samples) -> dict[tuple[str, int, int], int]:
     """How many times each fitting point (interface, P, index) was measured."""
     takes: dict[tuple[str, int, int], int] = defaultdict(int)
-    for r in records:
-        if r.get("kind") == "point" and not r["verify"]:
-            takes[r["interface"], r["P"], r["index"]] += 1
+    for r in records.points:
+        if not r.verify:
+            takes[r.interface, r.P, r.index] += 1
     return takes
 
 
@@ -245,11 +244,11 @@ class Judge:
     a cache shared by the rounds, keeps them for as long as the terms stay
     (a round that refits only the coefficients reuses every one)."""
 
-    def __init__(self, library: ast.Library, models: Mapping[str, Any],
-                 used_models: Mapping[str, Mapping[str, Any]] | None = None,
+    def __init__(self, library: ast.Library, models: Models,
+                 used_models: Mapping[str, Models] | None = None,
                  values: dict[tuple, dict[str, float]] | None = None):
         self.library = library
-        self.entries = {name: record.get("time", {}) for name, record in models["implementations"].items()}
+        self.entries = models.times()
         self.predictor = Predictor.of_models(library, models, used_models or {})
         self.implementations = {i.name: i for interface in library.interfaces for i in interface.implementations}
         self.predictions: dict[tuple, tuple[float, float] | None] = {}  # (name, environment) → (seconds, band)
@@ -264,7 +263,7 @@ class Judge:
         since a round asks for the same ones to score and to cost a site."""
         key = (name, tuple(sorted(environment.items())))
         if key not in self.predictions:
-            entry = self.entries.get(name, {})
+            entry = self.entries.get(name, NOT_CALIBRATED)
             try:
                 fitted = self.fitted(name, key[1], environment)
                 if fitted is not None:
@@ -280,11 +279,12 @@ class Judge:
     def fitted(self, name: str, place: tuple, environment: dict[str, Any]) -> tuple[float, float] | None:
         """A fitted model's prediction and band from its terms' values (kept
         in ``values``); None for a model that is not fitted or has no band."""
-        entry = self.entries.get(name, {})
+        entry = self.entries.get(name, NOT_CALIBRATED)
         if name not in self.terms:
             model = self.implementations[name].model("time")
-            usable = model is not None and model.fitted and has_band(entry)
-            self.terms[name] = [(unparse(term), term) for term in model_terms(model, entry)] if usable else None
+            usable = model is not None and model.fitted and entry.has_band
+            self.terms[name] = [(unparse(term), term) for term in model_terms(model, entry.discovered)] \
+                if usable else None
         terms = self.terms[name]
         if terms is None:
             return None
@@ -298,14 +298,15 @@ class Judge:
         """The predicted seconds and uncertainty of a fitted implementation:
         its band, widened to the model's own error on its samples; None where
         it has no fitted model or the model cannot say."""
-        entry = self.entries.get(name, {})
-        if entry.get("status") != "fitted" or name not in self.implementations:
+        entry = self.entries.get(name, NOT_CALIBRATED)
+        if entry.status != "fitted" or name not in self.implementations:
             return None
         predicted = self.predicted(name, environment)
         if predicted is None:
             return None
         seconds, half = predicted
-        return seconds, max(half, max(float(entry.get("mre", 1.0)) - 1.0, 0.0) * seconds)
+        error = entry.mre if entry.mre is not None else 1.0
+        return seconds, max(half, max(error - 1.0, 0.0) * seconds)
 
     def alternatives(self, site: Site) -> list[Alternative]:
         """Every fitted alternative at the site, fastest predicted first (kept:
@@ -375,10 +376,10 @@ class Judge:
         block's timings."""
         total = 0.0
         for name, settings_list in (self.worth_timing(site) if candidates is None else candidates).items():
-            entry = self.entries.get(name, {})
+            entry = self.entries.get(name, NOT_CALIBRATED)
             for settings in settings_list:
                 seconds = 1e-3
-                if entry.get("status") == "fitted" and name in self.implementations:
+                if entry.status == "fitted" and name in self.implementations:
                     predicted = self.predicted(name, {**site.variables, **settings})
                     seconds = predicted[0] if predicted is not None else seconds
                 total += seconds + TIMINGS * max(seconds, MINIMUM_TIMING)
@@ -519,18 +520,18 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
     """The survey, the rounds and the verification (module doc), each rank
     count's points taken by its own serving program."""
     spent = result.breakdown
-    records = read_samples(samples)
-    surveyed = {r["P"] for r in records if r.get("kind") == "survey"}
+    records = Samples.read(samples)
+    surveyed = {r.P for r in records.surveys}
     for size in ranks:
         if size not in surveyed:
             servers[size].run({"survey": True})
-    records = read_samples(samples)
+    records = Samples.read(samples)
     grid = Grid([site for site in read_sites(records) if site.P in ranks and not site.refined])
     sites = grid.sites
     taken = measured_keys(records)
     rounds: list[Round] = []
-    used_models = read_models(models_of or {})
-    searched: tuple[int, dict[str, Any]] | None = None  # fitting points, and the models, of the last search
+    used_models = load_each(models_of or {})
+    searched: tuple[int, Models] | None = None  # fitting points, and the models, of the last search
     values: dict[tuple, dict[str, float]] = {}  # the terms' values at the sites, for every round's Judge
     overhead = 0.0  # the least a round measures: a multiple of what fitting and planning the last one took
 
@@ -553,7 +554,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                     # The terms are searched again once the points have doubled; in
                     # between, a round refits the coefficients of the terms found last.
                     search = searched is None or len(taken) >= REDISCOVER * searched[0]
-                    models = calibrate(library, Samples.of_records(records, samples), models_of=models_of,
+                    models = calibrate(library, records, models_of=models_of,
                                        terms_of=None if search else searched[1])
                     if search:
                         searched = (len(taken), models)
@@ -602,7 +603,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                 if coverage is not None:
                     result.coverage = coverage
                     cut = True
-            records = read_samples(samples)
+            records = Samples.read(samples)
             before, taken = taken, measured_keys(records)
             retaken = by_rule.get("retaken", 0)
             rounds.append(Round(len(batch), by_rule["uncertain"], by_rule["gaps"],
@@ -627,7 +628,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
         """The refined sites among ``surveyed``, by (interface, P, point)."""
         return {(site.interface, site.P, tuple(site.point.items())): site for site in surveyed if site.refined}
 
-    def midpoints(records: list[dict]) -> tuple[list[dict], list[Site]]:
+    def midpoints(records: Samples) -> tuple[Samples, list[Site]]:
         """The sites halfway across the boundaries the measurements show
         (hlc.boundaries), in its order; the new ones are surveyed first, each
         under the next free index of its interface.  Returns the samples
@@ -636,7 +637,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
         known = {site.key: site.point for site in sites}
         known.update({site.key: site.point for site in surveyed if site.refined and site.key in taken})
         found = [(b.interface, b.P, tuple(b.point.items())) for b in
-                 boundaries(library, known, measured_candidates(records))]
+                 boundaries(library, known, measured_candidates(records.samples))]
         refined = refined_sites(surveyed)
         following: dict[str, int] = defaultdict(int)
         for site in surveyed:
@@ -648,7 +649,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
         for size, points in new.items():
             servers[size].run({"survey": True, "refined": points})
         if new:
-            records = read_samples(samples)
+            records = Samples.read(samples)
             refined = refined_sites([site for site in read_sites(records) if site.P in ranks])
         return records, [refined[where] for where in found if where in refined and refined[where].key not in taken]
 

@@ -16,7 +16,6 @@ import ctypes
 import errno
 import hashlib
 import importlib.util
-import json
 import math
 import os
 import shutil
@@ -24,12 +23,14 @@ import sys
 import sysconfig
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from hlc.artefacts.models import Models, load_each, load_used, save_used
+from hlc.artefacts.models import load as load_models
 from hlc.calibrate.breakdown import Breakdown
 from hlc.calibrate.generate import profiling_program
 from hlc.calibrate.run import Failure, ProfileResult, Progress, profile, profile_defaults
@@ -47,7 +48,6 @@ from hlc.model.calibration import (
     by_ranks_text,
     calibrate,
     missing_implementations,
-    read_models,
 )
 from hlc.model.fit import mean_relative_error
 from hlc.model.predict import Predictor
@@ -69,7 +69,7 @@ class BuildError(UserError):
 class BuildResult:
     library: str
     path: Path  # the importable folder (the link)
-    models: dict[str, Any]
+    models: Models
     failures: list[Failure] = field(default_factory=list)
     coverage: str | None = None
     compiled: bool = True
@@ -188,24 +188,25 @@ def _used_models(library: ast.Library, folder: Path) -> dict[str, Path]:
     return {name: folder / name / "models.json" for name in library.used}
 
 
-def package(library: ast.Library, models: dict[str, Any], used_models: dict[str, dict[str, Any]],
-            folder: Path, static: dict[str, float] | None = None) -> bool:
+def package(library: ast.Library, models: Models, used_models: Mapping[str, Models],
+            folder: Path, static: dict[str, float] | None = None) -> tuple[Models, bool]:
     """Write the dispatch module into ``folder`` and compile it, with the
-    build's copy of its sources and the files that make it a package;
-    returns whether it was compiled (else the package runs the same decisions
-    in Python).  ``models`` then records the copy's description."""
+    build's copy of its sources and the files that make it a package.
+    Returns the models as the build records them (with the copy's
+    description) and whether the module was compiled (else the package runs
+    the same decisions in Python)."""
     if not library.filename.startswith("<"):
         shutil.rmtree(folder / SOURCE_FOLDER, ignore_errors=True)
-        models["origin"] = models.get("origin") or str(Path(library.filename).resolve())
-        models["description"] = copy_sources(library, folder)
+        models = replace(models, origin=models.origin or str(Path(library.filename).resolve()),
+                         description=copy_sources(library, folder))
         program = folder / f"profile_{library.name}.py"
         if program.exists():  # what hlc evaluate runs: from now on, on the build's copy
-            copy = parse_file(folder / models["description"])
+            copy = parse_file(folder / models.description)
             compiled = folder / "ext" if (folder / "ext").exists() else None
             program.write_text(profiling_program(copy, compiled, program.name, folder), encoding="utf-8")
     write_package_files(library, folder)
-    (folder / "models.json").write_text(json.dumps(models, indent=1) + "\n", encoding="utf-8")
-    (folder / "used_models.json").write_text(json.dumps(used_models) + "\n", encoding="utf-8")
+    models.save(folder / "models.json")
+    save_used(folder / "used_models.json", used_models)
     module = f"dispatch_{library.name}"
     (folder / HEADER).write_text(read_text("templates", HEADER), encoding="utf-8")  # what the module includes
     source = folder / f"{module}.pyx"
@@ -222,7 +223,7 @@ def package(library: ast.Library, models: dict[str, Any], used_models: dict[str,
     (folder / "__init__.py").write_text(
         f'"""Library {library.name}, built by hlc — do not edit; rebuild with `hlc build`."""\n\n{body}',
         encoding="utf-8")
-    return compiled
+    return models, compiled
 
 
 def _new_version(link: Path) -> Path:
@@ -351,23 +352,20 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
         spent.merge(result.breakdown.closed())
         used_paths = _used_models(library, link.parent)
         with spent.spending("fit"):
-            models = calibrate(library, Samples.read(samples), models_of=used_paths, quick=quick)
+            models = calibrate(library, Samples.load(samples), models_of=used_paths, quick=quick)
         if refit is not None and previous is not None:
-            for name, record in previous["implementations"].items():
-                if name not in refit and name in models["implementations"]:
-                    models["implementations"][name] = record
-        used_models = read_models(used_paths)
+            kept = {name: entry for name, entry in previous.implementations.items()
+                    if name not in refit and name in models.implementations}
+            models = replace(models, implementations={**models.implementations, **kept})
+        used_models = load_each(used_paths)
         lost = missing_implementations(models)
         if strict and lost:
             kept = f"; {link} is as it was" if link.exists() else ""
             raise BuildError(f"{library.name} would be built without " + "; without ".join(lost)
                              + f"\n(--strict: nothing was installed{kept})")
-        if static:
-            models["static"] = static
-        if origin:
-            models["origin"] = origin
+        models = replace(models, static=static or None, origin=origin or models.origin)
         with spent.spending("dispatch module"):
-            compiled = package(library, models, used_models, version, static)
+            models, compiled = package(library, models, used_models, version, static)
         spent.wall = time.monotonic() - started
         spent.closed().save(version / BREAKDOWN_FILE)
     except BaseException:
@@ -395,9 +393,8 @@ def check_models(target: Path, *, ranks: Sequence[int] | None = None, seed: int 
                  timeout: float | None = None, progress: Progress | None = None) -> dict[str, float]:
     """The verification MRE of each calibrated model of a build on fresh random
     samples (a seed other than the calibration's), taking nothing else."""
-    models = json.loads((target / "models.json").read_text(encoding="utf-8"))
-    used_file = target / "used_models.json"
-    used = json.loads(used_file.read_text(encoding="utf-8")) if used_file.exists() else {}
+    models = load_models(target / "models.json")
+    used = load_used(target / "used_models.json")
     library = parse_file(description_of(models, target))
     scratch = target.parent / f".{target.name}.check.{os.getpid()}"  # clean_orphans knows it by the pid
     shutil.rmtree(scratch, ignore_errors=True)
@@ -407,7 +404,7 @@ def check_models(target: Path, *, ranks: Sequence[int] | None = None, seed: int 
             shutil.copytree(target / "ext", scratch / "ext")
         profile(library, scratch / "check.jsonl", scratch, ranks=ranks, seed=seed, timeout=timeout,
                 progress=progress, verification_only=True)
-        samples = Samples.read(scratch / "check.jsonl")
+        samples = Samples.load(scratch / "check.jsonl")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     predictor = Predictor.of_models(library, models, used)
@@ -415,13 +412,12 @@ def check_models(target: Path, *, ranks: Sequence[int] | None = None, seed: int 
     for interface in library.interfaces:
         for implementation in interface.implementations:
             taken = samples.of(interface.name, implementation.name, verify=True)
-            status = models["implementations"].get(implementation.name, {}).get("time", {}).get("status")
-            if not taken or status not in ("fitted", "factored"):
+            if not taken or not models.time(implementation.name).usable:
                 continue
-            predicted = [predictor.evaluate(implementation.name, {**s["variables"], **s["parameters"]})
+            predicted = [predictor.evaluate(implementation.name, s.environment)
                          for s in taken]
             errors[implementation.name] = mean_relative_error(
-                [s["seconds"] for s in taken], predicted)
+                [s.seconds for s in taken], predicted)
     return errors
 
 
@@ -437,11 +433,11 @@ def recalibrate(target: str | Path, *, check: bool = False, **options: Any) -> B
         if not check:
             return build(target, **options)
         target = Path(options.get("out") or Path("build") / library.name)
-    models = json.loads((target / "models.json").read_text(encoding="utf-8"))
-    options.setdefault("quick", models.get("fingerprint", {}).get("quick", False))
+    models = load_models(target / "models.json")
+    options.setdefault("quick", models.fingerprint.quick)
     options.pop("out", None)
     description = description_of(models, target)
-    options.setdefault("origin", models.get("origin"))
+    options.setdefault("origin", models.origin)
     if not check:
         return build(description, out=target, **options)
     started = time.monotonic()
@@ -449,7 +445,7 @@ def recalibrate(target: str | Path, *, check: bool = False, **options: Any) -> B
                            progress=options.get("progress"))
     stale = [name for name, error in checked.items() if error > VERIFICATION_LIMIT]
     if not stale:
-        return BuildResult(models["library"], target, models, seconds=time.monotonic() - started,
+        return BuildResult(models.library, target, models, seconds=time.monotonic() - started,
                            checked=checked, refitted=[])
     result = build(description, out=target, refit=stale, previous=models, **options)
     result.checked = checked
@@ -469,25 +465,22 @@ def refit(target: str | Path, *, description: str | Path | None = None, **fit_op
     samples_file = link / "samples.jsonl"
     if not (link / "models.json").exists() or not samples_file.exists():
         raise BuildError(f"{target} is not a built library with stored samples (models.json, samples.jsonl)")
-    previous = json.loads((link / "models.json").read_text(encoding="utf-8"))
+    previous = load_models(link / "models.json")
     library = parse_file(description or description_of(previous, link))
-    samples = Samples.read(samples_file)
-    if library.name != samples.header["library"]:
-        raise BuildError(f"{samples_file} holds samples of library '{samples.header['library']}', "
+    samples = Samples.load(samples_file)
+    if library.name != samples.header.library:
+        raise BuildError(f"{samples_file} holds samples of library '{samples.header.library}', "
                          f"not of '{library.name}'")
     used_paths = _used_models(library, link.parent)
-    used_models = read_models(used_paths)
-    quick = previous.get("fingerprint", {}).get("quick", False)
-    models = calibrate(library, samples, models_of=used_paths, quick=quick, **fit_options)
-    if "static" in previous:
-        models["static"] = previous["static"]
-    if previous.get("origin") and description is None:
-        models["origin"] = previous["origin"]
+    used_models = load_each(used_paths)
+    models = calibrate(library, samples, models_of=used_paths, quick=previous.fingerprint.quick, **fit_options)
+    models = replace(models, static=previous.static,
+                     origin=previous.origin if description is None else models.origin)
     clean_orphans(link)
     version = _new_version(link)
     try:
         shutil.copytree(link.resolve(), version, symlinks=True)
-        compiled = package(library, models, used_models, version, previous.get("static"))
+        models, compiled = package(library, models, used_models, version, previous.static)
     except BaseException:
         shutil.rmtree(version, ignore_errors=True)
         raise
@@ -533,26 +526,26 @@ def summary_table(result: BuildResult) -> str:
             return "\n".join(lines)
         lines.append("")
     lines.append(f"{'implementation':<18} {'status':<10} {'terms kept':>10} {'verification MRE':>17}  warnings")
-    for name, record in result.models["implementations"].items():
-        entry = record["time"]
-        kept = len(entry.get("kept", [])) if entry.get("status") == "fitted" else "—"
-        mre = entry.get("verification_mre")
+    times = result.models.times()
+    for name, entry in times.items():
+        kept = len(entry.kept) if entry.status == "fitted" else "—"
+        mre = entry.verification_mre
         shown = f"{mre:.3f}" if mre is not None else "—"
-        notes = "; ".join(entry.get("warnings", [])) or entry.get("cause", "")
-        lines.append(f"{name:<18} {entry['status']:<10} {kept!s:>10} {shown:>17}  {notes}")
-    by_ranks = [(name, record["time"]["verification_mre_by_ranks"]) for name, record
-                in result.models["implementations"].items() if record["time"].get("verification_mre_by_ranks")]
+        notes = "; ".join(entry.warnings) or entry.cause or ""
+        lines.append(f"{name:<18} {entry.status:<10} {kept!s:>10} {shown:>17}  {notes}")
+    by_ranks = [(name, entry.verification_mre_by_ranks) for name, entry in times.items()
+                if entry.verification_mre_by_ranks]
     if by_ranks:
         lines.append("verification MRE by rank count: " + "; ".join(
             f"{name} {by_ranks_text(errors)}" for name, errors in by_ranks))
-    for name, record in result.models["implementations"].items():
-        found = discovered_in_words(record["time"]) if record["time"].get("status") == "fitted" else []
+    for name, entry in times.items():
+        found = discovered_in_words(entry) if entry.status == "fitted" else []
         if found:
             lines.append(f"{name}: the fitter found that " + "; ".join(found))
-    disturbed = sum(record["time"].get("disturbed_samples", 0) for record in result.models["implementations"].values())
+    disturbed = sum(entry.disturbed_samples for entry in times.values())
     if disturbed:
         lines.append(f"{disturbed} samples taken while the host ran slow or never settled were left out of the fits")
-    if result.models.get("fingerprint", {}).get("quick"):
+    if result.models.fingerprint.quick:
         lines.append("(quick build: a reduced loop nest; the models are rough)")
     if result.coverage:
         lines.append(result.coverage)

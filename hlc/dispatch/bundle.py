@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
+from hlc.artefacts.models import Models
 from hlc.errors import UserError
 from hlc.language import ast
 
@@ -35,17 +35,17 @@ class BundleError(UserError):
     """A description's sources cannot be copied into its build."""
 
 
-def description_of(models: Mapping[str, Any], folder: Path) -> Path:
+def description_of(models: Models, folder: Path) -> Path:
     """The description a models artefact records: its copy in the build
     ``folder`` the artefact lies in (a relative path), or, for a models file
     written outside a build, the path as recorded.  A build's models file
     copied out of its folder falls back on the original description."""
-    recorded = Path(models["description"])
+    recorded = Path(models.description)
     if recorded.is_absolute():
         return recorded
     copy = Path(folder) / recorded
-    if not copy.exists() and models.get("origin") and Path(models["origin"]).exists():
-        return Path(models["origin"])
+    if not copy.exists() and models.origin and Path(models.origin).exists():
+        return Path(models.origin)
     return copy
 
 

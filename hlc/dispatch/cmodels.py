@@ -21,6 +21,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from hlc.artefacts.models import NOT_CALIBRATED, Models, TimeModel
 from hlc.codegen import render
 from hlc.language import ast
 from hlc.language.expressions import calls, names, to_c, unparse
@@ -43,7 +44,7 @@ def v(name: str) -> str:
 class Library:
     """One library's names in C, and how its expressions are spelled."""
 
-    def __init__(self, library: ast.Library, calibration: Mapping[str, Any], used: Mapping[str, Library]):
+    def __init__(self, library: ast.Library, calibration: Mapping[str, TimeModel], used: Mapping[str, Library]):
         self.library = library
         self.calibration = calibration
         self.used = used
@@ -106,26 +107,27 @@ class Library:
         its kept terms, one a line (a factored model: its expression)."""
         parameters = interface.signature(implementation)
         model = implementation.model("time")
-        entry = self.calibration.get(implementation.name, {}).get("time", {})
-        status = entry.get("status", "not calibrated")
+        entry = self.calibration.get(implementation.name, NOT_CALIBRATED)
+        status = entry.status
         function = {"function": self.time_function(implementation.name), "parameters": _parameter_list(parameters),
                     "doc": comment(f"{implementation.name}: {implementation.doc}" if implementation.doc
                                    else implementation.name),
                     "unavailable": False, "helpers": [], "terms": None, "body": None}
-        if model is None or status not in ("fitted", "factored"):
-            function.update(unavailable=True, note=comment(f"{status}: {entry.get('cause', status)}"))
+        if model is None or not entry.usable:
+            function.update(unavailable=True, note=comment(f"{status}: {entry.cause or status}"))
             return function
-        accuracy = [f"fit MRE {entry['mre']:.3f}"] if entry.get("mre") is not None else []
-        if entry.get("verification_mre") is not None:
-            accuracy.append(f"verification MRE {entry['verification_mre']:.3f}")
+        accuracy = [f"fit MRE {entry.mre:.3f}"] if entry.mre is not None else []
+        if entry.verification_mre is not None:
+            accuracy.append(f"verification MRE {entry.verification_mre:.3f}")
         function["note"] = f"{status}; {', '.join(accuracy) or 'not verified'}"
         function["helpers"] = [(v(let.name), self.c(let.value)) for let in used_helpers(implementation, model, entry)]
         if not model.fitted:
             function["body"] = self.c(model.body)
             return function
-        coefficients = entry["coefficients"]
+        coefficients = entry.coefficients
         terms = [("1", None)] if "1" in coefficients else []
-        terms += [(unparse(term), term) for term in model_terms(model, entry) if coefficients.get(unparse(term))]
+        terms += [(unparse(term), term) for term in model_terms(model, entry.discovered)
+                  if coefficients.get(unparse(term))]
         lines = []
         for position, (source, term) in enumerate(terms):
             value = repr(coefficients[source]) if term is None else \
@@ -268,8 +270,8 @@ class Interface:
         bit each, in the order of the domain."""
         domain: dict[str, list[float]] = {}
         for implementation in self.interface.implementations:
-            entry = self.library.calibration.get(implementation.name, {}).get("time", {})
-            for name, (low, high) in entry.get("domain", {}).items():
+            entry = self.library.calibration.get(implementation.name, NOT_CALIBRATED)
+            for name, (low, high) in entry.domain.items():
                 if name in self.variables and name not in ("P", "logP"):
                     known = domain.setdefault(name, [low, high])
                     known[0], known[1] = min(known[0], low), max(known[1], high)
@@ -285,18 +287,18 @@ class Interface:
                 "outside_tests": self.outside_tests()}
 
 
-def c_source(main: ast.Library, models: Mapping[str, Any], used_models: Mapping[str, Mapping[str, Any]]) -> str:
+def c_source(main: ast.Library, models: Models, used_models: Mapping[str, Models]) -> str:
     """All the C of a dispatch module: the header, the models of the library
     and of those it uses, and each interface's decision."""
     libraries: dict[str, Library] = {}
 
-    def build(library: ast.Library, calibration: Mapping[str, Any]) -> Library:
-        used = {name: build(sub, used_models.get(name, {}).get("implementations", {}))
+    def build(library: ast.Library, calibration: Mapping[str, TimeModel]) -> Library:
+        used = {name: build(sub, used_models[name].times() if name in used_models else {})
                 for name, sub in library.used.items()}
         libraries.setdefault(library.name, Library(library, calibration, used))
         return libraries[library.name]
 
-    top = build(main, models["implementations"])
+    top = build(main, models.times())
     return render("decisions.c.j2", scan_limit=SCAN_LIMIT,
                   libraries=[{"name": library.library.name, "constants": library.constant_lines(),
                               "functions": library.functions()} for library in libraries.values()],

@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from hlc.artefacts.models import Models, TimeModel
 from hlc.dispatch.reference import Choice, integer_bounds
 from hlc.language import ast
 from hlc.language.expressions import EvaluationError, evaluate
@@ -28,7 +29,7 @@ def _band(value: float | None) -> str:
 
 
 def band_of(predictor: Predictor, implementation: ast.Implementation, environment: Mapping[str, Any],
-            entry: Mapping[str, Any]) -> float | None:
+            entry: TimeModel) -> float | None:
     """The prediction's confidence half-width, or ``None`` where there is none
     (factored, not fitted, an artefact without covariances, terms that cannot
     be evaluated here)."""
@@ -39,14 +40,15 @@ def band_of(predictor: Predictor, implementation: ast.Implementation, environmen
 
 
 def contributions(predictor: Predictor, implementation: ast.Implementation, environment: Mapping[str, Any],
-                  entry: Mapping[str, Any]) -> list[tuple[str, float]]:
+                  entry: TimeModel) -> list[tuple[str, float]]:
     """Each kept term's share of the prediction, largest first: (term, β·f)."""
     model = implementation.model("time")
     if model is None or not model.fitted:
         return []
-    values = term_values(predictor, implementation, model_terms(model, entry), environment)
-    shares = [("1", entry["coefficients"].get("1", 0.0))] if "1" in entry["coefficients"] else []
-    shares += [(term, beta * values[term]) for term, beta in entry["coefficients"].items() if term != "1"]
+    values = term_values(predictor, implementation, model_terms(model, entry.discovered), environment)
+    coefficients = entry.coefficients
+    shares = [("1", coefficients["1"])] if "1" in coefficients else []
+    shares += [(term, beta * values[term]) for term, beta in coefficients.items() if term != "1"]
     return sorted(shares, key=lambda item: -abs(item[1]))
 
 
@@ -95,7 +97,7 @@ def weighed_values(predictor: Predictor, implementation: ast.Implementation, par
     return weighed
 
 
-def extrapolations(interface: ast.Interface, calibration: Mapping[str, Any], variables: Mapping[str, float],
+def extrapolations(interface: ast.Interface, models: Models, variables: Mapping[str, float],
                    choice: Choice) -> list[str]:
     """Where a prediction that took part in the choice lies beyond its model's
     samples: a variable the profile held at one value (a model of two ranks
@@ -104,8 +106,7 @@ def extrapolations(interface: ast.Interface, calibration: Mapping[str, Any], var
     for implementation in interface.implementations:
         if not math.isfinite(choice.predicted.get(implementation.name, math.inf)):
             continue
-        entry = calibration.get(implementation.name, {}).get("time", {})
-        for name, (low, high) in entry.get("domain", {}).items():
+        for name, (low, high) in models.time(implementation.name).domain.items():
             value = variables.get(name)
             if value is None or low <= value <= high:
                 continue
@@ -118,24 +119,23 @@ def extrapolations(interface: ast.Interface, calibration: Mapping[str, Any], var
     return notes
 
 
-def explanation(library: ast.Library, models: Mapping[str, Any], interface_name: str,
+def explanation(library: ast.Library, models: Models, interface_name: str,
                 variables: Mapping[str, float], choice: Choice,
-                used_models: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+                used_models: Mapping[str, Models] | None = None) -> str:
     """The text ``explain()`` returns."""
     interface = library.interface(interface_name)
-    calibration = models["implementations"]
     used_models = used_models or {}
     predictor = Predictor.of_models(library, models, used_models)
     shown = ", ".join(f"{k} = {v:g}" for k, v in variables.items())
     lines = [f"{interface_name}({shown})", ""]
-    confidence = models.get("settings", {}).get("confidence", 0.95)
+    confidence = models.settings.confidence
     lines.append(f"{'implementation':<18} {'predicted':>16} {f'± {confidence:.0%}':>12}   {'fit':>6} {'verified':>8}")
     for implementation in interface.implementations:
-        entry = calibration.get(implementation.name, {}).get("time", {})
-        fit = f"{entry['mre']:.3f}" if entry.get("mre") is not None else "—"
-        verified = f"{entry['verification_mre']:.3f}" if entry.get("verification_mre") is not None else "—"
+        entry = models.time(implementation.name)
+        fit = f"{entry.mre:.3f}" if entry.mre is not None else "—"
+        verified = f"{entry.verification_mre:.3f}" if entry.verification_mre is not None else "—"
         mark = "  ← chosen" if implementation.name == choice.implementation else ""
-        status = "" if entry.get("status") in ("fitted", "factored") else f"  ({entry.get('status', 'no model')})"
+        status = "" if entry.usable else f"  ({entry.status})"
         predicted = choice.predicted.get(implementation.name, math.inf)
         half = None
         if math.isfinite(predicted) and (implementation.name in choice.settings or not implementation.parameters):
@@ -151,7 +151,7 @@ def explanation(library: ast.Library, models: Mapping[str, Any], interface_name:
         lines.append("\nno implementation applies")
     else:
         winner = interface.implementation(choice.implementation)
-        entry = calibration[winner.name]["time"]
+        entry = models.time(winner.name)
         if choice.parameters:
             lines.append("\nparameters: " + ", ".join(f"{k} = {v}" for k, v in choice.parameters.items()))
             for parameter in winner.parameters:
@@ -168,16 +168,16 @@ def explanation(library: ast.Library, models: Mapping[str, Any], interface_name:
         if shares:
             lines.append(f"\nwhat {winner.name}'s prediction is made of:")
             lines += composition(shares)
-        found = discovered_in_words(entry) if entry.get("status") == "fitted" else []
+        found = discovered_in_words(entry) if entry.status == "fitted" else []
         if found:
             lines.append(f"\nwhat the fitter found in {winner.name}'s samples:")
             lines += [f"  {line}" for line in found]
-    notes = extrapolations(interface, calibration, variables, choice)
+    notes = extrapolations(interface, models, variables, choice)
     if notes:
         lines.append("\nbeyond the samples:")
         lines += [f"  {note}" for note in notes]
-    fingerprint = models.get("fingerprint", {})
-    quick = ", quick calibration" if fingerprint.get("quick") else ""
-    lines.append(f"\ncalibrated {models.get('created', '?')} on {fingerprint.get('cpu', '?')} "
+    fingerprint = models.fingerprint
+    quick = ", quick calibration" if fingerprint.quick else ""
+    lines.append(f"\ncalibrated {models.created or '?'} on {fingerprint.get('cpu', '?')} "
                  f"({fingerprint.get('cores', '?')} cores, platform {fingerprint.get('platform', '?')}{quick})")
     return "\n".join(lines)

@@ -9,7 +9,6 @@ definition the compiled module is tested against.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 from hlc.calibrate.harness import load_attribute
 from hlc.dispatch.bundle import description_of
 from hlc.dispatch.reference import Decider
-from hlc.dispatch.support import ModuleState, as_array, none_applies
+from hlc.dispatch.support import ModuleState, as_array, none_applies, read_models
 from hlc.language import ast
 from hlc.language.expressions import evaluate
 from hlc.language.parse import parse_file
@@ -42,12 +41,11 @@ def check_arguments(interface: ast.Interface, arguments: tuple) -> tuple:
 
 def python_module(init_file: str) -> dict[str, Any]:
     folder = Path(init_file).parent
-    models = json.loads((folder / "models.json").read_text(encoding="utf-8"))
-    used = json.loads((folder / "used_models.json").read_text(encoding="utf-8"))
-    library = parse_file(description_of(models, folder))
-    predictor = Predictor.of_models(library, models, used)
-    decider = Decider(library, predictor)
+    models = read_models(init_file)
     state = ModuleState(init_file, models)
+    library = parse_file(description_of(models, folder))
+    predictor = Predictor.of_models(library, models, state.used_models)
+    decider = Decider(library, predictor)
     helpers = {i.alias: (state.sources.load(i.source, i.name) if i.is_file else load_attribute(i.source, i.name))
                for i in library.imports}
     namespace: dict[str, Any] = {"__models__": models, "__doc__": library.doc}

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from hlc.artefacts.models import Models
 from hlc.codegen import import_loads, render, safe
 from hlc.dispatch.cmodels import Interface, Library, c_source, v
 from hlc.language import ast
@@ -114,7 +115,7 @@ def _models(library: Library) -> list[dict[str, Any]]:
     return models
 
 
-def static_choices(library: ast.Library, models: Mapping[str, Any], used_models: Mapping[str, Mapping[str, Any]],
+def static_choices(library: ast.Library, models: Models, used_models: Mapping[str, Models],
                    workload: Mapping[str, float]) -> dict[str, dict[str, Any]]:
     """Compile-time decisions (thesis §4.6) for the interfaces whose variables
     ``workload`` gives: the implementation index and the parameter fields."""
@@ -134,7 +135,7 @@ def static_choices(library: ast.Library, models: Mapping[str, Any], used_models:
         if choice.implementation is None:
             raise ValueError(f"--static {variables}: no implementation of {interface.name} applies")
         implementation = interface.implementation(choice.implementation)
-        generator = Interface(Library(library, models["implementations"], {}), interface)
+        generator = Interface(Library(library, models.times(), {}), interface)
         choices[interface.name] = {
             "variables": ", ".join(f"{k}={v:g}" for k, v in variables.items()),
             "index": interface.implementations.index(implementation),
@@ -146,13 +147,13 @@ def static_choices(library: ast.Library, models: Mapping[str, Any], used_models:
     return choices
 
 
-def dispatch_source(library: ast.Library, models: Mapping[str, Any],
-                    used_models: Mapping[str, Mapping[str, Any]], static: Mapping[str, float] | None = None) -> str:
+def dispatch_source(library: ast.Library, models: Models,
+                    used_models: Mapping[str, Models], static: Mapping[str, float] | None = None) -> str:
     """The text of the dispatch module (Cython) of ``library``; with ``static``
     (variable values), calls of the interfaces it covers go straight to the
     implementation chosen for them at build time."""
     imports = {i.alias: i for i in library.imports}
-    top = Library(library, models["implementations"], {})
+    top = Library(library, models.times(), {})
     import_lines = import_loads(library, "_module.sources", "_support.load_attribute")
     for implementation in library.implementations:
         if "." in implementation.callable and implementation.callable not in imports:

@@ -9,7 +9,6 @@ implementations, reading ``HLC_FORCE``/``HLC_LOG``) or only when asked
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import math
 import os
@@ -21,6 +20,7 @@ from typing import Any
 
 import numpy
 
+from hlc.artefacts.models import Models, load, load_used
 from hlc.calibrate.harness import Sources, load_attribute
 from hlc.dispatch.bundle import description_of
 from hlc.dispatch.reference import Choice
@@ -46,20 +46,21 @@ class ExtrapolationWarning(UserWarning):
     """A call's variables lie outside the range the models were calibrated on."""
 
 
-def read_models(module_file: str) -> dict[str, Any]:
-    return json.loads((Path(module_file).parent / "models.json").read_text(encoding="utf-8"))
+def read_models(module_file: str) -> Models:
+    """The models of the build the module ``module_file`` belongs to."""
+    return load(Path(module_file).parent / "models.json")
 
 
-def stale_reasons(models: Mapping[str, Any], folder: Path) -> list[str]:
+def stale_reasons(models: Models, folder: Path) -> list[str]:
     """What differs between the calibration and now: machine, versions, and
     the sources the build in ``folder`` calls (its own copies)."""
-    recorded = models.get("fingerprint", {})
+    recorded = models.fingerprint
     reasons = []
     for key, value in machine().items():
         if recorded.get(key) != value:
             reasons.append(f"{key}: calibrated with {recorded.get(key)!r}, now {value!r}")
     base = description_of(models, folder).parent
-    for name, recorded_digest in recorded.get("sources", {}).items():
+    for name, recorded_digest in recorded.sources.items():
         path = base / name
         if not path.exists():
             reasons.append(f"source {name}: missing")
@@ -84,11 +85,10 @@ def _parse_force(text: str) -> tuple[str, dict[str, int]]:
 class ModuleState:
     """What one imported dispatch module knows beside its C code."""
 
-    def __init__(self, module_file: str, models: dict[str, Any]):
+    def __init__(self, module_file: str, models: Models):
         folder = Path(module_file).parent
         self.models = models
-        used = folder / "used_models.json"
-        self.used_models = json.loads(used.read_text(encoding="utf-8")) if used.exists() else {}
+        self.used_models = load_used(folder / "used_models.json")
         self.description = description_of(models, folder)
         self.sources = Sources(str(self.description.parent), str(folder / "ext"))
         self.world = world()
@@ -102,7 +102,7 @@ class ModuleState:
         self._library = None
         reasons = stale_reasons(models, folder)
         if reasons:
-            message = f"the models of library {models['library']} may not fit: " + "; ".join(reasons)
+            message = f"the models of library {models.library} may not fit: " + "; ".join(reasons)
             if os.environ.get("HLC_STRICT", "") not in ("", "0"):
                 raise StaleModelError(message + " (HLC_STRICT is set)")
             warnings.warn(message + ". Run `hlc recalibrate` to refit them here.", StaleModelWarning, stacklevel=3)
@@ -141,9 +141,9 @@ class ModuleState:
     def _domain(self, interface: str) -> dict[str, tuple[float, float]]:
         """Each variable's range, the union over the interface's implementations."""
         union: dict[str, tuple[float, float]] = {}
-        for record in self.models["implementations"].values():
-            if record.get("interface", interface) == interface:
-                for name, (low, high) in record.get("time", {}).get("domain", {}).items():
+        for record in self.models.implementations.values():
+            if record.interface == interface:
+                for name, (low, high) in record.time.domain.items():
                     known = union.get(name, (low, high))
                     union[name] = (min(known[0], low), max(known[1], high))
         return union

@@ -11,18 +11,18 @@ another implementation's model (thesis ch. 8) sees that model calibrated.
 
 from __future__ import annotations
 
-import json
 import time
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from hlc.calibrate.harness import read_samples
+from hlc.artefacts.models import Discovered, FitSettings, ImplementationModel, Models, TimeModel, load_if_exists
+from hlc.artefacts.samples import Sample, Samples
 from hlc.calibrate.host import TOLERANCE as HOST_TOLERANCE
 from hlc.language import ast
 from hlc.language.expressions import EvaluationError, calls, evaluate, unparse
@@ -35,7 +35,6 @@ from hlc.model.predict import ModelUnavailable, Predictor, term_values
 from hlc.model.render import c_source, python_source
 from hlc.model.terms import model_terms
 
-MODELS_FORMAT = 1
 # Verification MRE above which a model is reported as inaccurate (thesis: 10%).
 VERIFICATION_LIMIT = 1.10
 # Samples taken while the host ran slow are left out, unless they are more
@@ -44,34 +43,8 @@ VERIFICATION_LIMIT = 1.10
 DISTURBED_SHARE = 0.25
 
 
-@dataclass(frozen=True)
-class Samples:
-    """The contents of a samples file."""
-
-    header: dict[str, Any]
-    samples: list[dict[str, Any]]
-    failures: list[dict[str, Any]]
-
-    @classmethod
-    def read(cls, path: Path) -> Samples:
-        return cls.of_records(read_samples(path), path)
-
-    @classmethod
-    def of_records(cls, records: list[dict[str, Any]], path: Path) -> Samples:
-        """The samples of the records of the file at ``path`` (already read)."""
-        headers = [r for r in records if r.get("kind") == "header"]
-        if not headers:
-            raise FitError(f"{path} is not a samples file of hlc (it has no header line)")
-        return cls(headers[0], [r for r in records if r.get("kind") == "sample"],
-                   [r for r in records if r.get("kind") == "failure"])
-
-    def of(self, interface: str, implementation: str, verify: bool) -> list[dict[str, Any]]:
-        return [s for s in self.samples if s["interface"] == interface and s["implementation"] == implementation
-                and s["verify"] == verify]
-
-
-def _environment(sample: Mapping[str, Any]) -> dict[str, Any]:
-    return {**sample["variables"], **sample["parameters"]}
+def _environment(sample: Sample) -> dict[str, Any]:
+    return sample.environment
 
 
 def _order(library: ast.Library) -> list[tuple[ast.Interface, ast.Implementation]]:
@@ -98,16 +71,16 @@ def _order(library: ast.Library) -> list[tuple[ast.Interface, ast.Implementation
     return [pairs[name] for name in ordered]
 
 
-def _disturbed(sample: Mapping[str, Any], tolerance: float) -> bool:
+def _disturbed(sample: Sample, tolerance: float) -> bool:
     """Whether the host ran slower than its tolerance during the sample's
     timings, after the profiler's waits and retakes (the sample's ``host``),
     or the timings never settled (``noisy``: after all retakes, no median
     that another timing confirms, or a timing far below it)."""
-    return sample.get("host", 1.0) > 1 + tolerance or bool(sample.get("noisy"))
+    return (sample.host is not None and sample.host > 1 + tolerance) or bool(sample.noisy)
 
 
-def _steady(fitting: list[dict[str, Any]], verification: list[dict[str, Any]],
-            tolerance: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+def _steady(fitting: list[Sample], verification: list[Sample],
+            tolerance: float) -> tuple[list[Sample], list[Sample], int]:
     """The fitting and verification samples without those taken while the host
     ran slow or never settled, and how many were left out.  Such a sample is off the model by
     the spell's factor (1.2-4x on two ranks sharing two busy cores), and a few
@@ -120,10 +93,10 @@ def _steady(fitting: list[dict[str, Any]], verification: list[dict[str, Any]],
 
 
 def _by_ranks(result: Fit, columns: dict[str, np.ndarray], times: np.ndarray,
-              samples: list[dict[str, Any]]) -> dict[str, float] | None:
+              samples: list[Sample]) -> dict[str, float] | None:
     """Verification MRE per rank count, when the samples span several: two
     ranks on a shared machine are much noisier than one."""
-    ranks = np.array([s["variables"].get("P", 1) for s in samples])
+    ranks = np.array([s.variables.get("P", 1) for s in samples])
     sizes = sorted(set(ranks.tolist()))
     if len(sizes) < 2:
         return None
@@ -136,26 +109,26 @@ def by_ranks_text(errors: Mapping[str, float]) -> str:
     return ", ".join(f"P={size} {error:.3f}" for size, error in errors.items())
 
 
-def _domain(samples: list[dict[str, Any]]) -> dict[str, list[float]]:
+def _domain(samples: list[Sample]) -> dict[str, list[float]]:
     """The calibrated range of each variable: dispatch warns outside it."""
     domain: dict[str, list[float]] = {}
     for sample in samples:
-        for name, value in sample["variables"].items():
+        for name, value in sample.variables.items():
             low, high = domain.get(name, [value, value])
             domain[name] = [min(low, value), max(high, value)]
     return domain
 
 
 def _columns(predictor: Predictor, implementation: ast.Implementation, terms: list[ast.Expression],
-             samples: list[dict[str, Any]]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+             samples: list[Sample]) -> tuple[dict[str, np.ndarray], np.ndarray]:
     rows = [term_values(predictor, implementation, terms, _environment(s)) for s in samples]
     names = [unparse(t) for t in terms]
     columns = {name: np.array([row[name] for row in rows], dtype=float) for name in names}
-    return columns, np.array([s["seconds"] for s in samples], dtype=float)
+    return columns, np.array([s.seconds for s in samples], dtype=float)
 
 
 def _families(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
-              samples: list[dict[str, Any]]) -> list[FamilyCandidates]:
+              samples: list[Sample]) -> list[FamilyCandidates]:
     """The model's families, valued on the samples."""
     families = []
     for term in model.families:
@@ -171,14 +144,14 @@ def _families(predictor: Predictor, implementation: ast.Implementation, model: a
 
 
 def _discovered(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
-                columns: dict[str, np.ndarray], times: np.ndarray, samples: list[dict[str, Any]],
-                relative: bool, automatic: bool) -> list[dict[str, Any]]:
-    """The terms discovery adds to the written ones (hlc.model.discover), as
-    specs for the models artefact: members of the model's families, and with
+                columns: dict[str, np.ndarray], times: np.ndarray, samples: list[Sample],
+                relative: bool, automatic: bool) -> tuple[Discovered, ...]:
+    """The terms discovery adds to the written ones (hlc.model.discover):
+    members of the model's families, and with
     ``automatic`` steps and hinges of the interface's variables, the
     implementation's parameters and its integer-valued helpers (a radix
     sort's digit width, which its parameter only bounds)."""
-    names = [name for name in samples[0]["variables"] if name not in ("P", "logP")] if samples else []
+    names = [name for name in samples[0].variables if name not in ("P", "logP")] if samples else []
     names += [p.name for p in implementation.parameters]
     variables = {name: np.array([_environment(s)[name] for s in samples], dtype=float) for name in names}
     helpers = [predictor.helpers(implementation, {**predictor.constants, **_environment(s)}) for s in samples]
@@ -190,78 +163,64 @@ def _discovered(predictor: Predictor, implementation: ast.Implementation, model:
     found = discover(written, times, variables, integers=[p.name for p in implementation.parameters],
                      relative=relative, families=_families(predictor, implementation, model, samples),
                      automatic=automatic)
-    return [term.spec() for term in found.terms]
+    return tuple(found.terms)
 
 
 def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
-             fitting: list[dict[str, Any]], verification: list[dict[str, Any]], relative: bool,
+             fitting: list[Sample], verification: list[Sample], relative: bool,
              confidence: float, tolerance: float = HOST_TOLERANCE, discovering: bool = True,
-             discovered: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+             discovered: tuple[Discovered, ...] | None = None) -> TimeModel:
     fitting, verification, disturbed = _steady(fitting, verification, tolerance)
-    entry: dict[str, Any] = {"samples": len(fitting), "verification_samples": len(verification),
-                             "noisy_samples": sum(1 for s in fitting + verification if s.get("noisy")),
-                             "disturbed_samples": disturbed}
+    counts = {"samples": len(fitting), "verification_samples": len(verification),
+              "noisy_samples": sum(1 for s in fitting + verification if s.noisy),
+              "disturbed_samples": disturbed}
     if not model.fitted:
-        entry["status"] = "factored"
         everything = fitting + verification
+        error = None
         if everything:
             predicted = [predictor.evaluate(implementation.name, _environment(s)) for s in everything]
-            entry["verification_mre"] = mean_relative_error(np.array([s["seconds"] for s in everything]),
-                                                            np.array(predicted))
-        return entry
+            error = mean_relative_error(np.array([s.seconds for s in everything]), np.array(predicted))
+        return TimeModel("factored", verification_mre=error, **counts)
     columns, times = _columns(predictor, implementation, list(model.terms), fitting)
-    if discovered is not None:
-        entry["discovered"] = list(discovered)
-    else:
-        entry["discovered"] = (_discovered(predictor, implementation, model, columns, times, fitting, relative,
-                                           discovering) if discovering or model.families else [])
-    terms = model_terms(model, entry)
+    if discovered is None:
+        discovered = (_discovered(predictor, implementation, model, columns, times, fitting, relative,
+                                  discovering) if discovering or model.families else ())
+    terms = model_terms(model, discovered)
     columns, times = _columns(predictor, implementation, terms, fitting)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RankWarning)
         result = fit(columns, times, relative=relative, confidence=confidence, constant=model.constant)
-    entry.update(
-        status="fitted", terms=list(result.terms), kept=result.kept, coefficients=result.coefficients,
-        half_widths=result.half_widths, covariance=result.covariance, quantile=result.quantile,
-        dropped=result.dropped, aliases=result.aliases, r2=result.r2, mre=result.mre,
-        residuals=[float(r) for r in result.residuals],
-        warnings=[aliased_text(term, others) for term, others in result.aliases.items()]
-        + [str(w.message) for w in caught],
-    )
+    notes = [aliased_text(term, others) for term, others in result.aliases.items()] + [str(w.message) for w in caught]
+    held_mre, by_ranks = None, {}
     if verification:
         held_columns, held_times = _columns(predictor, implementation, terms, verification)
-        entry["verification_mre"] = result.mre_on(held_columns, held_times)
+        held_mre = result.mre_on(held_columns, held_times)
         by_ranks = _by_ranks(result, held_columns, held_times, verification)
-        if by_ranks:
-            entry["verification_mre_by_ranks"] = by_ranks
-        if entry["verification_mre"] > VERIFICATION_LIMIT:
-            entry["warnings"].append(f"verification MRE {entry['verification_mre']:.3f} exceeds "
-                                     f"{VERIFICATION_LIMIT}: the terms may miss a cost")
+        if held_mre > VERIFICATION_LIMIT:
+            notes.append(f"verification MRE {held_mre:.3f} exceeds {VERIFICATION_LIMIT}: the terms may miss a cost")
     else:
-        entry["verification_mre"] = None
-        entry["warnings"].append("no verification samples")
-    return entry
-
-
-def read_models(paths: Mapping[str, Path]) -> dict[str, dict[str, Any]]:
-    """The models artefacts at ``paths`` (by library name) that exist."""
-    return {name: json.loads(Path(path).read_text()) for name, path in paths.items() if Path(path).exists()}
+        notes.append("no verification samples")
+    return TimeModel(
+        "fitted", **counts, discovered=tuple(discovered), terms=tuple(result.terms), kept=tuple(result.kept),
+        coefficients=dict(result.coefficients), half_widths=dict(result.half_widths), covariance=result.covariance,
+        quantile=result.quantile, dropped=tuple(result.dropped), aliases=dict(result.aliases), r2=result.r2,
+        mre=result.mre, residuals=tuple(float(r) for r in result.residuals), warnings=tuple(notes),
+        verification_mre=held_mre, verification_mre_by_ranks=by_ranks or {})
 
 
 def used_predictors(library: ast.Library, models_of: Mapping[str, Path]) -> dict[str, Predictor]:
     """Predictors of the libraries ``uses`` names, from their models artefacts."""
     predictors = {}
     for name, used in library.used.items():
-        path = Path(models_of.get(name, Path("build") / name / "models.json"))
-        calibration = json.loads(path.read_text())["implementations"] if path.exists() else {}
-        predictors[name] = Predictor(used, calibration, used_predictors(used, models_of))
+        models = load_if_exists(models_of.get(name, Path("build") / name / "models.json"))
+        predictors[name] = Predictor(used, models.times() if models else {}, used_predictors(used, models_of))
     return predictors
 
 
 def calibrate(library: ast.Library, samples: Samples, *, relative: bool = True, confidence: float = 0.95,
               models_of: Mapping[str, Path] | None = None, quick: bool = False,
-              discovering: bool = True, terms_of: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Fit and verify every implementation: the models artefact, as a dict.
+              discovering: bool = True, terms_of: Models | None = None) -> Models:
+    """Fit and verify every implementation: the models artefact.
     With ``discovering``, the fitter adds the steps and hinges the samples
     show to the written terms (hlc.model.discover).  ``terms_of``: earlier
     models whose discovered terms are kept instead of searched again, for an
@@ -274,25 +233,22 @@ def calibrate(library: ast.Library, samples: Samples, *, relative: bool = True, 
     one.  The fit runs with one."""
     with threadpool_limits(limits=1, user_api="blas"):
         return _calibrate(library, samples, relative=relative, confidence=confidence, models_of=models_of,
-                          quick=quick, discovering=discovering, terms_of=terms_of or {})
+                          quick=quick, discovering=discovering, terms_of=terms_of)
 
 
 def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confidence: float,
                models_of: Mapping[str, Path] | None, quick: bool, discovering: bool,
-               terms_of: Mapping[str, Any]) -> dict[str, Any]:
-    earlier = terms_of.get("implementations", {})
-    implementations: dict[str, Any] = {}
-    predictor = Predictor(library, implementations, used_predictors(library, models_of or {}))
-    excluded = {(f["interface"], f["implementation"]): f for f in samples.failures}
+               terms_of: Models | None) -> Models:
+    times: dict[str, TimeModel] = {}  # the predictor's, filled in as the models are fitted
+    predictor = Predictor(library, times, used_predictors(library, models_of or {}))
+    excluded = {(f.interface, f.implementation): f for f in samples.failures}
     for interface, implementation in _order(library):
-        record: dict[str, Any] = {"interface": interface.name}
-        implementations[implementation.name] = record
         model = implementation.model("time")
         key = (interface.name, implementation.name)
         if key in excluded:
             failure = excluded[key]
-            record["time"] = {"status": "excluded", "cause": failure["cause"], "P": failure.get("P"),
-                              "point": failure.get("point")}
+            times[implementation.name] = TimeModel("excluded", cause=failure.cause, ranks=failure.P,
+                                                   point=failure.point)
             continue
         fitting = _within(predictor, implementation, samples.of(interface.name, implementation.name, verify=False))
         verification = _within(predictor, implementation,
@@ -300,28 +256,35 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
         try:
             if model.fitted and not fitting:
                 raise FitError("no fitting samples (was the library profiled?)")
-            previous = earlier.get(implementation.name, {}).get("time", {})
+            previous = terms_of.time(implementation.name) if terms_of else None
             entry = _fit_one(predictor, implementation, model, fitting, verification, relative, confidence,
-                             samples.header.get("host_tolerance", HOST_TOLERANCE), discovering,
-                             previous.get("discovered") if previous.get("status") == "fitted" else None)
+                             _host_tolerance(samples), discovering,
+                             previous.discovered if previous and previous.status == "fitted" else None)
         except (FitError, EvaluationError, ModelUnavailable) as error:
-            record["time"] = {"status": "unfitted", "cause": str(error)}
+            times[implementation.name] = TimeModel("unfitted", cause=str(error))
             continue
-        entry["domain"] = _domain(fitting + verification)
-        entry["python"] = python_source(interface, implementation, entry)
-        entry["c"] = c_source(interface, implementation, entry)
-        record["time"] = entry
-    return {
+        entry = replace(entry, domain=_domain(fitting + verification))
+        times[implementation.name] = replace(entry, python=python_source(interface, implementation, entry),
+                                             c=c_source(interface, implementation, entry))
+    interface_of = {i.name: interface.name for interface in library.interfaces for i in interface.implementations}
+    return Models(
         # absolute: a built module finds its description (and its sources) from any folder
-        "format": MODELS_FORMAT, "library": library.name, "description": str(Path(library.filename).resolve()),
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "samples_header": samples.header,
-        "settings": {"relative": relative, "confidence": confidence, "discovering": discovering},
-        "fingerprint": fingerprint(library, quick=quick), "implementations": implementations,
-    }
+        library=library.name, description=str(Path(library.filename).resolve()),
+        implementations={name: ImplementationModel(interface_of[name], model) for name, model in times.items()},
+        settings=FitSettings(relative, confidence, discovering), fingerprint=fingerprint(library, quick=quick),
+        created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), samples_header=samples.header.as_record())
+
+
+def _host_tolerance(samples: Samples) -> float:
+    """The host meter's tolerance when the samples were taken: a sample taken
+    while the host ran slower is disturbed (files from before the meter had
+    a tolerance of their own: its default)."""
+    tolerance = samples.header.host_tolerance
+    return HOST_TOLERANCE if tolerance is None else tolerance
 
 
 def _within(predictor: Predictor, implementation: ast.Implementation,
-            taken: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            taken: list[Sample]) -> list[Sample]:
     """The samples where the implementation's preconditions hold.  A profile
     takes none elsewhere; samples refitted under a description whose
     preconditions are narrower than the profiled one's hold some, and a model
@@ -330,7 +293,7 @@ def _within(predictor: Predictor, implementation: ast.Implementation,
         return taken
     kept = []
     for sample in taken:
-        environment = {**predictor.constants, **sample["variables"]}
+        environment = {**predictor.constants, **sample.variables}
         try:
             if all(evaluate(condition, environment) for condition in implementation.requires):
                 kept.append(sample)
@@ -339,65 +302,62 @@ def _within(predictor: Predictor, implementation: ast.Implementation,
     return kept
 
 
-def fit_samples(samples_path: Path, *, description: Path | None = None, **options: Any) -> dict[str, Any]:
+def fit_samples(samples_path: Path, *, description: Path | None = None, **options: Any) -> Models:
     """``hlc fit``: read the samples, parse their description, calibrate."""
-    samples = Samples.read(samples_path)
-    library = parse_file(description or samples.header["description"])
-    if library.name != samples.header["library"]:
-        raise FitError(f"{samples_path} holds samples of library '{samples.header['library']}', "
+    samples = Samples.load(samples_path)
+    library = parse_file(description or samples.header.description)
+    if library.name != samples.header.library:
+        raise FitError(f"{samples_path} holds samples of library '{samples.header.library}', "
                        f"not of '{library.name}'")
     return calibrate(library, samples, **options)
 
 
-def missing_implementations(models: Mapping[str, Any]) -> list[str]:
+def missing_implementations(models: Models) -> list[str]:
     """The implementations a build is without, one line each: which, and why.
     The dispatcher never calls an implementation that has no model."""
     lines = []
-    for name, record in models["implementations"].items():
-        entry = record.get("time", {})
-        status = entry.get("status", "not calibrated")
-        if status in ("fitted", "factored"):
+    for name, entry in models.times().items():
+        if entry.usable:
             continue
-        cause = str(entry.get("cause", "no cause recorded")).strip()
-        if status == "excluded":
-            where = ", ".join(f"{k} = {v}" for k, v in (entry.get("point") or {}).items())
-            ranks = f"P={entry['P']}" if entry.get("P") is not None else ""
+        cause = (entry.cause or "no cause recorded").strip()
+        if entry.status == "excluded":
+            where = ", ".join(f"{k} = {v}" for k, v in (entry.point or {}).items())
+            ranks = f"P={entry.ranks}" if entry.ranks is not None else ""
             at = ", ".join(part for part in (ranks, where) if part)
             lines.append(f"{name}: excluded while profiling{f' (at {at})' if at else ''}: {cause}")
         else:
-            lines.append(f"{name}: {status}: {cause}")
+            lines.append(f"{name}: {entry.status}: {cause}")
     return lines
 
 
-def summary(models: dict[str, Any]) -> str:
+def summary(models: Models) -> str:
     """One line per implementation, then each fitted model's coefficients."""
     lines = [f"{'implementation':<16} {'status':<9} {'kept terms':>10} {'R²':>7} {'fit MRE':>8} "
              f"{'verif. MRE':>10} {'samples':>8}"]
     details = []
-    for name, record in models["implementations"].items():
-        entry = record["time"]
-        status = entry["status"]
+    for name, entry in models.times().items():
+        status = entry.status
         if status == "fitted":
-            verification = f"{entry['verification_mre']:.3f}" if entry["verification_mre"] is not None else "—"
-            lines.append(f"{name:<16} {status:<9} {len(entry['kept']):>10} {entry['r2']:>7.4f} "
-                         f"{entry['mre']:>8.3f} {verification:>10} {entry['samples']:>8}")
+            verification = f"{entry.verification_mre:.3f}" if entry.verification_mre is not None else "—"
+            lines.append(f"{name:<16} {status:<9} {len(entry.kept):>10} {entry.r2 or 0.0:>7.4f} "
+                         f"{entry.mre or 0.0:>8.3f} {verification:>10} {entry.samples:>8}")
             details.append(f"{name}: " + " + ".join(
-                f"{entry['coefficients'][t]:.4g}(±{entry['half_widths'][t]:.2g})"
-                + ("" if t == CONSTANT else f"·{t}") for t in entry["kept"]))
-            if entry.get("discovered"):
-                found = len(entry["discovered"])
+                f"{entry.coefficients[t]:.4g}(±{entry.half_widths[t]:.2g})"
+                + ("" if t == CONSTANT else f"·{t}") for t in entry.kept))
+            if entry.discovered:
+                found = len(entry.discovered)
                 details.append(f"  discovered {found} term{'s' if found > 1 else ''}: "
-                               + "; ".join(entry["terms"][-found:]))
-            if entry.get("verification_mre_by_ranks"):
-                details.append("  verification MRE by rank count: " + by_ranks_text(entry["verification_mre_by_ranks"]))
-            if entry.get("disturbed_samples"):
-                details.append(f"  left out: {entry['disturbed_samples']} samples taken while the host ran slow "
+                               + "; ".join(entry.terms[-found:]))
+            if entry.verification_mre_by_ranks:
+                details.append("  verification MRE by rank count: " + by_ranks_text(entry.verification_mre_by_ranks))
+            if entry.disturbed_samples:
+                details.append(f"  left out: {entry.disturbed_samples} samples taken while the host ran slow "
                                f"or never settled")
-            details += [f"  warning: {w}" for w in entry["warnings"]]
+            details += [f"  warning: {w}" for w in entry.warnings]
         elif status == "factored":
-            verification = entry.get("verification_mre")
+            verification = entry.verification_mre
             lines.append(f"{name:<16} {status:<9} {'—':>10} {'—':>7} {'—':>8} "
-                         f"{(f'{verification:.3f}' if verification else '—'):>10} {entry['samples']:>8}")
+                         f"{(f'{verification:.3f}' if verification else '—'):>10} {entry.samples:>8}")
         else:
-            lines.append(f"{name:<16} {status:<9} {entry['cause']}")
+            lines.append(f"{name:<16} {status:<9} {entry.cause}")
     return "\n".join(lines + [""] + details)

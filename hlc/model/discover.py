@@ -33,9 +33,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
+
+from hlc.artefacts.models import Discovered, Factor
 
 #: Knots of a size-like variable lie every KNOT_STEP in log2 of it.
 KNOT_STEP = 0.5
@@ -69,52 +70,14 @@ FAMILY_SAMPLES = 20
 MAX_DEGREE = 2
 
 
-@dataclass(frozen=True)
-class Factor:
-    """One shape of a cost change: a step or a hinge of one variable at a knot."""
-
-    kind: str  # "step" or "hinge"
-    variable: str
-    knot: float  # in log2 of the variable when ``log``, else in its own units
-    log: bool
-
-    def values(self, variables: Mapping[str, np.ndarray]) -> np.ndarray:
-        x = np.asarray(variables[self.variable], dtype=float)
-        if self.log:
-            x = np.log2(np.maximum(x, 1e-300))
-        if self.kind == "step":
-            return (x >= self.knot).astype(float)
-        return np.maximum(0.0, x - self.knot)
-
-    def spec(self) -> dict[str, Any]:
-        """The factor as the models artefact records it (hlc.model.terms reads it)."""
-        return {"kind": self.kind, "variable": self.variable, "knot": self.knot, "log": self.log}
-
-    @property
-    def text(self) -> str:
-        """The factor in the description language."""
-        x = f"log2({self.variable})" if self.log else self.variable
-        knot = _number(self.knot)
-        return f"({x} >= {knot})" if self.kind == "step" else f"max(0, {x} - {knot})"
-
-
-@dataclass(frozen=True)
-class Discovered:
-    """A term the fitter adds: a model term times one or more factors."""
-
-    base: str  # the text of a written term, "1" for the constant
-    factors: tuple[Factor, ...]
-
-    def spec(self) -> dict[str, Any]:
-        return {"base": self.base, "factors": [factor.spec() for factor in self.factors]}
-
-    @property
-    def text(self) -> str:
-        factors = " * ".join(f.text for f in self.factors)
-        if self.base == "1":
-            return factors
-        base = self.base if _is_product(self.base) else f"({self.base})"
-        return f"{base} * {factors}"
+def factor_values(factor: Factor, variables: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The factor's value at each sample."""
+    x = np.asarray(variables[factor.variable], dtype=float)
+    if factor.log:
+        x = np.log2(np.maximum(x, 1e-300))
+    if factor.kind == "step":
+        return (x >= factor.knot).astype(float)
+    return np.maximum(0.0, x - factor.knot)
 
 
 @dataclass(frozen=True)
@@ -155,21 +118,6 @@ class Discovery:
     error_before: float = math.nan  # cross-validated MRE of the written terms alone
     error_after: float = math.nan  # with the discovered terms
     candidates: int = 0  # offered after screening, at the first step
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else repr(round(float(value), 6))
-
-
-def _is_product(text: str) -> bool:
-    """Whether a term's text binds tighter than ``*`` (no top-level + or -)."""
-    depth = 0
-    for i, char in enumerate(text):
-        depth += char == "("
-        depth -= char == ")"
-        if depth == 0 and char in "+-" and i > 0 and text[i - 1] == " ":
-            return False
-    return True
 
 
 def factors_of(variables: Mapping[str, np.ndarray], integers: Sequence[str] = ()) -> list[Factor]:
@@ -338,7 +286,7 @@ class _Search:
         # family's, offered to its base only, are the author's and need
         # FAMILY_SAMPLES.
         enough = times.size >= MIN_SAMPLES
-        self.factors = {factor: factor.values(variables)
+        self.factors = {factor: factor_values(factor, variables)
                         for factor in (factors_of(variables, integers) if enough else [])}
         self.values = dict(self.factors)
         self.bases = dict(self.written)
@@ -346,7 +294,7 @@ class _Search:
         for family in families:
             self.bases.setdefault(family.base, np.asarray(family.base_values, dtype=float))
             for factor in family.factors:
-                self.values.setdefault(factor, factor.values({factor.variable: family.values}))
+                self.values.setdefault(factor, factor_values(factor, {factor.variable: family.values}))
                 self.members.append(Discovered(family.base, (factor,)))
         count = len(self.written)
         some = times.size >= (MIN_SAMPLES if not self.members else FAMILY_SAMPLES)

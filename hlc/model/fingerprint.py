@@ -14,6 +14,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from hlc.artefacts.models import Fingerprint
 from hlc.language import ast
 from hlc.language.machine import machine_constants
 
@@ -62,7 +63,7 @@ def machine() -> dict[str, Any]:
     }
 
 
-def fingerprint(library: ast.Library, *, quick: bool = False) -> dict[str, Any]:
+def fingerprint(library: ast.Library, *, quick: bool = False) -> Fingerprint:
     """Machine, versions and the hashes of the description and its sources."""
     base = library.directory
     sources = {}
@@ -72,4 +73,4 @@ def fingerprint(library: ast.Library, *, quick: bool = False) -> dict[str, Any]:
         except ValueError:
             name = str(path)
         sources[name] = digest(path)
-    return {**machine(), "quick": quick, "sources": sources}
+    return Fingerprint(machine(), quick, sources)

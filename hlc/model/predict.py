@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from hlc.artefacts.models import Models, TimeModel
 from hlc.language import ast
 from hlc.language.expressions import EvaluationError, evaluate, names, unparse
 from hlc.language.nest import constant_values
@@ -29,10 +30,10 @@ class ModelUnavailable(LookupError):
 class Predictor:
     """Predicted seconds of every model of one library."""
 
-    def __init__(self, library: ast.Library, calibration: Mapping[str, Any],
+    def __init__(self, library: ast.Library, calibration: Mapping[str, TimeModel],
                  used: Mapping[str, Predictor] | None = None):
         self.library = library
-        self.calibration = calibration  # implementation name → its entry of the models artefact
+        self.calibration = calibration  # implementation name → its time model
         self.used = dict(used or {})
         self.constants = constant_values(library)
         self._implementations = {i.name: (interface, i) for interface in library.interfaces
@@ -40,12 +41,12 @@ class Predictor:
         self._definitions = {m.name: m for m in library.models}
 
     @classmethod
-    def of_models(cls, library: ast.Library, models: Mapping[str, Any],
-                  used_models: Mapping[str, Mapping[str, Any]]) -> Predictor:
+    def of_models(cls, library: ast.Library, models: Models | None,
+                  used_models: Mapping[str, Models]) -> Predictor:
         """The predictor of a models artefact, with those of the libraries it
         uses (their artefacts by library name; a missing one predicts nothing)."""
-        return cls(library, models["implementations"],
-                   {name: cls(sub, used_models.get(name, {}).get("implementations", {}))
+        return cls(library, models.times() if models else {},
+                   {name: cls(sub, used_models[name].times() if name in used_models else {})
                     for name, sub in library.used.items()})
 
     def functions(self, environment: Mapping[str, Any]) -> dict[str, Callable[..., float]]:
@@ -87,11 +88,11 @@ class Predictor:
         if not model.fitted:
             environment = self.helpers(implementation, {**self.constants, **environment}, [model.body])
             return float(evaluate(model.body, environment, self.functions(environment)))
-        entry = self.calibration.get(name, {}).get(objective)
-        if not entry or entry.get("status") != "fitted":
+        entry = self.calibration.get(name) if objective == "time" else None
+        if entry is None or entry.status != "fitted":
             raise ModelUnavailable(f"the {objective} model of {self.library.name}.{name} is not calibrated")
-        coefficients = entry["coefficients"]
-        kept = [term for term in model_terms(model, entry) if coefficients.get(unparse(term), 0.0)]
+        coefficients = entry.coefficients
+        kept = [term for term in model_terms(model, entry.discovered) if coefficients.get(unparse(term), 0.0)]
         environment = self.helpers(implementation, {**self.constants, **environment}, kept)
         functions = self.functions(environment)
         total = coefficients.get("1", 0.0)
@@ -131,36 +132,31 @@ def term_values(predictor: Predictor, implementation: ast.Implementation, terms:
     return values
 
 
-def band(predictor: Predictor, implementation: ast.Implementation, entry: Mapping[str, Any],
+def band(predictor: Predictor, implementation: ast.Implementation, entry: TimeModel,
          environment: Mapping[str, Any], objective: str = "time") -> float | None:
     """Half-width of the confidence band of the predicted mean, t · sqrt(xᵀ Σ x),
     at one point (variables and parameters by name in ``environment``), from
-    the implementation's entry of the models artefact; ``None`` when it is not
+    the implementation's time model; ``None`` when it is not
     known (a factored model, a model that is not fitted, an artefact written
     before bands were recorded).  The terms' values are taken as exact: the
     uncertainty of other models a hybrid term calls is not included."""
     model = implementation.model(objective)
-    if model is None or not model.fitted or not has_band(entry):
+    if model is None or not model.fitted or not entry.has_band:
         return None
-    values = term_values(predictor, implementation, model_terms(model, entry), environment)
+    values = term_values(predictor, implementation, model_terms(model, entry.discovered), environment)
     return band_of(entry, values)
 
 
-def has_band(entry: Mapping[str, Any]) -> bool:
-    """Whether a fitted entry of the models artefact records its band."""
-    return entry.get("status") == "fitted" and bool(entry.get("covariance")) and entry.get("quantile") is not None
-
-
-def band_of(entry: Mapping[str, Any], values: Mapping[str, float]) -> float:
+def band_of(entry: TimeModel, values: Mapping[str, float]) -> float:
     """The band's half-width (see ``band``) from the terms' values at the point."""
-    covariance = entry["covariance"]
-    return float(confidence_band(covariance, float(entry["quantile"]),
+    covariance = entry.covariance
+    return float(confidence_band(covariance, float(entry.quantile or 0.0),
                                  {t: values[t] for t in covariance if t != CONSTANT})[0])
 
 
-def sum_of_terms(entry: Mapping[str, Any], values: Mapping[str, float]) -> float:
+def sum_of_terms(entry: TimeModel, values: Mapping[str, float]) -> float:
     """A fitted model's prediction from its terms' values at the point."""
-    coefficients = entry["coefficients"]
+    coefficients = entry.coefficients
     return coefficients.get(CONSTANT, 0.0) + sum(
         weight * values[term] for term, weight in coefficients.items() if term != CONSTANT and weight)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from hlc.artefacts.models import TimeModel
 from hlc.language import ast
 from hlc.language.expressions import to_c, to_python, unparse
 from hlc.model.predict import helpers_for
@@ -29,23 +30,23 @@ def _spell_call(call: ast.Call, arguments: list[str]) -> str | None:
     return f"{function_name(call.function)}({', '.join(arguments + ['P', 'logP'])})"
 
 
-def _accuracy(entry: dict[str, Any]) -> str:
+def _accuracy(entry: TimeModel) -> str:
     parts = []
-    if entry.get("mre") is not None:
-        parts.append(f"MRE {entry['mre']:.3f}")
-    if entry.get("verification_mre") is not None:
-        parts.append(f"verification MRE {entry['verification_mre']:.3f}")
+    if entry.mre is not None:
+        parts.append(f"MRE {entry.mre:.3f}")
+    if entry.verification_mre is not None:
+        parts.append(f"verification MRE {entry.verification_mre:.3f}")
     return ", ".join(parts) or "not verified"
 
 
-def model_sum(model: ast.CostModel, entry: dict[str, Any], spell: Any) -> str:
+def model_sum(model: ast.CostModel, entry: TimeModel, spell: Any) -> str:
     """The model's value as source: the kept terms with their coefficients, or
     the factored expression; ``spell`` prints an expression."""
     if not model.fitted:
         return spell(model.body)
-    coefficients = entry["coefficients"]
+    coefficients = entry.coefficients
     parts = [repr(coefficients["1"])] if "1" in coefficients else []
-    for term in model_terms(model, entry):
+    for term in model_terms(model, entry.discovered):
         beta = coefficients.get(unparse(term))
         if beta:
             parts.append(f"{beta!r} * {spell(term) if atomic(term) else '(' + spell(term) + ')'}")
@@ -58,14 +59,14 @@ def atomic(term: ast.Expression) -> bool:
         isinstance(term, ast.Binary) and term.operator in ("*", "**"))
 
 
-def used_helpers(implementation: ast.Implementation, model: ast.CostModel, entry: dict[str, Any]) -> list[ast.Let]:
+def used_helpers(implementation: ast.Implementation, model: ast.CostModel, entry: TimeModel) -> list[ast.Let]:
     """The helpers the kept terms need, in definition order (with their own needs)."""
-    kept = [t for t in model_terms(model, entry) if entry["coefficients"].get(unparse(t))] if model.fitted \
+    kept = [t for t in model_terms(model, entry.discovered) if entry.coefficients.get(unparse(t))] if model.fitted \
         else [model.body]
     return helpers_for(implementation, kept)
 
 
-def python_source(interface: ast.Interface, implementation: ast.Implementation, entry: dict[str, Any],
+def python_source(interface: ast.Interface, implementation: ast.Implementation, entry: TimeModel,
                   objective: str = "time") -> str:
     model = implementation.model(objective)
     signature = interface.signature(implementation)
@@ -78,7 +79,7 @@ def python_source(interface: ast.Interface, implementation: ast.Implementation, 
     return "\n".join(lines) + "\n"
 
 
-def c_source(interface: ast.Interface, implementation: ast.Implementation, entry: dict[str, Any],
+def c_source(interface: ast.Interface, implementation: ast.Implementation, entry: TimeModel,
              objective: str = "time") -> str:
     model = implementation.model(objective)
     signature = interface.signature(implementation)

@@ -1,5 +1,6 @@
 """The terms of a fitted model: those written in the description, then those
-the fitter discovered (recorded in the models artefact as specs).
+the fitter discovered (recorded in the models artefact as
+:class:`~hlc.artefacts.models.Discovered` values).
 
 Every stage that evaluates, prints or explains a fitted model takes its
 terms from :func:`model_terms`, so a discovered term is an expression like
@@ -10,9 +11,9 @@ Python, and explained the same way.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
 
+from hlc.artefacts.models import Discovered, Factor, TimeModel
 from hlc.language import ast
 from hlc.language.expressions import unparse
 
@@ -21,38 +22,37 @@ def _number(value: float) -> ast.Number:
     return ast.Number(0, 0, int(value) if float(value).is_integer() else float(value))
 
 
-def factor_expression(spec: Mapping[str, Any],
+def factor_expression(factor: Factor,
                       expressions: Mapping[str, ast.Expression] | None = None) -> ast.Expression:
     """``(log2(n) >= 18.25)``, ``max(0, log2(n) - 18.25)`` or ``(bpd >= 9)``.
     The variable is a name, or the text of a family's expression (found in
     ``expressions``)."""
-    x: ast.Expression = (expressions or {}).get(spec["variable"]) or ast.Name(0, 0, spec["variable"])
-    if spec["log"]:
+    x: ast.Expression = (expressions or {}).get(factor.variable) or ast.Name(0, 0, factor.variable)
+    if factor.log:
         x = ast.Call(0, 0, "log2", (x,))
-    if spec["kind"] == "step":
-        return ast.Binary(0, 0, ">=", x, _number(spec["knot"]), parenthesized=True)
-    return ast.Call(0, 0, "max", (ast.Number(0, 0, 0), ast.Binary(0, 0, "-", x, _number(spec["knot"]))))
+    if factor.kind == "step":
+        return ast.Binary(0, 0, ">=", x, _number(factor.knot), parenthesized=True)
+    return ast.Call(0, 0, "max", (ast.Number(0, 0, 0), ast.Binary(0, 0, "-", x, _number(factor.knot))))
 
 
-def discovered_expression(written: Mapping[str, ast.Expression], spec: Mapping[str, Any],
+def discovered_expression(written: Mapping[str, ast.Expression], term: Discovered,
                           expressions: Mapping[str, ast.Expression] | None = None) -> ast.Expression:
-    """The written term ``spec["base"]`` ("1": none) times each of its factors."""
-    factors = [factor_expression(f, expressions) for f in spec["factors"]]
-    expression = factors[0] if spec["base"] == "1" else written[spec["base"]]
-    for factor in factors[1:] if spec["base"] == "1" else factors:
+    """The written term ``term.base`` ("1": none) times each of its factors."""
+    factors = [factor_expression(f, expressions) for f in term.factors]
+    expression = factors[0] if term.base == "1" else written[term.base]
+    for factor in factors[1:] if term.base == "1" else factors:
         expression = ast.Binary(0, 0, "*", expression, factor)
     return expression
 
 
-def model_terms(model: ast.CostModel, entry: Mapping[str, Any] | None) -> list[ast.Expression]:
-    """The written terms of a fitted model, then the discovered ones."""
+def model_terms(model: ast.CostModel, discovered: Sequence[Discovered] = ()) -> list[ast.Expression]:
+    """The written terms of a fitted model, then the ``discovered`` ones."""
     terms = list(model.terms)
-    specs = (entry or {}).get("discovered", [])
-    if specs:
+    if discovered:
         written = {unparse(f.base): f.base for f in model.families if f.base is not None}
         written.update({unparse(term): term for term in terms})
         expressions = {unparse(f.family.expression): f.family.expression for f in model.families}
-        terms += [discovered_expression(written, spec, expressions) for spec in specs]
+        terms += [discovered_expression(written, term, expressions) for term in discovered]
     return terms
 
 
@@ -63,50 +63,48 @@ def _seconds(value: float) -> str:
     return f"{abs(value) / 1e-12:.3g} ps"
 
 
-def _in_octaves(factor: Mapping[str, Any]) -> str | None:
+def _in_octaves(factor: Factor) -> str | None:
     """The variable a factor is in octaves of: its own when discovered in
     log2, the argument of a family's ``log2(x)``; None otherwise."""
-    if factor["log"]:
-        return factor["variable"]
-    match = re.fullmatch(r"log2\((\w+)\)", factor["variable"])
+    if factor.log:
+        return factor.variable
+    match = re.fullmatch(r"log2\((\w+)\)", factor.variable)
     return match.group(1) if match else None
 
 
-def _where(factor: Mapping[str, Any]) -> str:
-    knot = factor["knot"]
+def _where(factor: Factor) -> str:
+    knot = factor.knot
     octaves = _in_octaves(factor)
     if octaves is not None:
         return f"{octaves} = 2^{knot:g} ({2 ** knot:,.0f})"
-    return f"{factor['variable']} = {knot:g}"
+    return f"{factor.variable} = {knot:g}"
 
 
-def describe(spec: Mapping[str, Any], coefficient: float) -> str:
+def describe(term: Discovered, coefficient: float) -> str:
     """A discovered term in words: "the cost per n rises by 2.1 ns from
     n = 2^18.25 (311,744)"; "… grows by 0.4 ns per octave of n beyond …"."""
-    per = "the constant cost" if spec["base"] == "1" else f"the cost per {spec['base']}"
-    *conditions, last = spec["factors"]
+    per = "the constant cost" if term.base == "1" else f"the cost per {term.base}"
+    *conditions, last = term.factors
     # A step among the first factors says where the change holds; a hinge,
     # that the change grows with that variable too.
-    where = "".join(f" where {_where(f)} or more" if f["kind"] == "step" else f", {_per(f)} beyond {_where(f)},"
+    where = "".join(f" where {_where(f)} or more" if f.kind == "step" else f", {_per(f)} beyond {_where(f)},"
                     for f in conditions)
     change = "rises" if coefficient > 0 else "falls"
-    if last["kind"] == "step":
+    if last.kind == "step":
         return f"{per}{where} {change} by {_seconds(coefficient)} from {_where(last)}"
     return f"{per}{where} {'grows' if coefficient > 0 else 'shrinks'} by {_seconds(coefficient)} {_per(last)} " \
            f"beyond {_where(last)}"
 
 
-def _per(factor: Mapping[str, Any]) -> str:
+def _per(factor: Factor) -> str:
     octaves = _in_octaves(factor)
-    return f"per octave of {octaves}" if octaves is not None else f"per unit of {factor['variable']}"
+    return f"per octave of {octaves}" if octaves is not None else f"per unit of {factor.variable}"
 
 
-def discovered_in_words(entry: Mapping[str, Any]) -> list[str]:
-    """Each kept discovered term of a fitted model's entry, in words.  The
-    entry's ``terms`` end with the discovered ones, in the order of its
-    ``discovered`` specs."""
-    specs = entry.get("discovered", [])
-    names = entry.get("terms", [])[-len(specs):] if specs else []
-    coefficients = entry.get("coefficients", {})
-    return [describe(spec, coefficients[name]) for spec, name in zip(specs, names, strict=True)
-            if coefficients.get(name)]
+def discovered_in_words(model: TimeModel) -> list[str]:
+    """Each kept discovered term of a fitted model, in words.  The model's
+    ``terms`` end with the discovered ones, in the order of ``discovered``."""
+    found = model.discovered
+    names = model.terms[-len(found):] if found else ()
+    return [describe(term, model.coefficients[name]) for term, name in zip(found, names, strict=True)
+            if model.coefficients.get(name)]

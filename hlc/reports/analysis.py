@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from hlc.artefacts.evaluation import EvaluationDocument
 from hlc.language.expressions import evaluate
 from hlc.reports.data import ImplementationInfo, InterfaceInfo, ParameterInfo
 
@@ -125,25 +126,24 @@ class FitPoints:
 
 
 def fit_points(module: ModuleType, info: InterfaceInfo, implementation: str, limit: int = SAMPLE_LIMIT) -> FitPoints:
-    samples = [s for s in info.samples if s.get("implementation") == implementation]
+    samples = [s for s in info.samples if s.implementation == implementation]
     if not samples:
         raise ReportError("no samples")
     total = len(samples)
     if total > limit:  # every verification sample, and a random subset of the fitting ones (fixed seed)
-        verification = [s for s in samples if s.get("verify")]
-        fitting = [s for s in samples if not s.get("verify")]
+        verification = [s for s in samples if s.verify]
+        fitting = [s for s in samples if not s.verify]
         keep = max(limit - len(verification), 0)
         chosen = np.random.default_rng(0).choice(len(fitting), size=min(keep, len(fitting)), replace=False)
         samples = verification + [fitting[i] for i in sorted(chosen)]
-    predicted = np.array([_predict(module, implementation, {**s["variables"], **s.get("parameters", {})})
-                          for s in samples])
-    measured = np.array([float(s["seconds"]) for s in samples])
+    predicted = np.array([_predict(module, implementation, s.environment) for s in samples])
+    measured = np.array([float(s.seconds) for s in samples])
     usable = np.isfinite(predicted) & (predicted > 0) & np.isfinite(measured) & (measured > 0)
     if not usable.any():
         raise ReportError("the model predicts no positive finite time at any sample")
-    names = [v for v in (*info.variables, "P") if all(v in s["variables"] for s in samples)]
-    variables = {v: np.array([float(s["variables"][v]) for s in samples])[usable] for v in names}
-    return FitPoints(measured[usable], predicted[usable], np.array([bool(s.get("verify")) for s in samples])[usable],
+    names = [v for v in (*info.variables, "P") if all(v in s.variables for s in samples)]
+    variables = {v: np.array([float(s.variables[v]) for s in samples])[usable] for v in names}
+    return FitPoints(measured[usable], predicted[usable], np.array([s.verify for s in samples])[usable],
                      variables, total, int((~usable).sum()))
 
 
@@ -209,26 +209,22 @@ def _shares(chosen: np.ndarray, names: list[str], applying: set[str]) -> dict[st
     return shares
 
 
-def overlay(evaluation: Mapping[str, Any] | None, interface: str, x: str, y: str | None,
+def overlay(evaluation: EvaluationDocument | None, interface: str, x: str, y: str | None,
             ranks: int) -> Overlay | None:
     """The evaluation's points at this rank count that give both variables."""
-    if not evaluation:
+    part = evaluation.interfaces.get(interface) if evaluation is not None else None
+    if part is None:
         return None
-    points = evaluation.get("interfaces", {}).get(interface, {}).get("points", [])
-    tolerance = evaluation.get("tolerance", 0.0)
     xs, ys, right = [], [], []
-    for point in points:
-        variables = point.get("variables", {})
-        if int(point.get("P", variables.get("P", 1))) != ranks or x not in variables:
+    for point in part.points:
+        variables = point.variables
+        if ranks != point.P or x not in variables:
             continue
         if y is not None and y not in variables:
             continue
         xs.append(float(variables[x]))
         ys.append(float(variables[y]) if y is not None else 0.5)  # a strip: its middle
-        flag = point.get("right")
-        if flag is None:
-            flag = point.get("penalty", 0.0) <= tolerance
-        right.append(bool(flag))
+        right.append(point.right)
     if not xs:
         return None
     return Overlay(np.array(xs), np.array(ys), np.array(right, dtype=bool))
@@ -289,7 +285,7 @@ def sweeps(module: ModuleType, info: InterfaceInfo, implementation: Implementati
     """Predicted time against each parameter at three values of the first
     variable, the other parameters at the values the dispatcher sets there."""
     choose = chooser(module, info.name)
-    domain_ranks = implementation.entry.get("domain", {}).get("P")
+    domain_ranks = implementation.entry.domain.get("P")
     ranks = int(domain_ranks[0]) if domain_ranks else info.ranks[0]
     points: list[dict[str, float]] = []
     first = info.variables[0] if info.variables else None

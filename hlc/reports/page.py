@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 from urllib.parse import quote
 
-from hlc.evaluation import summary_rows
+from hlc.artefacts.evaluation import EvaluationDocument, InterfaceResult
+from hlc.evaluation.text import summary_rows
 from hlc.model.calibration import missing_implementations
 from hlc.model.terms import discovered_in_words
 from hlc.reports.data import BuildData, ImplementationInfo, InterfaceInfo
@@ -63,7 +64,7 @@ class InterfaceSection:
     info: InterfaceInfo
     maps: list[Image] = field(default_factory=list)
     implementations: list[ImplementationSection] = field(default_factory=list)
-    evaluation: dict[str, Any] | None = None  # this interface's part of evaluation.json
+    evaluation: InterfaceResult | None = None  # this interface's part of evaluation.json
     notes: list[str] = field(default_factory=list)
 
 
@@ -119,22 +120,22 @@ def _anchor(*parts: str) -> str:
 
 def _header(data: BuildData) -> str:
     models = data.models
-    fingerprint = models.get("fingerprint", {})
+    fingerprint = models.fingerprint
     library = data.library
     doc = f"<p>{escape(library.doc.strip())}</p>\n" if library is not None and library.doc else ""
-    facts = [("build", str(data.folder.resolve())), ("description", str(data.description or models.get("description"))),
-             ("built from", models.get("origin")),
-             ("created", models.get("created")), ("CPU", fingerprint.get("cpu")), ("cores", fingerprint.get("cores")),
+    facts = [("build", str(data.folder.resolve())), ("description", str(data.description or models.description)),
+             ("built from", models.origin),
+             ("created", models.created or None), ("CPU", fingerprint.get("cpu")), ("cores", fingerprint.get("cores")),
              ("platform", fingerprint.get("platform")), ("OS", fingerprint.get("os")),
              ("Python", fingerprint.get("python")),
-             ("quick build", fingerprint.get("quick")),
-             ("fit settings", models.get("settings"))]
+             ("quick build", fingerprint.quick),
+             ("fit settings", models.settings.to_json())]
     quick = ('<p class="warning">A quick build: a reduced loop nest was profiled, so the models are rough.</p>\n'
-             if fingerprint.get("quick") else "")
-    lost = missing_implementations(models) if "implementations" in models else []
+             if fingerprint.quick else "")
+    lost = missing_implementations(models)
     without = ('<div class="warning"><p>Built without these implementations: calls never go to them.</p><ul>'
                + "".join(f"<li>{escape(line)}</li>" for line in lost) + "</ul></div>\n") if lost else ""
-    return (f"<h1>Library {escape(str(models.get('library', '?')))}</h1>\n{doc}"
+    return (f"<h1>Library {escape(models.library)}</h1>\n{doc}"
             f"{_facts((k, v) for k, v in facts if v is not None)}{quick}{without}")
 
 
@@ -142,10 +143,11 @@ def _overview(section: InterfaceSection) -> str:
     rows = []
     for implementation in section.info.implementations:
         entry = implementation.entry
-        kept = f"{len(entry['kept'])} of {len(entry.get('terms', entry['kept']))}" if "kept" in entry else None
-        rows.append([implementation.name, entry.get("status", "no model"), kept, entry.get("r2"), entry.get("mre"),
-                     entry.get("verification_mre"), entry.get("samples"), entry.get("verification_samples"),
-                     entry.get("noisy_samples"), len(entry.get("warnings", [])) or None])
+        fitted = entry.status == "fitted"
+        kept = f"{len(entry.kept)} of {len(entry.terms)}" if fitted else None
+        counts = [entry.samples, entry.verification_samples, entry.noisy_samples] if entry.usable else [None] * 3
+        rows.append([implementation.name, entry.status, kept, entry.r2, entry.mre, entry.verification_mre,
+                     *counts, len(entry.warnings) or None])
     return _table(["implementation", "status", "terms kept", "R²", "fit MRE", "verification MRE", "fitting samples",
                    "verification samples", "noisy", "warnings"], rows, numeric=range(2, 10))
 
@@ -157,44 +159,43 @@ def _status(status: str) -> str:
 
 def _model(section: ImplementationSection, interface: str) -> str:
     implementation, entry = section.info, section.info.entry
-    status = entry.get("status", "no model")
+    status = entry.status
     parameters = ", ".join(p.name for p in implementation.parameters)
     title = escape(implementation.name) + (f"({escape(parameters)})" if parameters else "")
     doc = f" <small>{escape(implementation.doc)}</small>" if implementation.doc else ""
     out = [f'<h3 id="{_anchor(interface, implementation.name)}">{title}{doc}</h3>\n',
            f"<p>status: {_status(status)}</p>\n"]
-    if entry.get("cause"):
-        out.append(f"<pre>{escape(entry['cause'])}</pre>\n")
-    if "kept" in entry:
-        coefficients, half_widths = entry.get("coefficients", {}), entry.get("half_widths", {})
+    if entry.cause:
+        out.append(f"<pre>{escape(entry.cause)}</pre>\n")
+    if entry.status == "fitted":
+        coefficients, half_widths = entry.coefficients, entry.half_widths
         rows = []
-        for term in entry["kept"]:
+        for term in entry.kept:
             beta, half = coefficients.get(term), half_widths.get(term)
             ratio = abs(beta / half) if beta is not None and half else None
             rows.append([term, beta, f"± {number(half)}" if half is not None else None, ratio])
         out.append(_table(["term kept", "coefficient β", "half-width h (95%)", "|β/h|"], rows, numeric=(1, 2, 3)))
-        if entry.get("dropped"):
-            out.append(f"<p>dropped as irrelevant: {escape(', '.join(entry['dropped']))}</p>\n")
+        if entry.dropped:
+            out.append(f"<p>dropped as irrelevant: {escape(', '.join(entry.dropped))}</p>\n")
         found = discovered_in_words(entry)
         if found:
             out.append("<p>found by the fitter in the samples:</p><ul>"
                        + "".join(f"<li>{escape(line)}</li>" for line in found) + "</ul>\n")
-    facts = [("R²", entry.get("r2")), ("fit MRE", entry.get("mre")),
-             ("verification MRE", entry.get("verification_mre")),
+    facts = [("R²", entry.r2), ("fit MRE", entry.mre),
+             ("verification MRE", entry.verification_mre),
              ("verification MRE by rank count", ", ".join(
-                 f"P={size} {number(error)}" for size, error in entry["verification_mre_by_ranks"].items())
-              if entry.get("verification_mre_by_ranks") else None),
+                 f"P={size} {number(error)}" for size, error in entry.verification_mre_by_ranks.items()) or None),
              ("samples (fitting / verification / noisy)",
-              " / ".join(number(entry.get(k)) for k in ("samples", "verification_samples", "noisy_samples"))
-              if "samples" in entry else None),
-             ("left out: taken while the host ran slow or never settled", entry.get("disturbed_samples") or None),
+              " / ".join(number(n) for n in (entry.samples, entry.verification_samples, entry.noisy_samples))
+              if entry.usable else None),
+             ("left out: taken while the host ran slow or never settled", entry.disturbed_samples or None),
              ("calibrated domain", ", ".join(f"{k} {number(lo)} .. {number(hi)}"
-                                            for k, (lo, hi) in entry.get("domain", {}).items()) or None)]
+                                            for k, (lo, hi) in entry.domain.items()) or None)]
     out.append(_facts((k, v) for k, v in facts if v is not None))
-    if entry.get("warnings"):
-        out.append("<ul>" + "".join(f'<li class="warning">{escape(w)}</li>' for w in entry["warnings"]) + "</ul>\n")
-    if entry.get("python"):
-        out.append(f"<pre>{escape(entry['python'].rstrip())}</pre>\n")
+    if entry.warnings:
+        out.append("<ul>" + "".join(f'<li class="warning">{escape(w)}</li>' for w in entry.warnings) + "</ul>\n")
+    if entry.python:
+        out.append(f"<pre>{escape(entry.python.rstrip())}</pre>\n")
     out += [_image(image) for image in section.images]
     out.append(_notes(section.notes))
     return "".join(out)
@@ -203,42 +204,39 @@ def _model(section: ImplementationSection, interface: str) -> str:
 def _failures(info: InterfaceInfo) -> str:
     if not info.failures:
         return ""
-    items = "".join(f"<li><strong>{escape(str(f.get('implementation')))}</strong> at P={escape(number(f.get('P')))}"
-                    f"{', point ' + escape(number(f['point'])) if f.get('point') else ''}:"
-                    f"<pre>{escape(str(f.get('cause', 'no cause recorded')))}</pre></li>"
+    items = "".join(f"<li><strong>{escape(f.implementation)}</strong> at P={escape(number(f.P))}"
+                    f"{', point ' + escape(number(f.point)) if f.point else ''}:"
+                    f"<pre>{escape(f.cause or 'no cause recorded')}</pre></li>"
                     for f in info.failures)
     return f"<h3>Excluded while profiling</h3>\n<ul>{items}</ul>\n"
 
 
-def _evaluation(evaluation: Mapping[str, Any], part: Mapping[str, Any] | None) -> str:
+def _evaluation(evaluation: EvaluationDocument, part: InterfaceResult | None) -> str:
     if part is None:
         return "<p class=\"muted\">evaluation.json does not cover this interface.</p>\n"
-    setup = [(k, evaluation.get(k)) for k in ("created", "seed", "params", "tolerance", "baseline")
-             if k in evaluation]
+    settings = evaluation.settings
+    setup = [("created", evaluation.created)] if evaluation.created else []  # older evaluations have no date
+    setup += [("seed", settings.seed), ("params", settings.params), ("tolerance", settings.tolerance),
+              ("baseline", settings.baseline)]
     out = ["<h3>Evaluation against measured times</h3>\n", _facts(setup)]
-    summary = part.get("summary") or {}
-    if summary.get("points"):
-        try:
-            rows = [("points judged", str(summary["points"]))] + [(measure.strip(), value.strip())
-                                                                  for measure, value in summary_rows(summary)]
-        except KeyError:  # written by an older hlc: its figures as they are
-            rows = list(summary.items())
+    if part.summary is not None:
+        rows = [("points judged", str(part.summary.points))] + [(measure.strip(), value.strip())
+                                                                for measure, value in summary_rows(part.summary)]
         out.append(_table(["measure", "value"], rows))
-    points = part.get("points", [])
-    wrong = sorted((p for p in points if not p.get("right", True)), key=lambda p: -(p.get("penalty") or 0.0))
+    points = part.points
+    wrong = sorted((p for p in points if not p.right), key=lambda p: -p.penalty)
     out.append(f"<p>{len(points)} points evaluated, {len(wrong)} wrong choice{'' if len(wrong) == 1 else 's'} "
                "(the chosen candidate measured more than the tolerance slower than the best).</p>\n")
     if wrong:
-        rows = [[p.get("P"), ", ".join(f"{k}={number(v)}" for k, v in p.get("variables", {}).items()
-                                       if k not in ("P", "logP")),
-                 p.get("chosen_label"), p.get("best_label"), p.get("penalty")] for p in wrong[:15]]
+        rows = [[p.P, ", ".join(f"{k}={number(v)}" for k, v in p.variables.items() if k not in ("P", "logP")),
+                 p.chosen_label, p.best_label, p.penalty] for p in wrong[:15]]
         out.append(_table(["P", "variables", "chosen", "measured best", "penalty"], rows, numeric=(0, 4)))
         if len(wrong) > 15:
             out.append(f"<p class=\"muted\">… and {len(wrong) - 15} more.</p>\n")
     return "".join(out)
 
 
-def _interface(section: InterfaceSection, evaluation: Mapping[str, Any] | None) -> str:
+def _interface(section: InterfaceSection, evaluation: EvaluationDocument | None) -> str:
     info = section.info
     variables = ", ".join(info.variables) or "none"
     doc = f"<p>{escape(info.doc)}</p>\n" if info.doc else ""
@@ -246,7 +244,7 @@ def _interface(section: InterfaceSection, evaluation: Mapping[str, Any] | None) 
            f"<p>explanatory variables: {escape(variables)}; calibrated at P = "
            f"{escape(', '.join(str(r) for r in info.ranks))}</p>\n", _overview(section)]
     if evaluation is not None:
-        out.append(_evaluation(evaluation, evaluation.get("interfaces", {}).get(info.name)))
+        out.append(_evaluation(evaluation, evaluation.interfaces.get(info.name)))
     if section.maps:
         out.append("<h3>Where each implementation is chosen</h3>\n")
         out += [_image(image) for image in section.maps]
@@ -258,7 +256,7 @@ def _interface(section: InterfaceSection, evaluation: Mapping[str, Any] | None) 
 
 def render(data: BuildData, sections: list[InterfaceSection], notes: list[str]) -> str:
     """The whole page."""
-    library = escape(str(data.models.get("library", "?")))
+    library = escape(data.models.library)
     contents = "".join(
         f'<li><a href="#{_anchor(s.info.name)}">{escape(s.info.name)}</a>: '
         + ", ".join(f'<a href="#{_anchor(s.info.name, i.info.name)}">{escape(i.info.name)}</a>'

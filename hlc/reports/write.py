@@ -97,7 +97,7 @@ class _Writer:
     def interface(self, info: InterfaceInfo, pairs: list[tuple[str, str]],
                   fixed: Mapping[str, float]) -> InterfaceSection:
         evaluation = self.data.evaluation
-        section = InterfaceSection(info, evaluation=(evaluation or {}).get("interfaces", {}).get(info.name))
+        section = InterfaceSection(info, evaluation=evaluation.interfaces.get(info.name) if evaluation else None)
         module = self.data.module
         palette = plots.colours(info.names)
         values = analysis.fixed_values(info, fixed)
@@ -112,9 +112,9 @@ class _Writer:
         for implementation in info.implementations:
             part = ImplementationSection(implementation)
             section.implementations.append(part)
-            status = implementation.entry.get("status", "no model")
+            status = implementation.entry.status
             if status not in MODELLED:
-                cause = implementation.entry.get("cause", "")
+                cause = implementation.entry.cause or ""
                 part.notes.append(f"{status}{': ' + cause.splitlines()[0] if cause else ''}: "
                                   "no model, so no prediction plots")
                 continue

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import hlc
+from hlc.artefacts.models import TimeModel
 from hlc.calibrate import harness
 from hlc.calibrate.breakdown import Breakdown
 from hlc.calibrate.harness import read_samples
@@ -94,12 +95,14 @@ def test_failing_implementations_are_excluded_and_the_others_calibrate(tmp_path)
     assert causes["reversed"].startswith("wrong result") and "reference good returned" in causes["reversed"]
     # The crash and the hang each cost a restart, and the time after their last point is lost.
     assert result.breakdown.restarts == 2 and result.breakdown.seconds["restarts"] > 0
-    models = calibrate(library, Samples.read(samples))["implementations"]
-    assert models["good"]["time"]["status"] == "fitted"
-    assert models["numpy"]["time"]["status"] == "fitted"
+    models = calibrate(library, Samples.read(samples))
+    assert models.time("good").status == "fitted"
+    assert models.time("numpy").status == "fitted"
     points = {f.implementation: f.point for f in result.failures}
     for name in causes:
-        assert models[name]["time"] == {"status": "excluded", "cause": causes[name], "P": 1, "point": points[name]}
+        assert models.time(name) == TimeModel("excluded", cause=causes[name], ranks=1, point=points[name])
+        assert models.time(name).to_json() == {"status": "excluded", "cause": causes[name], "P": 1,
+                                               "point": points[name]}
     # Every line of the file is whole JSON, whatever happened to the processes writing it.
     assert all(line.endswith("}") for line in samples.read_text().splitlines())
 
@@ -193,12 +196,12 @@ def test_calibrated_models_predict_their_verification_samples(tmp_path):
     library = hlc.parse_file(DESCRIPTIONS / "faulty.hl")
     samples = tmp_path / "samples.jsonl"
     profile(library, samples, tmp_path / "build")
-    models = calibrate(library, Samples.read(samples))["implementations"]
+    models = calibrate(library, Samples.read(samples))
     for name in ("good", "numpy"):
-        entry = models[name]["time"]
-        assert entry["verification_samples"] == 5
-        assert entry["verification_mre"] < 1.5, entry
-        assert "n" in entry["kept"]
+        entry = models.time(name)
+        assert entry.verification_samples == 5
+        assert entry.verification_mre < 1.5, entry
+        assert "n" in entry.kept
 
 
 def test_log_uniform_draws_give_each_octave_its_share():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -14,12 +13,14 @@ import sys
 import time
 import timeit
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import hlc
+from hlc.artefacts.models import load as load_models
 from hlc.dispatch.build import build, clean_orphans, load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,11 +58,11 @@ def test_build_makes_an_importable_package(built):
                  "samples.jsonl", "profile_vector.py", "source/vector.hl", "source/vector/sums.py",
                  "source/comm.hl"):
         assert (package / name).exists(), name
-    assert result.models["description"] == "source/vector.hl"
-    assert result.models["origin"] == str(DESCRIPTIONS / "vector.hl")
+    assert result.models.description == "source/vector.hl"
+    assert result.models.origin == str(DESCRIPTIONS / "vector.hl")
     assert sorted(p.name for p in folder.iterdir()) == ["comm", "vector"]  # nothing beside the builds
     assert result.compiled and not result.failures
-    statuses = {name: record["time"]["status"] for name, record in result.models["implementations"].items()}
+    statuses = {name: entry.status for name, entry in result.models.times().items()}
     assert statuses == dict.fromkeys(("numpy", "fsum", "kahan", "blocked"), "fitted")
     vector = load(package)
     x = np.random.default_rng(3).standard_normal(1000)
@@ -137,9 +138,9 @@ def test_the_module_picks_the_measured_fastest_away_from_crossovers(built):
 def test_a_stale_fingerprint_warns_and_strict_mode_raises(built, tmp_path):
     copy = tmp_path / "vector"
     subprocess.run(["cp", "-rL", str(built[0] / "vector"), str(copy)], check=True)
-    models = json.loads((copy / "models.json").read_text())
-    models["fingerprint"]["cpu"] = "a CPU of another machine"
-    (copy / "models.json").write_text(json.dumps(models))
+    models = load_models(copy / "models.json")
+    machine = {**models.fingerprint.machine, "cpu": "a CPU of another machine"}
+    replace(models, fingerprint=replace(models.fingerprint, machine=machine)).save(copy / "models.json")
     code = f"import hlc, warnings; warnings.simplefilter('always'); hlc.load({str(copy)!r})"
     result = run_python(code)
     assert result.returncode == 0, result.stderr
@@ -215,10 +216,10 @@ def test_without_a_c_compiler_the_same_decisions_are_made_in_python(built, tmp_p
     folder, result = built
     compiled = load(folder / "vector")
     library = hlc.parse_file(DESCRIPTIONS / "vector.hl")
-    used = {"comm": json.loads((folder / "comm" / "models.json").read_text())}
+    used = {"comm": load_models(folder / "comm" / "models.json")}
     monkeypatch.setenv("CC", "no-such-compiler")
     with pytest.warns(RuntimeWarning, match="no C compiler"):
-        assert not package(library, result.models, used, tmp_path)
+        assert not package(library, result.models, used, tmp_path)[1]
     python = load(tmp_path)
     rng = np.random.default_rng(9)
     for n in [1, 2, 5, 17, 100, 1000, 20_000, 100_000]:
@@ -235,7 +236,7 @@ def test_static_build_calls_the_implementation_chosen_at_build_time(built, tmp_p
     folder, result = built
     dynamic = load(folder / "vector")
     library = hlc.parse_file(DESCRIPTIONS / "vector.hl")
-    used = {"comm": json.loads((folder / "comm" / "models.json").read_text())}
+    used = {"comm": load_models(folder / "comm" / "models.json")}
     decided = dynamic.choose_total_at(n=50_000)
     package(library, result.models, used, tmp_path, static={"n": 50_000})
     source = (tmp_path / "dispatch_vector.pyx").read_text()
@@ -255,22 +256,24 @@ def test_recalibrate_check_refits_only_the_models_that_no_longer_fit(built, tmp_
     folder = built[0]
     for name in ("comm", "vector"):
         subprocess.run(["cp", "-rL", str(folder / name), str(tmp_path / name)], check=True)
-    models = json.loads((tmp_path / "vector" / "models.json").read_text())
-    coefficients = models["implementations"]["numpy"]["time"]["coefficients"]
-    for term in coefficients:
-        coefficients[term] *= 10  # as if numpy had become ten times faster since calibration
-    (tmp_path / "vector" / "models.json").write_text(json.dumps(models))
+    models = load_models(tmp_path / "vector" / "models.json")
+    numpy_model = models.implementations["numpy"]
+    # as if numpy had become ten times faster since calibration
+    coefficients = {term: 10 * beta for term, beta in numpy_model.time.coefficients.items()}
+    faster = replace(numpy_model, time=replace(numpy_model.time, coefficients=coefficients))
+    replace(models, implementations={**models.implementations, "numpy": faster}).save(
+        tmp_path / "vector" / "models.json")
     result = recalibrate(tmp_path / "vector", check=True)
     assert set(result.checked) == {"numpy", "fsum", "kahan", "blocked"}
     assert result.checked["numpy"] > 5
     assert "numpy" in result.refitted
-    refitted = result.models["implementations"]
+    refitted = result.models.implementations
     for name in {"fsum", "kahan", "blocked"} - set(result.refitted):
-        assert refitted[name] == models["implementations"][name]  # kept as they were
-    assert refitted["numpy"]["time"]["coefficients"] != coefficients
+        assert refitted[name] == models.implementations[name]  # kept as they were
+    assert refitted["numpy"].time.coefficients != coefficients
     assert load(tmp_path / "vector").total(np.ones(10)) == 10.0
     # rebuilt from the build's own copy of its description, which still says where it came from
-    assert result.models["description"] == "source/vector.hl" and result.models["origin"] == models["origin"]
+    assert result.models.description == "source/vector.hl" and result.models.origin == models.origin
 
 
 @pytest.mark.parametrize("description", ["libraries/runtime.hl", "libraries/sort.hl", "libraries/stencil.hl",

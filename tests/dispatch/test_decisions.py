@@ -8,11 +8,13 @@ import re
 import shutil
 import subprocess
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 import hlc
+from hlc.artefacts.models import Discovered, Factor, ImplementationModel, Models, TimeModel
 from hlc.dispatch.build import load, package
 from hlc.dispatch.cmodels import comment
 from hlc.dispatch.explain import composition, explanation
@@ -27,7 +29,7 @@ DESCRIPTIONS = Path(__file__).resolve().parents[1] / "descriptions"
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
 
 
-def synthetic_models(library: hlc.Library, rng: random.Random, negative: float = 0.0) -> dict:
+def synthetic_models(library: hlc.Library, rng: random.Random, negative: float = 0.0) -> Models:
     """A models artefact with random coefficients on most terms, a share ``negative`` of them negative."""
     implementations = {}
     constants = constant_values(library)
@@ -35,22 +37,20 @@ def synthetic_models(library: hlc.Library, rng: random.Random, negative: float =
         for implementation in interface.implementations:
             model = implementation.model("time")
             if not model.fitted:
-                entry = {"status": "factored"}
+                entry = TimeModel("factored")
             else:
                 # a member of each family, as the fitter would add it
-                discovered = [{"base": unparse(f.base) if f.base is not None else "1",
-                               "factors": [{"kind": "hinge" if f.family.kind == "hinges" else "step",
-                                            "variable": unparse(f.family.expression), "log": False,
-                                            "knot": rng.choice(family_knots(f.family, constants) or [4, 9])}]}
-                              for f in model.families]
-                entry = {"status": "fitted", "discovered": discovered}
-                terms = ["1"] + [unparse(t) for t in model_terms(model, entry)]
+                discovered = tuple(
+                    Discovered(unparse(f.base) if f.base is not None else "1",
+                               (Factor("hinge" if f.family.kind == "hinges" else "step", unparse(f.family.expression),
+                                       rng.choice(family_knots(f.family, constants) or [4, 9]), False),))
+                    for f in model.families)
+                terms = ["1"] + [unparse(t) for t in model_terms(model, discovered)]
                 kept = [t for t in terms if rng.random() < 0.85] or ["1"]
-                entry.update(terms=terms, kept=kept, coefficients={
+                entry = TimeModel("fitted", discovered=discovered, terms=tuple(terms), kept=tuple(kept), coefficients={
                     t: rng.uniform(1e-9, 1e-6) * (-1 if negative and rng.random() < negative else 1) for t in kept})
-            implementations[implementation.name] = {"interface": interface.name, "time": entry}
-    return {"library": library.name, "description": library.filename, "fingerprint": {},
-            "implementations": implementations}
+            implementations[implementation.name] = ImplementationModel(interface.name, entry)
+    return Models(library.name, library.filename, implementations)
 
 
 def compile_synthetic(tmp_path_factory, negative: float):
@@ -58,13 +58,12 @@ def compile_synthetic(tmp_path_factory, negative: float):
     rng = random.Random(20261121)
     models = synthetic_models(library, rng, negative)
     used = {"comm": synthetic_models(library.used["comm"], rng, negative)}
-    assert all(models["implementations"][name]["time"]["discovered"] for name in ("plain", "digits"))
+    assert all(models.time(name).discovered for name in ("plain", "digits"))
     folder = tmp_path_factory.mktemp("decisions")
-    assert package(library, models, used, folder)
+    assert package(library, models, used, folder)[1]
     with pytest.warns(hlc.StaleModelWarning):  # the synthetic models have no fingerprint
         module = load(folder)
-    predictor = Predictor(library, models["implementations"],
-                          {"comm": Predictor(library.used["comm"], used["comm"]["implementations"])})
+    predictor = Predictor(library, models.times(), {"comm": Predictor(library.used["comm"], used["comm"].times())})
     return library, module, Decider(library, predictor)
 
 
@@ -119,14 +118,16 @@ def test_every_kind_of_parameter_search_is_exercised(compiled):
 def test_explain_shows_the_search_the_make_up_and_what_lies_beyond_the_samples(compiled):
     library, module, decider = compiled
     models = module.__models__
-    for record in models["implementations"].values():  # as if profiled at n <= 2**20 on two ranks only
-        record["time"]["domain"] = {"n": [16, 2**20], "P": [2, 2]}
+    # as if profiled at n <= 2**20 on two ranks only
+    models = replace(models, implementations={
+        name: replace(record, time=replace(record.time, domain={"n": [16, 2**20], "P": [2, 2]}))
+        for name, record in models.implementations.items()})
     interface = library.interface("work")
     variables = {"n": 300_000, "width": 29, "P": 1, "logP": 0.0}
     decided = decider.decide(interface, variables)
     # explained as if digits had won, at the parameters its search set
     choice = Choice("digits", decided.settings["digits"], decided.predicted, decided.settings)
-    text = explanation(library, models, "work", variables, choice, {"comm": {"implementations": {}}})
+    text = explanation(library, models, "work", variables, choice, {})
     weighed = next(line for line in text.splitlines() if line.strip().startswith("bpd weighed:"))
     # every digit width the search proposes (one per number of passes), the chosen one marked
     proposed = sorted({max(1, math.ceil(variables["width"] / i))

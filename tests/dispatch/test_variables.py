@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hlc
+from hlc.artefacts.models import ImplementationModel, Models, TimeModel
 from hlc.dispatch.build import package
 from hlc.language.functions import bitwidth
 from hlc.model.predict import Predictor, term_values
@@ -46,7 +47,7 @@ def test_variables_may_use_p_and_earlier_variables(tmp_path, monkeypatch):
     monkeypatch.setenv("CC", "no-such-compiler")
     (tmp_path / "python").mkdir()
     with pytest.warns(RuntimeWarning, match="no C compiler"):
-        assert not package(hlc.parse_file(description), result.models, {}, tmp_path / "python")
+        assert not package(hlc.parse_file(description), result.models, {}, tmp_path / "python")[1]
     python = hlc.load(tmp_path / "python")
     assert python.choose(x).implementation == compiled.choose(x).implementation
     assert python.f(x) == compiled.f(x) == 100.0
@@ -93,47 +94,49 @@ def test_hlc_explain_prints_the_confidence_band_of_the_models(tmp_path, capsys):
     description.write_text(DESCRIPTION)
     hlc.build(description, out=tmp_path / "chained", quick=True)
     module = hlc.load(tmp_path / "chained")
-    models = json.loads((tmp_path / "chained" / "models.json").read_text())
+    raw = json.loads((tmp_path / "chained" / "models.json").read_text())
+    models = Models.from_json(raw)
     variables = {"n": 600.0, "cells": 1201.0, "halves": 600.5}
     assert main(["explain", str(tmp_path / "chained"), *(f"{k}={v}" for k, v in variables.items())]) == 0
     lines = capsys.readouterr().out.splitlines()
     choice = module.choose_f_at(**variables)
     assert choice.implementation in ("a", "b")
     library = hlc.parse_file(description)
-    predictor = Predictor(library, models["implementations"])
+    predictor = Predictor(library, models.times())
     for name in ("a", "b"):  # the chosen one among them
-        entry = models["implementations"][name]["time"]
-        kept = list(entry["covariance"])
-        assert sorted(kept) == sorted(entry["kept"])
+        entry = models.time(name)
+        kept = list(entry.covariance)
+        assert sorted(kept) == sorted(entry.kept)
         implementation = library.interface("f").implementation(name)
-        values = term_values(predictor, implementation, model_terms(implementation.model("time"), entry), variables)
+        values = term_values(predictor, implementation, model_terms(implementation.model("time"), entry.discovered),
+                             variables)
         x = np.array([1.0 if term == "1" else values[term] for term in kept])
-        sigma = np.array([[entry["covariance"][a][b] for b in kept] for a in kept])
-        expected = entry["quantile"] * np.sqrt(x @ sigma @ x)
+        sigma = np.array([[entry.covariance[a][b] for b in kept] for a in kept])
+        expected = entry.quantile * np.sqrt(x @ sigma @ x)
         value, unit = _printed_band(lines, name).split()
         # printed to 4 significant digits
         assert float(value) * UNITS[unit] == pytest.approx(expected, rel=1e-3)
         # Σ's diagonal is the half-widths' source: (h/t)² = Σ_ii
         for term in kept:
-            assert (entry["half_widths"][term] / entry["quantile"]) ** 2 == pytest.approx(
-                entry["covariance"][term][term], rel=1e-9)
+            assert (entry.half_widths[term] / entry.quantile) ** 2 == pytest.approx(
+                entry.covariance[term][term], rel=1e-9)
     # the module's own explain_f_at prints the same table
     assert _printed_band(module.explain_f_at(**variables).splitlines(), choice.implementation) == \
         _printed_band(lines, choice.implementation)
 
     # models.json written before bands (no covariance, no quantile) still explains, band "—"
-    old = json.loads(json.dumps(models))
+    old = json.loads(json.dumps(raw))
     for record in old["implementations"].values():
         record["time"].pop("covariance")
         record["time"].pop("quantile")
     library = hlc.parse_file(description)
     shown = {**variables, "P": 1.0, "logP": 0.0}
-    text = explanation(library, old, "f", shown, choice).splitlines()
+    text = explanation(library, Models.from_json(old), "f", shown, choice).splitlines()
     assert _printed_band(text, "a") == _printed_band(text, "b") == "—"
     assert "← chosen" in next(line for line in text if line.startswith(f"{choice.implementation} "))
     # not fitted: "—" as well
     old["implementations"]["b"]["time"] = {"status": "unfitted", "cause": "no samples"}
-    assert _printed_band(explanation(library, old, "f", shown, choice).splitlines(), "b") == "—"
+    assert _printed_band(explanation(library, Models.from_json(old), "f", shown, choice).splitlines(), "b") == "—"
 
 
 FACTORED = """\
@@ -156,12 +159,11 @@ def test_explain_shows_no_band_for_a_factored_model():
     from hlc.dispatch.reference import Choice
 
     library = hlc.parse(FACTORED)
-    entry = {"status": "fitted", "kept": ["1", "n"], "coefficients": {"1": 1e-6, "n": 1e-9},
-             "half_widths": {"1": 2e-7, "n": 3e-11}, "mre": 1.01, "verification_mre": 1.02,
-             "covariance": {"1": {"1": 4e-15, "n": -1e-18}, "n": {"1": -1e-18, "n": 9e-22}}, "quantile": 2.0}
-    models = {"implementations": {"a": {"interface": "f", "time": entry},
-                                  "b": {"interface": "f", "time": {"status": "factored", "verification_mre": 1.1}}},
-              "settings": {"relative": True, "confidence": 0.95}}
+    entry = TimeModel("fitted", terms=("n",), kept=("1", "n"), coefficients={"1": 1e-6, "n": 1e-9},
+                      half_widths={"1": 2e-7, "n": 3e-11}, mre=1.01, verification_mre=1.02,
+                      covariance={"1": {"1": 4e-15, "n": -1e-18}, "n": {"1": -1e-18, "n": 9e-22}}, quantile=2.0)
+    models = Models("factored", "<string>", {"a": ImplementationModel("f", entry),
+                                             "b": ImplementationModel("f", TimeModel("factored", verification_mre=1.1))})
     variables = {"n": 1000.0, "P": 1.0, "logP": 0.0}
     choice = Choice("a", {}, {"a": 2e-6, "b": 2e-6})
     lines = explanation(library, models, "f", variables, choice).splitlines()

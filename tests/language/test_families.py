@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hlc.artefacts.models import Discovered
 from hlc.language.expressions import family_text, unparse
 from hlc.language.families import family_knots
 from hlc.language.machine import MACHINE_CONSTANTS, machine_constants, read_machine
@@ -104,14 +105,14 @@ def test_a_family_member_reads_in_words():
     from hlc.model.terms import describe
 
     hinge = {"base": "n * iter", "factors": [{"kind": "hinge", "variable": "log2(n)", "knot": 20, "log": False}]}
-    assert describe(hinge, 2.06e-9) == \
+    assert describe(Discovered.from_json(hinge), 2.06e-9) == \
         "the cost per n * iter grows by 2.06 ns per octave of n beyond n = 2^20 (1,048,576)"
     step = {"base": "n", "factors": [{"kind": "step", "variable": "width", "knot": 11, "log": False}]}
-    assert describe(step, -4e-10) == "the cost per n falls by 400 ps from width = 11"
+    assert describe(Discovered.from_json(step), -4e-10) == "the cost per n falls by 400 ps from width = 11"
     other = {"base": "n", "factors": [{"kind": "hinge", "variable": "logn", "knot": 15, "log": False}]}
-    assert describe(other, 2.75e-10).endswith("per unit of logn beyond logn = 15")
+    assert describe(Discovered.from_json(other), 2.75e-10).endswith("per unit of logn beyond logn = 15")
 
     both = {"base": "n", "factors": [{"kind": "hinge", "variable": "n", "knot": 16, "log": True},
                                      {"kind": "step", "variable": "bpd", "knot": 7, "log": False}]}
-    assert describe(both, 1.65e-10) == \
+    assert describe(Discovered.from_json(both), 1.65e-10) == \
         "the cost per n, per octave of n beyond n = 2^16 (65,536), rises by 165 ps from bpd = 7"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from hlc.artefacts.models import TimeModel
 from hlc.language.parse import parse
 from hlc.model.calibration import DISTURBED_SHARE, Samples, calibrate
 
@@ -50,21 +51,21 @@ def samples(disturbed_share: float, ranks: tuple[int, ...] = (1,), seed: int = 0
     return Samples({"kind": "header", "library": "line", "host_tolerance": 0.10}, records, [])
 
 
-def fitted(samples_: Samples) -> dict:
-    return calibrate(parse(DESCRIPTION), samples_)["implementations"]["linear"]["time"]
+def fitted(samples_: Samples) -> TimeModel:
+    return calibrate(parse(DESCRIPTION), samples_).time("linear")
 
 
 def test_samples_taken_while_the_host_ran_slow_are_left_out():
     entry = fitted(samples(0.1))
-    assert entry["disturbed_samples"] == 8  # every tenth of 60 + 20
-    assert entry["samples"] == 54 and entry["verification_samples"] == 18
-    assert entry["coefficients"]["n"] == pytest.approx(TRUE_SLOPE, rel=0.02)
-    assert entry["verification_mre"] < 1.02
+    assert entry.disturbed_samples == 8  # every tenth of 60 + 20
+    assert entry.samples == 54 and entry.verification_samples == 18
+    assert entry.coefficients["n"] == pytest.approx(TRUE_SLOPE, rel=0.02)
+    assert entry.verification_mre < 1.02
     # The same samples with the slow ones kept: the fit and its verification suffer.
     kept = calibrate(parse(DESCRIPTION), Samples({"kind": "header", "library": "line", "host_tolerance": 5.0},
-                                                 samples(0.1).samples, []))["implementations"]["linear"]["time"]
-    assert kept["disturbed_samples"] == 0 and kept["samples"] == 60
-    assert kept["verification_mre"] > 1.05
+                                                 samples(0.1).samples, [])).time("linear")
+    assert kept.disturbed_samples == 0 and kept.samples == 60
+    assert kept.verification_mre > 1.05
 
 
 def test_a_host_slow_throughout_is_what_there_is_to_model():
@@ -72,13 +73,13 @@ def test_a_host_slow_throughout_is_what_there_is_to_model():
     model of a host that is not there: all are kept."""
     entry = fitted(samples(1 / 3))
     assert DISTURBED_SHARE < 1 / 3
-    assert entry["disturbed_samples"] == 0 and entry["samples"] == 60
+    assert entry.disturbed_samples == 0 and entry.samples == 60
 
 
 def test_verification_error_is_reported_per_rank_count():
     entry = fitted(samples(0.0, ranks=(1, 2)))
-    assert set(entry["verification_mre_by_ranks"]) == {"1", "2"}
-    assert all(1.0 <= error < 1.2 for error in entry["verification_mre_by_ranks"].values())
+    assert set(entry.verification_mre_by_ranks) == {"1", "2"}
+    assert all(1.0 <= error < 1.2 for error in entry.verification_mre_by_ranks.values())
     assert "verification_mre_by_ranks" not in fitted(samples(0.0))
 
 
@@ -90,5 +91,5 @@ def test_samples_that_never_settled_are_left_out_like_disturbed_ones():
         if record["index"] % 10 == 0:
             record["noisy"] = True
     entry = fitted(Samples({"kind": "header", "library": "line", "host_tolerance": 0.10}, records, []))
-    assert entry["disturbed_samples"] == 8
-    assert entry["samples"] == 54 and entry["verification_mre"] < 1.02
+    assert entry.disturbed_samples == 8
+    assert entry.samples == 54 and entry.verification_mre < 1.02

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hlc.model.discover import KNOT_STEP, discover, factors_of
+from hlc.artefacts.models import Discovered
+from hlc.model.discover import KNOT_STEP, discover, factor_values, factors_of
 from hlc.model.fit import fit, mean_relative_error
 
 NOISE = 0.03  # multiplicative: each time is the cost times 1 + N(0, 0.03)
@@ -65,7 +66,7 @@ def discovered_model(kind: str, seed: int):
     def columns(n_, bpd_, variables_):
         terms = written(kind, n_, bpd_)
         for term in found.terms:
-            terms[term.text] = terms[term.base] * np.prod([f.values(variables_) for f in term.factors], axis=0)
+            terms[term.text] = terms[term.base] * np.prod([factor_values(f, variables_) for f in term.factors], axis=0)
         return {name: values for name, values in terms.items() if name != "1"}
 
     result = fit(columns(n, bpd, variables), times)
@@ -119,7 +120,7 @@ def test_factors_and_terms_read_as_the_description_language():
     step = next(f for f in factors_of({"n": n}) if f.kind == "step")
     hinge = next(f for f in factors_of({"n": n}) if f.kind == "hinge")
     assert step.text == "(log2(n) >= 8.75)" and hinge.text == "max(0, log2(n) - 8.75)"
-    assert np.array_equal(step.values({"n": np.array([2.0**8.7, 2.0**8.8])}), [0.0, 1.0])
+    assert np.array_equal(factor_values(step, {"n": np.array([2.0**8.7, 2.0**8.8])}), [0.0, 1.0])
 
 
 def test_a_discovered_term_is_an_expression_and_reads_in_words():
@@ -130,12 +131,12 @@ def test_a_discovered_term_is_an_expression_and_reads_in_words():
     written = {"n * iter": ast.Binary(0, 0, "*", ast.Name(0, 0, "n"), ast.Name(0, 0, "iter"))}
     spec = {"base": "n * iter", "factors": [{"kind": "step", "variable": "digit", "knot": 9, "log": False},
                                             {"kind": "hinge", "variable": "n", "knot": 18.25, "log": True}]}
-    expression = discovered_expression(written, spec)
+    expression = discovered_expression(written, Discovered.from_json(spec))
     assert unparse(expression) == "n * iter * (digit >= 9) * max(0, log2(n) - 18.25)"
     assert to_c(expression) == "n * iter * (digit >= 9.0) * fmax(0.0, log2(n) - 18.25)"
     assert evaluate(expression, {"n": 2.0**20, "iter": 3, "digit": 11}) == 2.0**20 * 3 * 1.75
     assert evaluate(expression, {"n": 2.0**20, "iter": 3, "digit": 8}) == 0
-    assert describe(spec, -4e-10) == ("the cost per n * iter where digit = 9 or more shrinks by 400 ps per octave "
-                                      "of n beyond n = 2^18.25 (311,744)")
+    assert describe(Discovered.from_json(spec), -4e-10) == (
+        "the cost per n * iter where digit = 9 or more shrinks by 400 ps per octave of n beyond n = 2^18.25 (311,744)")
     step = {"base": "n", "factors": [{"kind": "step", "variable": "n", "knot": 18.25, "log": True}]}
-    assert describe(step, 2.1e-9) == "the cost per n rises by 2.1 ns from n = 2^18.25 (311,744)"
+    assert describe(Discovered.from_json(step), 2.1e-9) == "the cost per n rises by 2.1 ns from n = 2^18.25 (311,744)"

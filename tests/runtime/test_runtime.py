@@ -370,9 +370,9 @@ def test_the_runtime_library_calibrates_its_primitives(tmp_path):
     root = Path(__file__).resolve().parents[2]
     result = hlc.build(root / "libraries" / "runtime.hl", out=tmp_path / "runtime")
     runtime = hlc.load(tmp_path / "runtime")
-    models = runtime.__models__["implementations"]
+    models = runtime.__models__.times()
     assert set(models) == {"ClearMemory", "CombineVector", "Roundtrip", "BlockTransfer", "Barrier"}
-    assert all("coefficients" in record["time"] for record in models.values()), result
+    assert all(entry.status == "fitted" for entry in models.values()), result
     buffer = np.ones(1000)
     runtime.clear(buffer)
     assert not buffer.any()
