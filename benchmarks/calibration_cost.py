@@ -45,21 +45,25 @@ two-core machine, about ten minutes per repeat).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import shutil
 import statistics
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from scipy.stats import t as student
 
+from hlc.artefacts import evaluation as evaluation_artefact
+from hlc.artefacts.models import Fingerprint
+from hlc.artefacts.models import load as load_models
 from hlc.dispatch.build import build
 from hlc.evaluation import evaluate
+from hlc.evaluation.replay import replay
 from hlc.language.parse import parse_file
 from hlc.model.fingerprint import machine
-from hlc.replay import replay
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
@@ -86,7 +90,7 @@ def evaluations(library: str) -> list[Path]:
 
 def taken_here(evaluation: Path) -> bool:
     """Whether an evaluation was taken on a machine like this one."""
-    return same_machine(json.loads(evaluation.read_text(encoding="utf-8")).get("machine") or {})
+    return same_machine(evaluation_artefact.load(evaluation).machine)
 
 
 def references(library: str) -> list[Path]:
@@ -104,16 +108,17 @@ def references(library: str) -> list[Path]:
     prepare_uses(library, folder)
     build(ROOT / "libraries" / f"{library}.hl", out=folder / library, adaptive=True)
     for path, target in zip(stored, own, strict=True):
-        settings = json.loads(path.read_text(encoding="utf-8"))
-        result = evaluate(folder / library, points=settings["points"], procs=settings.get("ranks", [1]),
-                          seed=settings["seed"], params=settings["params"], tolerance=settings["tolerance"])
+        settings = evaluation_artefact.load(path).settings
+        result = evaluate(folder / library, points=settings.points, procs=settings.ranks, seed=settings.seed,
+                          params=settings.params, tolerance=settings.tolerance)
         shutil.copy(result.path, target)
-        print(f"  {target.name}: seed {settings['seed']}, {settings['points']} points, "
-              f"ranks {settings.get('ranks', [1])}", flush=True)
+        print(f"  {target.name}: seed {settings.seed}, {settings.points} points, ranks {settings.ranks}",
+              flush=True)
     return own
 
 
-def same_machine(recorded: dict) -> bool:
+def same_machine(recorded: Mapping[str, Any] | Fingerprint) -> bool:
+    """Whether ``recorded`` (a fingerprint, or an evaluation's machine) names this machine."""
     here = machine()
     return all(recorded.get(key) == here[key] for key in ("cpu", "cores", "constants"))
 
@@ -124,9 +129,9 @@ def prepare_uses(library: str, folder: Path) -> None:
     one, else a default build's on this one (kept under CACHE)."""
     for name in parse_file(ROOT / "libraries" / f"{library}.hl").used:
         models = DATA / library / f"{name}_models.json"
-        if not same_machine(json.loads(models.read_text(encoding="utf-8")).get("fingerprint", {})):
+        if not same_machine(load_models(models).fingerprint):
             models = CACHE / name / name / "models.json"
-            if not (models.exists() and same_machine(json.loads(models.read_text()).get("fingerprint", {}))):
+            if not (models.exists() and same_machine(load_models(models).fingerprint)):
                 print(f"{library}: building {name} on this machine for the models it uses", flush=True)
                 build(ROOT / "libraries" / f"{name}.hl", out=models.parent, adaptive=True)
         (folder / name).mkdir(parents=True, exist_ok=True)
@@ -137,7 +142,7 @@ def judged(library: str, method: str, budget: float | None, folder: Path, stored
            repeats: int) -> Judged:
     """Build ``repeats`` times (seeds 0, 1, …) and judge each build against
     ``stored``; the figures are the means over the builds."""
-    ranks = sorted({size for path in stored for size in json.loads(path.read_text()).get("ranks", [1])})
+    ranks = sorted({size for path in stored for size in evaluation_artefact.load(path).settings.ranks})
     builds = []
     for seed in range(repeats):
         out = folder / f"{method}-{budget}-{seed}" / library
@@ -152,12 +157,13 @@ def judged(library: str, method: str, budget: float | None, folder: Path, stored
             # Every interface's points together.  A point where the build chose
             # nothing (no model there), or something the evaluation did not
             # time, counts as a wrong choice.
-            judged_points = sum(entry["summary"]["points"] for entry in entries)
-            points = judged_points + sum(entry["unmeasured"] for entry in entries)
-            right_points = sum(entry["summary"]["right_share"] * entry["summary"]["points"] for entry in entries)
+            summaries = [entry.summary for entry in entries if entry.summary is not None]
+            judged_points = sum(summary.points for summary in summaries)
+            points = judged_points + sum(entry.unmeasured or 0 for entry in entries)
+            right_points = sum(summary.right_share * summary.points for summary in summaries)
             right.append(right_points / points if points else 0.0)
-            expected.append(sum(entry["summary"]["expected_penalty"] * entry["summary"]["points"]
-                                for entry in entries) / judged_points if judged_points else 0.0)
+            expected.append(sum(summary.expected_penalty * summary.points for summary in summaries)
+                            / judged_points if judged_points else 0.0)
         shutil.rmtree(out.parent)
         builds.append(Judged(method, budget, spent.wall, profiling, spent.measuring_share, right, expected,
                              [statistics.mean(right)]))

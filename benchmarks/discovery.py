@@ -11,16 +11,17 @@ import sys
 import time
 from pathlib import Path
 
+from hlc.artefacts.models import TimeModel
 from hlc.language.parse import parse_file
 from hlc.model.calibration import Samples, calibrate
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def fitted(library: Path, samples: Samples, discovering: bool) -> tuple[dict[str, dict], float]:
+def fitted(library: Path, samples: Samples, discovering: bool) -> tuple[dict[str, TimeModel], float]:
     started = time.perf_counter()
     models = calibrate(parse_file(library), samples, discovering=discovering)
-    return models["implementations"], time.perf_counter() - started
+    return models.times(), time.perf_counter() - started
 
 
 def main() -> None:
@@ -35,12 +36,12 @@ def main() -> None:
         found, seconds = fitted(library, samples, True)
         print(f"\n{library.name} on {samples_path}: fit {plain_seconds:.1f} s written, {seconds:.1f} s with discovery")
         print(f"{'implementation':<16} {'written':>8} {'found':>8}  terms (written kept / with discovery kept, found)")
-        for name, record in found.items():
-            entry, before = record["time"], written[name]["time"]
-            if entry.get("status") != "fitted":
+        for name, entry in found.items():
+            before = written[name]
+            if entry.status != "fitted":
                 continue
-            print(f"{name:<16} {before['verification_mre']:>8.3f} {entry['verification_mre']:>8.3f}  "
-                  f"{len(before['kept'])} / {len(entry['kept'])}, {len(entry.get('discovered', []))}")
+            print(f"{name:<16} {before.verification_mre:>8.3f} {entry.verification_mre:>8.3f}  "
+                  f"{len(before.kept)} / {len(entry.kept)}, {len(entry.discovered)}")
 
 
 if __name__ == "__main__":

@@ -11,24 +11,24 @@ average, geometrically).
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 from pathlib import Path
 
 import hlc
+from hlc.artefacts.models import Models
 from hlc.calibrate.run import profile
 from hlc.model.calibration import Samples, calibrate, summary
 
 DEFAULT = Path(__file__).resolve().parent.parent / "tests" / "descriptions" / "vector.hl"
 
 
-def calibrate_library(library: hlc.Library, folder: Path) -> dict:
+def calibrate_library(library: hlc.Library, folder: Path) -> Models:
     """Profile and fit ``library`` after the libraries it uses."""
     models_of = {}
     for name, used in library.used.items():
         models = calibrate_library(used, folder)
         path = folder / name / "models.json"
-        path.write_text(json.dumps(models))
+        models.save(path)
         models_of[name] = path
     samples = folder / library.name / "samples.jsonl"
     profile(library, samples, folder / library.name, ranks=[1])

@@ -30,14 +30,12 @@ from __future__ import annotations
 
 import argparse
 import warnings
-from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from hlc.artefacts.samples import Sample
 from hlc.calibrate.host import TOLERANCE as HOST_TOLERANCE
 from hlc.language import ast
 from hlc.language.parse import parse_file
@@ -93,56 +91,42 @@ class Row:
 
     implementation: str
     ranks: list[int]
-    fitting: list[dict[str, Any]]
-    verification: list[dict[str, Any]]
+    fitting: list[Sample]
+    verification: list[Sample]
     scores: dict[str, Score]
 
 
-def environment(sample: Mapping[str, Any]) -> dict[str, float]:
+def environment(sample: Sample) -> dict[str, float]:
     """A sample's variables and parameters, as the description names them."""
-    return {**sample["variables"], **sample["parameters"]}
+    return sample.environment
 
 
-def varying(samples: list[dict[str, Any]], leave_out: tuple[str, ...] = ()) -> list[str]:
+def varying(samples: list[Sample], leave_out: tuple[str, ...] = ()) -> list[str]:
     """The variables and parameters that take more than one value: a constant
     one tells a peer nothing (P on a two-rank model)."""
     names = [name for name in environment(samples[0]) if name not in leave_out]
     return [name for name in names if len({environment(s)[name] for s in samples}) > 1]
 
 
-def selected(predictor: Predictor, samples: Samples, interface: str, implementation: ast.Implementation,
-             entry: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def selected(predictor: Predictor, samples: Samples, interface: str,
+             implementation: ast.Implementation) -> tuple[list[Sample], list[Sample]]:
     """The fitting and verification samples hlc's fit of ``implementation``
-    used, chosen by the fitter's own functions: within the preconditions,
-    without those taken while the host was disturbed, and without the fitting
-    samples the fit left out as outliers (where it reports any), so that the
-    peers learn from and are judged on the same samples."""
+    used, chosen by the fitter's own functions: within the preconditions and
+    without those taken while the host was disturbed, so that the peers learn
+    from and are judged on the same samples."""
     fitting = _within(predictor, implementation, samples.of(interface, implementation.name, verify=False))
     verification = _within(predictor, implementation, samples.of(interface, implementation.name, verify=True))
-    tolerance = samples.header.get("host_tolerance", HOST_TOLERANCE)
+    tolerance = samples.header.host_tolerance if samples.header.host_tolerance is not None else HOST_TOLERANCE
     fitting, verification, _ = _steady(fitting, verification, tolerance)
-    left_out = Counter(_key(outlier) for outlier in entry.get("outliers", []))
-    kept = []
-    for sample in fitting:
-        if left_out[_key(sample)] > 0:
-            left_out[_key(sample)] -= 1
-        else:
-            kept.append(sample)
-    return kept, verification
+    return fitting, verification
 
 
-def _key(sample: Mapping[str, Any]) -> str:
-    """What tells a sample from the others: the fit reports its outliers by
-    variables, parameters and seconds."""
-    return repr((sorted(sample["variables"].items()), sorted(sample["parameters"].items()), sample["seconds"]))
-
-
-def seconds(samples: list[dict[str, Any]]) -> np.ndarray:
+def seconds(samples: list[Sample]) -> np.ndarray:
     """The measured times, which every method is judged against."""
-    return np.array([s["seconds"] for s in samples], dtype=float)
+    return np.array([s.seconds for s in samples], dtype=float)
 
 
-def boosting_mre(fitting: list[dict[str, Any]], verification: list[dict[str, Any]]) -> Score:
+def boosting_mre(fitting: list[Sample], verification: list[Sample]) -> Score:
     """Verification MRE of gradient boosting trained on the fitting samples.
     Features are log2(1 + x) of each varying variable and parameter (the +1
     keeps a 0, such as logP on one rank, finite); the target is log seconds,
@@ -156,7 +140,7 @@ def boosting_mre(fitting: list[dict[str, Any]], verification: list[dict[str, Any
     if not names:
         return "no variable varies"
 
-    def features(samples: list[dict[str, Any]]) -> np.ndarray:
+    def features(samples: list[Sample]) -> np.ndarray:
         return np.log2(1 + np.maximum([[environment(s)[name] for name in names] for s in samples], 0))
 
     with threadpool_limits(limits=1):
@@ -165,7 +149,7 @@ def boosting_mre(fitting: list[dict[str, Any]], verification: list[dict[str, Any
     return mean_relative_error(seconds(verification), predicted)
 
 
-def extrap_mre(fitting: list[dict[str, Any]], verification: list[dict[str, Any]]) -> tuple[Score, list[str]]:
+def extrap_mre(fitting: list[Sample], verification: list[Sample]) -> tuple[Score, list[str]]:
     """Verification MRE of the model Extra-P's default modeler finds on the
     fitting samples, and the warnings it gave.  Its parameters are the
     varying variables and parameters but logP, a function of P (its normal
@@ -187,7 +171,7 @@ def extrap_mre(fitting: list[dict[str, Any]], verification: list[dict[str, Any]]
     experiment.add_metric(metric)
     at: dict[tuple[float, ...], list[float]] = {}
     for sample in fitting:
-        at.setdefault(tuple(float(environment(sample)[name]) for name in names), []).append(sample["seconds"])
+        at.setdefault(tuple(float(environment(sample)[name]) for name in names), []).append(sample.seconds)
     for point, values in at.items():
         coordinate = Coordinate(point)
         experiment.add_coordinate(coordinate)
@@ -214,34 +198,34 @@ def compare(data: DataSet) -> tuple[list[Row], list[str]]:
     """Fit the data set with hlc, then each implementation with the peers:
     the rows, and notes on what could not be compared."""
     library = parse_file(data.description)
-    samples = Samples.read(data.samples)
-    if samples.header.get("library") not in (None, library.name):
+    samples = Samples.load(data.samples)
+    if samples.header.library != library.name:
         return [], [f"{data.name}: skipped, {data.samples} holds samples of library "
-                    f"'{samples.header['library']}', not of '{library.name}'"]
-    models = calibrate(library, samples, models_of=data.uses)["implementations"]
+                    f"'{samples.header.library}', not of '{library.name}'"]
+    models = calibrate(library, samples, models_of=data.uses)
     predictor = Predictor(library, {}, used_predictors(library, data.uses))  # its constants, for _within
     rows, notes = [], []
     for interface in library.interfaces:
         for implementation in interface.implementations:
-            entry = models[implementation.name]["time"]
-            if entry["status"] != "fitted":
-                notes.append(f"{implementation.name}: not compared, hlc's model is {entry['status']}"
-                             + (f": {entry['cause']}" if entry.get("cause") else ""))
+            entry = models.time(implementation.name)
+            if entry.status != "fitted":
+                notes.append(f"{implementation.name}: not compared, hlc's model is {entry.status}"
+                             + (f": {entry.cause}" if entry.cause else ""))
                 continue
-            fitting, verification = selected(predictor, samples, interface.name, implementation, entry)
-            if (len(fitting), len(verification)) != (entry["samples"], entry["verification_samples"]):
+            fitting, verification = selected(predictor, samples, interface.name, implementation)
+            if (len(fitting), len(verification)) != (entry.samples, entry.verification_samples):
                 notes.append(f"{implementation.name}: the peers' samples ({len(fitting)}, {len(verification)}) "
-                             f"differ from hlc's ({entry['samples']}, {entry['verification_samples']})")
+                             f"differ from hlc's ({entry.samples}, {entry.verification_samples})")
             if not verification:
                 notes.append(f"{implementation.name}: not compared, no verification samples")
                 continue
             extrap, extrap_notes = extrap_mre(fitting, verification)
             notes += [f"{implementation.name}: Extra-P warned: {note}" for note in extrap_notes]
-            scores = {"hlc": entry["verification_mre"], "gradient boosting": boosting_mre(fitting, verification),
+            scores = {"hlc": entry.verification_mre, "gradient boosting": boosting_mre(fitting, verification),
                       "Extra-P": extrap}
             notes += [f"{implementation.name}: {method} has no model: {why}"
                       for method, why in scores.items() if isinstance(why, str)]
-            ranks = sorted({s.get("P", s["variables"].get("P", 1)) for s in fitting + verification})
+            ranks = sorted({s.P for s in fitting + verification})
             rows.append(Row(implementation.name, ranks, fitting, verification, scores))
     return rows, notes
 

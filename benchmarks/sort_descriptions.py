@@ -12,14 +12,14 @@ terms (at most 8 per implementation) and families.
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 from pathlib import Path
 
+from hlc.artefacts.models import Models
+from hlc.evaluation.replay import replay
 from hlc.language.parse import parse_file
 from hlc.model.calibration import Samples, calibrate
-from hlc.replay import replay
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "sort"
@@ -37,16 +37,16 @@ def written_terms(description: Path) -> dict[str, str]:
     return counts
 
 
-def figures(models: dict, evaluation: Path) -> dict[str, float]:
+def figures(models: Models, evaluation: Path) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "models.json"
-        path.write_text(json.dumps(models))
+        models.save(path)
         result = replay(path, evaluation)
     entry = result.interfaces["sort"]
-    summary = entry["by_ranks"].get("1") or entry["summary"]
-    return {"right": summary["right_share"], "expected": summary["expected_penalty"],
-            "worst": summary["worst_penalty"], "digit": summary.get("optimal_parameters_radix", float("nan")),
-            "points": summary["points"]}
+    summary = entry.by_ranks.get(1) or entry.summary
+    digit = summary.optimal_parameters.get("radix")
+    return {"right": summary.right_share, "expected": summary.expected_penalty, "worst": summary.worst_penalty,
+            "digit": digit.share if digit else float("nan"), "points": summary.points}
 
 
 def main() -> None:
@@ -57,8 +57,7 @@ def main() -> None:
         started = time.perf_counter()
         models = calibrate(parse_file(description), samples)
         seconds = time.perf_counter() - started
-        mre = {name: record["time"]["verification_mre"] for name, record in models["implementations"].items()
-               if record["time"]["status"] == "fitted"}
+        mre = {name: entry.verification_mre for name, entry in models.fitted().items()}
         rows[label] = (models, seconds, mre, written_terms(description))
     print("verification MRE (in parentheses: written terms, the constant included, + families)")
     print(f"{'implementation':<16} {'before':>14} {'after':>14}")

@@ -132,13 +132,14 @@ def trials(folder: Path, count: int, rounds: int, seed: int, least: int, out: Pa
     (every rank runs this; rank 0 writes one line per trial to ``out``)."""
     import numpy as np
 
+    from hlc.artefacts.models import load as load_models
     from hlc.dispatch.bundle import description_of
     from hlc.runtime import world
 
     team = world()
     sys.path.insert(0, str(folder.parent))
     module = importlib.import_module(folder.name)
-    models = json.loads((folder / "models.json").read_text(encoding="utf-8"))
+    models = load_models(folder / "models.json")
     relax = _load(description_of(models, folder).parent / "stencil" / "relax.py")
     prows = relax.block_rows(team.size)
     pcols = team.size // prows

@@ -4,14 +4,14 @@ stored exhaustive evaluation.  Nothing is timed."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
+from hlc.artefacts.models import Models, load, save_used
+from hlc.evaluation.replay import replay
 from hlc.language.parse import parse_file
 from hlc.model.calibration import Samples, calibrate
-from hlc.replay import replay
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "sort"
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,13 +24,12 @@ def samples() -> Samples:
 
 
 @pytest.fixture(scope="module")
-def models(samples) -> dict:
+def models(samples) -> Models:
     return calibrate(parse_file(DESCRIPTION), samples)
 
 
-def verification(models: dict) -> dict[str, float]:
-    return {name: record["time"]["verification_mre"] for name, record in models["implementations"].items()
-            if record["time"]["status"] == "fitted"}
+def verification(models: Models) -> dict[str, float]:
+    return {name: entry.verification_mre for name, entry in models.fitted().items()}
 
 
 def test_discovery_finds_what_the_algorithm_s_terms_miss(samples, models):
@@ -56,16 +55,16 @@ def test_the_refitted_models_choose_right_against_the_stored_evaluations(models,
     penalty 0.06% and 0.27%; the bounds leave room for another BLAS's
     rounding) and, at seed 1, on two ranks (97.0%)."""
     path = tmp_path / "models.json"
-    path.write_text(json.dumps(models))
+    models.save(path)
     result = replay(path, DATA / f"evaluation-{seed}.json")
     entry = result.interfaces["sort"]
-    assert entry["unmeasured"] == 0
-    one = entry["by_ranks"].get("1") or entry["summary"]
-    assert one["points"] == 200
-    assert one["right_share"] >= 0.975
-    assert one["expected_penalty"] <= 0.005
-    if "2" in entry["by_ranks"]:
-        assert entry["by_ranks"]["2"]["right_share"] >= 0.95
+    assert entry.unmeasured == 0
+    one = entry.by_ranks.get(1) or entry.summary
+    assert one.points == 200
+    assert one.right_share >= 0.975
+    assert one.expected_penalty <= 0.005
+    if 2 in entry.by_ranks:
+        assert entry.by_ranks[2].right_share >= 0.95
 
 
 STENCIL = DATA.parent / "stencil"
@@ -78,12 +77,11 @@ def test_the_runtime_s_families_find_its_steps():
     samples = Samples.read(STENCIL / "runtime_samples.jsonl")
     library = parse_file(ROOT / "libraries" / "runtime.hl")
     models = calibrate(library, samples)
-    transfer = models["implementations"]["BlockTransfer"]["time"]
-    assert transfer["discovered"] and all(spec["factors"][0]["variable"] == "log2(bytes)"
-                                          for spec in transfer["discovered"])
+    transfer = models.time("BlockTransfer")
+    assert transfer.discovered and all(term.factors[0].variable == "log2(bytes)" for term in transfer.discovered)
     plain = calibrate(library, samples, discovering=False)  # the families are searched all the same
-    assert plain["implementations"]["BlockTransfer"]["time"]["discovered"] == transfer["discovered"]
-    assert transfer["verification_mre"] <= 1.06
+    assert plain.time("BlockTransfer").discovered == transfer.discovered
+    assert transfer.verification_mre <= 1.06
 
 
 def test_the_stencil_models_fit_their_stored_samples():
@@ -93,10 +91,9 @@ def test_the_stencil_models_fit_their_stored_samples():
     samples = Samples.read(STENCIL / "samples.jsonl")
     library = parse_file(ROOT / "libraries" / "stencil.hl")
     models = calibrate(library, samples, models_of={"runtime": STENCIL / "runtime_models.json"})
-    for name, record in models["implementations"].items():
-        entry = record["time"]
-        assert entry["status"] == "fitted", name
-        assert entry["verification_mre_by_ranks"]["1"] <= 1.05, (name, entry["verification_mre_by_ranks"])
+    for name, entry in models.times().items():
+        assert entry.status == "fitted", name
+        assert entry.verification_mre_by_ranks["1"] <= 1.05, (name, entry.verification_mre_by_ranks)
 
 
 @pytest.mark.parametrize("name", ["sort", "stencil", "runtime"])
@@ -117,11 +114,10 @@ def test_the_stencil_models_choose_right_at_two_ranks_against_the_stored_evaluat
     models = calibrate(parse_file(ROOT / "libraries" / "stencil.hl"), samples,
                        models_of={"runtime": STENCIL / "runtime_models.json"})
     path = tmp_path / "models.json"
-    path.write_text(json.dumps(models))
-    (tmp_path / "used_models.json").write_text(json.dumps({"runtime": json.loads(
-        (STENCIL / "runtime_models.json").read_text())}))
+    models.save(path)
+    save_used(tmp_path / "used_models.json", {"runtime": load(STENCIL / "runtime_models.json")})
     result = replay(path, STENCIL / "evaluation-1.json")
     for interface in ("relax", "converge"):
         entry = result.interfaces[interface]
-        assert entry["unmeasured"] == 0 and entry["summary"]["points"] == 100
-        assert entry["summary"]["right_share"] >= 0.95, (interface, entry["summary"])
+        assert entry.unmeasured == 0 and entry.summary.points == 100
+        assert entry.summary.right_share >= 0.95, (interface, entry.summary)
