@@ -53,6 +53,12 @@ class _ReservedWords:
 
 @cache
 def _parser() -> Lark:
+    """The LALR parser.  Building its tables takes ~100 ms, most of what
+    ``hlc check`` would spend; Lark keeps them in a file of the temporary
+    folder named by the hash of the grammar, the options and the versions of
+    Lark and Python, so later processes load them in ~10 ms.  The transformer
+    and the post-lexer are not in the file: a changed ``_ToAst`` needs no new
+    tables, and a damaged or unwritable file only costs the time again."""
     reserved = _ReservedWords()
     parser = Lark(
         grammar_text(),
@@ -61,6 +67,7 @@ def _parser() -> Lark:
         maybe_placeholders=False,
         transformer=_ToAst(),
         postlex=reserved,
+        cache=True,
     )
     reserved.keywords = frozenset(
         t.pattern.value for t in parser.terminals
