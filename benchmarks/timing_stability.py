@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hlc.calibrate.harness import read_samples
+from hlc.artefacts.samples import Samples
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "tests" / "descriptions" / "vector.hl"
@@ -84,8 +84,8 @@ class Version:
 
 
 def medians(path: Path) -> dict[tuple, float]:
-    return {(r["implementation"], r["P"], r["verify"], r["index"], tuple(sorted(r["parameters"].items()))):
-            r["seconds"] for r in read_samples(path) if r["kind"] == "sample"}
+    return {(s.implementation, s.P, s.verify, s.index, tuple(sorted(s.parameters.items()))): s.seconds
+            for s in Samples.load(path).samples}
 
 
 def yardstick(seconds: float = 1.0) -> float:

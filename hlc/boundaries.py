@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hlc.artefacts.samples import Sample
 from hlc.language import ast
 from hlc.language.expressions import EvaluationError, evaluate
 from hlc.language.nest import constant_values
@@ -48,14 +49,13 @@ def label(implementation: str, settings: Mapping[str, int]) -> Label:
     return implementation, tuple(sorted(settings.items()))
 
 
-def measured_candidates(records: Sequence[dict]) -> dict[tuple[str, int, int], dict[Label, float]]:
+def measured_candidates(samples: Iterable[Sample]) -> dict[tuple[str, int, int], dict[Label, float]]:
     """Per fitting point (interface, P, index), each timed candidate's
     seconds: the median over the point's takes."""
     takes: dict[tuple, dict[Label, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for r in records:
-        if r.get("kind") == "sample" and not r["verify"]:
-            takes[r["interface"], r["P"], r["index"]][label(r["implementation"], r["parameters"])].append(
-                r["seconds"])
+    for s in samples:
+        if not s.verify:
+            takes[s.interface, s.P, s.index][label(s.implementation, s.parameters)].append(s.seconds)
     return {key: {name: sorted(values)[len(values) // 2] for name, values in timed.items()}
             for key, timed in takes.items()}
 

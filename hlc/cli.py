@@ -211,7 +211,6 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
-    import json
     from pathlib import Path
 
     from hlc.model.calibration import fit_samples, summary
@@ -230,7 +229,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     models = fit_samples(samples, description=args.description, relative=not args.absolute,
                          confidence=args.confidence, models_of=models_of, discovering=args.discovering)
     out = Path(args.out) if args.out else samples.with_name("models.json")
-    out.write_text(json.dumps(models, indent=1) + "\n", encoding="utf-8")
+    models.save(out)
     print(summary(models))
     print(f"models: {out}")
     return 0
@@ -327,7 +326,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from hlc.dispatch.build import load
 
     module = load(args.build)
-    names = list(dict.fromkeys(record["interface"] for record in module.__models__["implementations"].values()))
+    names = list(dict.fromkeys(entry.interface for entry in module.__models__.implementations.values()))
     interface = args.interface or names[0]
     if interface not in names:
         print(f"{args.build}: error: no interface {interface!r}; the interfaces are {', '.join(names)}",
@@ -379,10 +378,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    import json
-    from pathlib import Path
-
-    from hlc.replay import replay
+    from hlc.evaluation.replay import replay
 
     try:
         result = replay(args.build, args.replay or None, tolerance=args.tolerance)
@@ -391,9 +387,7 @@ def _replay(args: argparse.Namespace) -> int:
         return USER_ERROR
     print(result.table())
     if args.json:
-        document = {"library": result.library, "models": str(result.models), **result.settings,
-                    "interfaces": result.interfaces}
-        Path(args.json).write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+        result.document.save(args.json)
         print(f"\nfigures and judged points: {args.json}")
     return 0
 

@@ -23,7 +23,7 @@ from hlc.adaptive import (
     read_sites,
     retakes,
 )
-from hlc.calibrate.harness import read_samples
+from hlc.artefacts.models import TimeModel
 from hlc.model.calibration import Samples, calibrate
 
 DESCRIPTIONS = Path(__file__).resolve().parent / "descriptions"
@@ -84,7 +84,7 @@ def test_a_site_times_only_the_candidates_that_may_win_there():
                    ("radix", 6): 3.0, ("slow", None): 10.0, ("wide", None): 10.0}
     halves = {("wide", None): 9.0}
     judge = Judge.__new__(Judge)
-    judge.entries = {name: {"status": "fitted", "mre": 1.0} for name in ("radix", "slow", "wide")}
+    judge.entries = {name: TimeModel("fitted", mre=1.0) for name in ("radix", "slow", "wide")}
     judge.implementations = dict.fromkeys(("radix", "slow", "wide", "new"))
     judge.worth = {}
     judge.predicted = lambda name, environment: (predictions[name, environment.get("bpd")],
@@ -100,7 +100,7 @@ def test_once_every_point_is_measured_the_uncertain_decisions_are_measured_again
     first, at the candidates that may win there, up to MOST_TAKES in all."""
     gaps = {0: 0.1, 1: 1.0, 2: 5.0, 3: 0.2}  # how far the second alternative lies behind the first
     judge = Judge.__new__(Judge)
-    judge.entries = {name: {"status": "fitted", "mre": 1.0} for name in ("a", "b")}
+    judge.entries = {name: TimeModel("fitted", mre=1.0) for name in ("a", "b")}
     judge.implementations = {"a": None, "b": None}
     judge.worth, judge.ranked = {}, {}
     judge.predicted = lambda name, environment: (
@@ -129,7 +129,7 @@ def adaptive(tmp_path_factory):
 
 def test_an_adaptive_profile_surveys_the_grid_and_measures_part_of_it(adaptive):
     library, samples, result, rounds, lines = adaptive
-    records = read_samples(samples)
+    records = Samples.read(samples)
     sites = [site for site in read_sites(records) if not site.refined]
     assert len(sites) == 57 and all(set(s.variables) >= {"n", "P", "logP"} for s in sites)
     measured = measured_keys(records)
@@ -138,14 +138,14 @@ def test_an_adaptive_profile_surveys_the_grid_and_measures_part_of_it(adaptive):
     # the uncertain decisions and the gaps come before the points that only fill the nest
     assert rounds[1].uncertain + rounds[1].gaps > 0
     assert lines[-1].startswith("verification: ")
-    verified = [r for r in records if r.get("kind") == "sample" and r["verify"]]
-    assert {r["implementation"] for r in verified} == {"dot", "loop"}
+    verified = [r for r in records.samples if r.verify]
+    assert {r.implementation for r in verified} == {"dot", "loop"}
     assert not result.coverage
 
 
 def test_an_adaptive_profile_stops_when_the_grid_is_measured_or_the_budget_spent(adaptive):
     library, samples, _, _, lines = adaptive
-    records = read_samples(samples)
+    records = Samples.read(samples)
     if any("every point of the grid is measured" in line for line in lines):
         grid = {site.key for site in read_sites(records) if not site.refined}
         assert measured_keys(records) >= grid
@@ -157,7 +157,7 @@ def test_a_round_fills_the_nest_only_when_no_decision_is_uncertain(adaptive):
     """With the profile's models, a round ranks every uncertain site before a site that only fills the nest."""
     library, samples, _, _, _ = adaptive
     judge = Judge(library, calibrate(library, Samples.read(samples)))
-    records = read_samples(samples)
+    records = Samples.read(samples)
     grid = Grid([site for site in read_sites(records) if not site.refined])
     first = {("f", 1, 0)} & set(grid.by_key) or {grid.sites[0].key}
     chosen, by_rule = next_round(grid, first, judge, 1e9)  # room for everything
@@ -172,7 +172,7 @@ def test_uncertain_points_lie_at_the_crossover(adaptive):
     """The decision is uncertain where the two predictions meet, clear far from it."""
     library, samples, _, _, _ = adaptive
     judge = Judge(library, calibrate(library, Samples.read(samples)))
-    sites = sorted((site for site in read_sites(read_samples(samples)) if not site.refined),
+    sites = sorted((site for site in read_sites(Samples.read(samples)) if not site.refined),
                    key=lambda s: s.variables["n"])
     winners = [judge.alternatives(s)[0].implementation for s in sites]
     assert winners[0] == "loop" and winners[-1] == "dot"
@@ -220,7 +220,7 @@ def test_what_the_verification_leaves_goes_back_to_the_fitting_points(tmp_path, 
     verification = next(i for i, line in enumerate(lines) if line.startswith("verification: "))
     assert lines[verification + 1].startswith("the verification left ")
     assert any(line.startswith("round ") for line in lines[verification + 2:])
-    kinds = [r["verify"] for r in read_samples(samples) if r.get("kind") == "sample"]
+    kinds = [r.verify for r in Samples.read(samples).samples]
     last_verified = len(kinds) - 1 - kinds[::-1].index(True)
     assert not any(kinds[last_verified + 1:]) and len(kinds) > last_verified + 1  # fitting samples came after
     assert kinds.index(True) > 0 and all(kinds[kinds.index(True):last_verified + 1])  # one verification, whole
@@ -233,11 +233,11 @@ def test_refined_points_lie_between_neighbours_whose_winners_differ(adaptive):
     from hlc.boundaries import measured_candidates
 
     library, samples, _, _, _ = adaptive
-    records = read_samples(samples)
-    measured = measured_candidates(records)
+    records = Samples.read(samples)
+    measured = measured_candidates(records.samples)
     sites = read_sites(records)
     count = {site.key: site.point["count"] for site in sites}
-    order = [r["index"] for r in records if r.get("kind") == "point" and not r["verify"]]
+    order = [r.index for r in records.points if not r.verify]
     for site in (s for s in sites if s.refined):
         assert site.key in measured
         before = {("square_sum", 1, i) for i in order[:order.index(site.index)]}

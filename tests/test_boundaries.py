@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hlc
+from hlc.artefacts.samples import Sample
 from hlc.boundaries import STAKE, boundaries, in_range, label, measured_candidates, midpoint
 from hlc.language.nest import constant_values, loop_values
 
@@ -116,7 +118,6 @@ def test_bisection_closes_in_on_the_crossover(crossover):
 
 
 def test_the_measurements_of_a_point_are_the_median_of_its_takes():
-    records = [{"kind": "sample", "verify": False, "interface": "f", "P": 1, "index": 3, "implementation": "a",
-                "parameters": {"b": 2}, "seconds": s} for s in (3.0, 1.0, 2.0)]
-    records.append({**records[0], "verify": True, "seconds": 0.1})
+    records = [Sample("f", "a", False, 1, 3, {"b": 2}, {"n": 8}, seconds) for seconds in (3.0, 1.0, 2.0)]
+    records.append(replace(records[0], verify=True, seconds=0.1))
     assert measured_candidates(records) == {("f", 1, 3): {("a", (("b", 2),)): 2.0}}

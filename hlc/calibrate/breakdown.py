@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hlc.artefacts.samples import Account
+
 #: What a profiling program's time is spent on, in the order they are shown.
 MEASURING = "measuring"
 PROGRAM = (MEASURING, "warm-up", "sizing", "checks", "inputs", "host waits", "retaken")
@@ -106,12 +108,16 @@ class Breakdown:
                    int(record.get("restarts", 0)))
 
     @classmethod
-    def of_samples(cls, records: Iterable[dict]) -> Breakdown:
-        """The programs' accounts in a samples file, added up."""
+    def of_account(cls, account: Account) -> Breakdown:
+        """A program's account, as its samples file holds it."""
+        return cls(dict(account.seconds), account.wall, account.restarts)
+
+    @classmethod
+    def of_samples(cls, accounts: Iterable[Account]) -> Breakdown:
+        """The programs' accounts in a samples file (its ``accounts``), added up."""
         total = cls()
-        for record in records:
-            if record.get("kind") == "breakdown":
-                total.merge(cls.from_dict(record))
+        for account in accounts:
+            total.merge(cls.of_account(account))
         return total
 
     def save(self, path: Path) -> None:

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hlc.artefacts.samples import Failure, Samples, append
 from hlc.calibrate.breakdown import Breakdown
 from hlc.calibrate.generate import profiling_program, pyx_sources
-from hlc.calibrate.harness import read_samples, repair
 from hlc.compile import compile_extensions
 from hlc.errors import UserError
 from hlc.language import ast
@@ -41,15 +41,6 @@ from hlc.language import ast
 class ProfileError(UserError):
     """The profiling program failed outside any implementation (a broken
     description helper, a missing MPI launcher, …)."""
-
-
-@dataclass(frozen=True)
-class Failure:
-    interface: str
-    implementation: str
-    cause: str
-    P: int
-    point: dict | None = None  # the loop values where it failed
 
 
 @dataclass
@@ -98,20 +89,12 @@ def _signal_name(code: int) -> str:
 
 
 def append_failure(samples: Path, failure: Failure) -> None:
-    repair(samples)
-    with samples.open("a", encoding="utf-8") as stream:
-        stream.write(json.dumps({"kind": "failure", "interface": failure.interface,
-                                 "implementation": failure.implementation, "cause": failure.cause,
-                                 "point": failure.point, "P": failure.P}) + "\n")
+    """Record an implementation that crashed or hung the program (which could not say so itself)."""
+    append(samples, [failure])
 
 
 def failures_in(samples: Path) -> list[Failure]:
-    found = []
-    for record in read_samples(samples):
-        if record.get("kind") == "failure":
-            found.append(Failure(record["interface"], record["implementation"], record["cause"], record["P"],
-                                 record.get("point")))
-    return found
+    return list(Samples.read(samples).failures)
 
 
 def profile(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence[int] | None = None,

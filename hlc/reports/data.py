@@ -9,7 +9,6 @@ record, so the report never needs more than the build folder.
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -17,7 +16,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from hlc.calibrate.harness import read_samples
+from hlc.artefacts import evaluation as evaluation_artefact
+from hlc.artefacts.evaluation import EvaluationDocument
+from hlc.artefacts.files import ArtefactError
+from hlc.artefacts.models import Models, TimeModel
+from hlc.artefacts.models import load as load_models
+from hlc.artefacts.samples import Failure, Sample, Samples
 from hlc.language import ast
 from hlc.language.nest import constant_values
 
@@ -36,7 +40,7 @@ class ImplementationInfo:
     name: str
     doc: str | None
     parameters: list[ParameterInfo]
-    entry: dict[str, Any]  # its "time" record of models.json ({} when the models do not name it)
+    entry: TimeModel  # its time model (NOT_CALIBRATED when the models do not name it)
 
 
 @dataclass
@@ -45,8 +49,8 @@ class InterfaceInfo:
     doc: str | None
     variables: list[str]  # explanatory variables in declaration order (without P and logP)
     implementations: list[ImplementationInfo]
-    samples: list[dict[str, Any]]  # kind == "sample" records of this interface
-    failures: list[dict[str, Any]]  # kind == "failure" records of this interface
+    samples: list[Sample]  # the samples of this interface
+    failures: list[Failure]  # the implementations of this interface excluded while profiling
     domain: dict[str, tuple[float, float]]  # calibrated range of each variable, union over implementations
     integers: set[str]  # variables that only took integer values
     ranks: list[int]  # calibrated rank counts, smallest first
@@ -59,11 +63,11 @@ class InterfaceInfo:
 @dataclass
 class BuildData:
     folder: Path
-    models: dict[str, Any]
+    models: Models
     description: Path | None
     library: ast.Library | None
     interfaces: list[InterfaceInfo]
-    evaluation: dict[str, Any] | None
+    evaluation: EvaluationDocument | None
     module: ModuleType | None
     constants: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -76,10 +80,14 @@ def read_build(folder: str | Path) -> BuildData:
     if not models_path.is_file():
         raise FileNotFoundError(f"{folder} has no models.json: it is not a built library "
                                 f"(build it with `hlc build DESCRIPTION`)")
-    models = json.loads(models_path.read_text(encoding="utf-8"))
+    models = load_models(models_path)
     notes: list[str] = []
-    records = read_samples(folder / "samples.jsonl")
-    if not records:
+    try:
+        records = Samples.read(folder / "samples.jsonl")
+    except ArtefactError as error:
+        notes.append(f"the samples could not be read ({error}): no measured-vs-predicted or residual plots")
+        records = Samples()
+    if not records.headers and not records.samples:
         notes.append("no samples.jsonl (or it is empty): no measured-vs-predicted or residual plots")
     description, library = _description(folder, models, records, notes)
     evaluation = _evaluation(folder, notes)
@@ -89,7 +97,7 @@ def read_build(folder: str | Path) -> BuildData:
     return BuildData(folder, models, description, library, interfaces, evaluation, module, constants, notes)
 
 
-def _description(folder: Path, models: dict[str, Any], records: list[dict[str, Any]],
+def _description(folder: Path, models: Models, records: Samples,
                  notes: list[str]) -> tuple[Path | None, ast.Library | None]:
     """The description the build was made from, parsed: the build's own copy,
     else (a build made before builds kept one) the path it records, relative
@@ -98,11 +106,11 @@ def _description(folder: Path, models: dict[str, Any], records: list[dict[str, A
     from hlc.language.errors import HLError
     from hlc.language.parse import parse_file
 
-    header = next((r for r in records if r.get("kind") == "header"), {})
-    written = [p for p in (models.get("description"), header.get("description")) if p]
+    header = records.headers[0] if records.headers else None
+    written = [p for p in (models.description, header.description if header else None) if p]
     candidates: list[Path] = []
-    if models.get("description") and not Path(models["description"]).is_absolute():
-        candidates.append(folder / models["description"])
+    if models.description and not Path(models.description).is_absolute():
+        candidates.append(folder / models.description)
     for text in written:
         path = Path(text)
         candidates += [path] if path.is_absolute() else [path, *(p / path for p in folder.resolve().parents)]
@@ -119,21 +127,17 @@ def _description(folder: Path, models: dict[str, Any], records: list[dict[str, A
         return found.resolve(), None
 
 
-def _evaluation(folder: Path, notes: list[str]) -> dict[str, Any] | None:
+def _evaluation(folder: Path, notes: list[str]) -> EvaluationDocument | None:
     path = folder / "evaluation.json"
     if not path.is_file():
         notes.append("no evaluation.json: run `hlc evaluate` on the build to compare the choices with measured "
                      "times and to overlay right and wrong choices on the region maps")
         return None
     try:
-        evaluation = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
+        return evaluation_artefact.load(path)
+    except ArtefactError as error:
         notes.append(f"evaluation.json could not be read ({error}): no evaluation is shown")
         return None
-    if not isinstance(evaluation, dict) or not isinstance(evaluation.get("interfaces"), dict):
-        notes.append("evaluation.json has no 'interfaces' object: no evaluation is shown")
-        return None
-    return evaluation
 
 
 def _module(folder: Path, notes: list[str]) -> ModuleType | None:
@@ -154,71 +158,68 @@ def _module(folder: Path, notes: list[str]) -> ModuleType | None:
     return module
 
 
-def _interfaces(models: dict[str, Any], library: ast.Library | None,
-                records: list[dict[str, Any]]) -> list[InterfaceInfo]:
-    implementations = models.get("implementations", {})
-    samples = [r for r in records if r.get("kind") == "sample"]
-    failures = [r for r in records if r.get("kind") == "failure"]
+def _interfaces(models: Models, library: ast.Library | None,
+                records: Samples) -> list[InterfaceInfo]:
+    implementations = models.implementations
+    samples, failures = list(records.samples), list(records.failures)
     interfaces: list[InterfaceInfo] = []
     if library is not None:
         for interface in library.interfaces:
             impls = [ImplementationInfo(i.name, i.doc,
                                         [ParameterInfo(p.name, p.range, None) for p in i.parameters],
-                                        implementations.get(i.name, {}).get("time", {}))
+                                        models.time(i.name))
                      for i in interface.implementations]
             interfaces.append(_info(interface.name, interface.doc, [v.name for v in interface.variables],
                                     impls, samples, failures))
         return interfaces
     names: dict[str, list[str]] = {}
     for name, record in implementations.items():
-        names.setdefault(record.get("interface", "?"), []).append(name)
+        names.setdefault(record.interface, []).append(name)
     for interface, members in names.items():
-        mine = [s for s in samples if s.get("interface") == interface]
-        variables = list(dict.fromkeys(v for s in mine for v in s.get("variables", {}) if v not in ("P", "logP")))
+        mine = [s for s in samples if s.interface == interface]
+        variables = list(dict.fromkeys(v for s in mine for v in s.variables if v not in ("P", "logP")))
         if not variables:
-            domain = next((implementations[m]["time"].get("domain") for m in members
-                           if implementations[m].get("time", {}).get("domain")), {})
+            domain = next((models.time(m).domain for m in members if models.time(m).domain), {})
             variables = [v for v in domain if v not in ("P", "logP")]
         impls = []
         for member in members:
-            parameters = list(dict.fromkeys(p for s in mine if s.get("implementation") == member
-                                            for p in s.get("parameters", {})))
+            parameters = list(dict.fromkeys(p for s in mine if s.implementation == member for p in s.parameters))
             impls.append(ImplementationInfo(member, None, [ParameterInfo(p, None, None) for p in parameters],
-                                            implementations[member].get("time", {})))
+                                            models.time(member)))
         interfaces.append(_info(interface, None, variables, impls, samples, failures))
     return interfaces
 
 
 def _info(name: str, doc: str | None, variables: list[str], implementations: list[ImplementationInfo],
-          samples: list[dict[str, Any]], failures: list[dict[str, Any]]) -> InterfaceInfo:
-    mine = [s for s in samples if s.get("interface") == name]
+          samples: list[Sample], failures: list[Failure]) -> InterfaceInfo:
+    mine = [s for s in samples if s.interface == name]
     for implementation in implementations:
-        taken = [s for s in mine if s.get("implementation") == implementation.name]
+        taken = [s for s in mine if s.implementation == implementation.name]
         for parameter in implementation.parameters:
-            values = [s["parameters"][parameter.name] for s in taken if parameter.name in s.get("parameters", {})]
+            values = [s.parameters[parameter.name] for s in taken if parameter.name in s.parameters]
             if values:
                 parameter.observed = (int(min(values)), int(max(values)))
     domain: dict[str, tuple[float, float]] = {}
     for implementation in implementations:
-        for variable, (low, high) in implementation.entry.get("domain", {}).items():
+        for variable, (low, high) in implementation.entry.domain.items():
             known = domain.get(variable, (low, high))
             domain[variable] = (min(known[0], low), max(known[1], high))
     for sample in mine:  # implementations without a model still say where they were measured
-        for variable, value in sample.get("variables", {}).items():
+        for variable, value in sample.variables.items():
             known = domain.get(variable, (value, value))
             domain[variable] = (min(known[0], value), max(known[1], value))
     integers = {v for v in variables if _integral(v, mine, domain)}
-    ranks = sorted({int(s["P"]) for s in mine if "P" in s})
+    ranks = sorted({int(s.P) for s in mine})
     if not ranks and "P" in domain:
         low, high = domain["P"]
         ranks = sorted({int(low), int(high)})
     return InterfaceInfo(name, doc, variables, implementations, mine,
-                         [f for f in failures if f.get("interface") == name], domain, integers, ranks or [1])
+                         [f for f in failures if f.interface == name], domain, integers, ranks or [1])
 
 
-def _integral(variable: str, samples: list[dict[str, Any]], domain: dict[str, tuple[float, float]]) -> bool:
+def _integral(variable: str, samples: list[Sample], domain: dict[str, tuple[float, float]]) -> bool:
     """A variable that only ever took integer values is drawn on an integer grid."""
-    values = [s["variables"][variable] for s in samples if variable in s.get("variables", {})]
+    values = [s.variables[variable] for s in samples if variable in s.variables]
     values = values or list(domain.get(variable, ()))
     return bool(values) and all(isinstance(v, int | float) and math.isfinite(v) and float(v).is_integer()
                                 for v in values)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 import hlc
+from hlc.artefacts.samples import Account, Samples
 from hlc.calibrate import breakdown
 from hlc.calibrate.breakdown import MEASURING, Breakdown
-from hlc.calibrate.harness import read_samples
 from hlc.calibrate.run import profile
 
 from .test_profile import DESCRIPTIONS
@@ -56,8 +56,11 @@ def test_accounts_round_trip_and_add_up():
     first = Breakdown({MEASURING: 1.5, "sizing": 0.5}, wall=3.0, restarts=1)
     second = Breakdown({MEASURING: 2.0}, wall=4.0)
     assert Breakdown.from_dict(first.as_dict()) == first
-    records = [{"kind": "sample"}, {"kind": "breakdown", **first.as_dict()}, {"kind": "breakdown", **second.as_dict()}]
-    total = Breakdown.of_samples(records)
+    records = Samples.of_records([{"kind": "breakdown", "P": 1, **first.as_dict()},
+                                  {"kind": "point", "interface": "f", "P": 1, "verify": False, "index": 0},
+                                  {"kind": "breakdown", "P": 2, **second.as_dict()}])
+    assert [a.P for a in records.accounts] == [1, 2] and isinstance(records.accounts[0], Account)
+    total = Breakdown.of_samples(records.accounts)
     assert total.seconds == {MEASURING: 3.5, "sizing": 0.5} and total.wall == 7.0 and total.restarts == 1
 
 
@@ -72,9 +75,10 @@ def test_a_profile_accounts_for_its_time(tmp_path):
     library = hlc.parse_file(DESCRIPTIONS / "vector.hl")
     samples = tmp_path / "samples.jsonl"
     result = profile(library, samples, tmp_path / "build")
-    (written,) = [r for r in read_samples(samples) if r["kind"] == "breakdown"]
-    program = Breakdown.from_dict(written)
-    timed = sum(sum(s["timings"]) * s["repeat"] for s in read_samples(samples) if s["kind"] == "sample")
+    records = Samples.read(samples)
+    (written,) = records.accounts
+    program = Breakdown.of_account(written)
+    timed = sum(sum(s.timings) * s.repeat for s in records.samples)
     # measuring is the timings the samples keep (timings dropped for a slow host are 'retaken');
     # a sample's repeat count is its last, which a timing that fell short may have grown
     assert program.seconds[MEASURING] == pytest.approx(timed, rel=0.03, abs=2e-3)

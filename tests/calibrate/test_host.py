@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from hlc.artefacts.samples import Sample, Samples
 from hlc.calibrate import harness, timing
-from hlc.calibrate.harness import HOST_RETAKES, Implementation, Interface, read_samples
+from hlc.calibrate.engine import HOST_RETAKES
+from hlc.calibrate.harness import Implementation, Interface
 from hlc.calibrate.host import HostMeter
 
 
@@ -68,7 +70,7 @@ def test_a_host_that_stays_slow_costs_a_bounded_share_of_the_time():
 
 
 def profile_one_point(tmp_path, readings_after_calls, monkeypatch,
-                      host_slow_above: float = 1) -> tuple[list[dict], list[float]]:
+                      host_slow_above: float = 1) -> tuple[list[Sample], list[float]]:
     """Profile one implementation at one point; ``readings_after_calls(n)``: how
     many times slower than 2 ms the task's n-th call runs; the meter reads the
     host as slow just after a call more than ``host_slow_above`` times slower.
@@ -104,7 +106,7 @@ def profile_one_point(tmp_path, readings_after_calls, monkeypatch,
                           lambda x, P: {"n": 1}, [implementation], "busy", verify=0, repeat=3)
     out = tmp_path / "samples.jsonl"
     assert harness.main("lib", "lib.hl", [interface], ["--out", str(out)]) == 0
-    return [r for r in read_samples(out) if r["kind"] == "sample"], calls
+    return list(Samples.read(out).samples), calls
 
 
 def test_a_block_the_host_slowed_down_is_taken_again(tmp_path, monkeypatch):
@@ -115,16 +117,16 @@ def test_a_block_the_host_slowed_down_is_taken_again(tmp_path, monkeypatch):
     samples, calls = profile_one_point(tmp_path, lambda n: 3 if n == 3 else 1, monkeypatch)
     assert len(calls) == 3 + 3
     (sample,) = samples
-    assert len(sample["timings"]) == 3 and max(sample["timings"]) < 5e-3  # the spell's timing was dropped
-    assert min(sample["timings"]) == pytest.approx(2e-3, rel=1e-3)  # on the scripted clock
-    assert sample["host"] == 1.0
+    assert len(sample.timings) == 3 and max(sample.timings) < 5e-3  # the spell's timing was dropped
+    assert min(sample.timings) == pytest.approx(2e-3, rel=1e-3)  # on the scripted clock
+    assert sample.host == 1.0
 
 
 def test_a_block_is_taken_again_only_so_often(tmp_path, monkeypatch):
     samples, calls = profile_one_point(tmp_path, lambda n: 3, monkeypatch)
     assert len(calls) == 3 * (1 + HOST_RETAKES)
     (sample,) = samples
-    assert min(sample["timings"]) > 5e-3 and sample["host"] == 3.0  # kept, and marked
+    assert min(sample.timings) > 5e-3 and sample.host == 3.0  # kept, and marked
 
 
 def test_cold_timings_are_dropped_as_warm_up(tmp_path, monkeypatch):
@@ -134,5 +136,5 @@ def test_cold_timings_are_dropped_as_warm_up(tmp_path, monkeypatch):
                                        host_slow_above=10)
     assert len(calls) == 2 + 3
     (sample,) = samples
-    assert sample["timings"] == pytest.approx([2e-3] * 3, rel=1e-3)
-    assert not sample["noisy"]
+    assert sample.timings == pytest.approx([2e-3] * 3, rel=1e-3)
+    assert not sample.noisy

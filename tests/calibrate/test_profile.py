@@ -17,21 +17,21 @@ from pathlib import Path
 import pytest
 
 import hlc
+from hlc.artefacts import samples as artefact
 from hlc.artefacts.models import TimeModel
+from hlc.artefacts.samples import Header, Samples
 from hlc.calibrate import harness
 from hlc.calibrate.breakdown import Breakdown
-from hlc.calibrate.harness import read_samples
 from hlc.calibrate.run import Server, prepare, profile
 from hlc.language.nest import points
-from hlc.model.calibration import Samples, calibrate
+from hlc.model.calibration import calibrate
 
 ROOT = Path(__file__).resolve().parents[2]
 DESCRIPTIONS = ROOT / "tests" / "descriptions"
 
 
 def points_of(samples: Path) -> list[tuple]:
-    return [(r["interface"], r["P"], r["verify"], r["index"]) for r in read_samples(samples)
-            if r["kind"] == "point"]
+    return [(r.interface, r.P, r.verify, r.index) for r in Samples.read(samples).points]
 
 
 def test_generated_program_runs_on_its_own(tmp_path):
@@ -43,19 +43,19 @@ def test_generated_program_runs_on_its_own(tmp_path):
     compile(source, str(program), "exec")
     out = tmp_path / "samples.jsonl"
     subprocess.run([sys.executable, str(program), "--out", str(out)], check=True, cwd=tmp_path, timeout=300)
-    records = read_samples(out)
-    assert records[0]["kind"] == "header" and records[0]["library"] == "vector"
-    samples = [r for r in records if r["kind"] == "sample"]
-    fitting = collections.Counter(r["implementation"] for r in samples if not r["verify"])
+    records = Samples.load(out)
+    assert isinstance(next(iter(artefact.records(out))), Header) and records.header.library == "vector"
+    samples = records.samples
+    fitting = collections.Counter(r.implementation for r in samples if not r.verify)
     # 9 sizes (2 .. 2**17); kahan only where n <= 100000 (8 sizes); blocked at 6 block sizes each.
     assert fitting == {"numpy": 9, "fsum": 9, "kahan": 8, "blocked": 54}
-    verification = collections.Counter(r["implementation"] for r in samples if r["verify"])
+    verification = collections.Counter(r.implementation for r in samples if r.verify)
     assert verification == {"numpy": 10, "fsum": 10, "kahan": 10, "blocked": 10}
     for sample in samples:
-        assert 3 <= len(sample["timings"]) <= 9  # retaken when no other timing agrees with the median
-        assert sample["seconds"] == statistics.median(sample["timings"])
-        assert sample["repeat"] >= 1 and sample["variables"]["P"] == 1
-        assert sample["seconds"] * sample["repeat"] > 0
+        assert 3 <= len(sample.timings) <= 9  # retaken when no other timing agrees with the median
+        assert sample.seconds == statistics.median(sample.timings)
+        assert sample.repeat >= 1 and sample.variables["P"] == 1
+        assert sample.seconds * sample.repeat > 0
     assert len(points_of(out)) == len(set(points_of(out)))
 
 
@@ -184,9 +184,9 @@ def test_profiling_under_mpiexec(tmp_path, ranks):
     samples = tmp_path / "samples.jsonl"
     result = profile(library, samples, tmp_path / "build", ranks=[1, ranks])
     assert result.complete and not result.failures
-    by_ranks = collections.Counter(r["P"] for r in read_samples(samples) if r["kind"] == "sample")
+    by_ranks = collections.Counter(r.P for r in Samples.read(samples).samples)
     assert by_ranks[1] == by_ranks[ranks] == 10 + 20
-    logs = {r["variables"]["logP"] for r in read_samples(samples) if r["kind"] == "sample"}
+    logs = {r.variables["logP"] for r in Samples.read(samples).samples}
     assert logs == {0.0, 1.0}
 
 
@@ -239,17 +239,16 @@ def test_a_serving_program_takes_command_after_command_and_survives_its_failures
     try:
         assert server.run({"survey": True}) is None
         assert server.run({"select": {"sort": [0, 1]}, "fitting_only": True}) is None
-        first = {(r["index"], r["verify"]) for r in read_samples(samples) if r["kind"] == "point"}
+        first = {(r.index, r.verify) for r in Samples.read(samples).points}
         assert first == {(0, False), (1, False)}
         assert server.run({"verification_only": True}) is None
     finally:
         server.close()
-    records = read_samples(samples)
-    assert {r["implementation"] for r in records if r["kind"] == "failure"} == \
-        {"raises", "crashes", "hanging", "reversed"}
+    records = Samples.read(samples)
+    assert {r.implementation for r in records.failures} == {"raises", "crashes", "hanging", "reversed"}
     assert spent.restarts == 2  # the crash and the hang
-    assert sum(1 for r in records if r["kind"] == "header") == 1 + spent.restarts
-    assert any(r["kind"] == "point" and r["verify"] for r in records)
+    assert len(records.headers) == 1 + spent.restarts
+    assert any(r.verify for r in records.points)
     assert all(line.endswith("}") for line in samples.read_text().splitlines())
     assert server.child is None
 
@@ -264,21 +263,19 @@ def test_a_serving_command_can_narrow_the_candidates_of_a_point(tmp_path):
     try:
         server.run({"select": {"square_sum": [3, 4]}, "fitting_only": True,
                     "settings": {"square_sum": {"4": {"dot": [{}], "chunked": [{"block": 9}]}}}})
-        first = read_samples(samples)
+        first = Samples.read(samples).samples
         # a measured point is measured again at the candidates a command names there
         server.run({"select": {"square_sum": [4]}, "fitting_only": True,
                     "settings": {"square_sum": {"4": {"chunked": [{"block": 6}]}}}})
-        again = read_samples(samples)[len(first):]
+        again = Samples.read(samples).samples[len(first):]
     finally:
         server.close()
     timed = collections.defaultdict(set)
     for r in first:
-        if r["kind"] == "sample":
-            timed[r["index"]].add((r["implementation"], json.dumps(r["parameters"])))
+        timed[r.index].add((r.implementation, json.dumps(r.parameters)))
     assert timed[4] == {("dot", "{}"), ("chunked", '{"block": 9}')}
     assert {name for name, _ in timed[3]} == {"dot", "loop", "chunked"} and len(timed[3]) > 3
-    assert [(r["index"], r["implementation"], r["parameters"]) for r in again if r["kind"] == "sample"] == \
-        [(4, "chunked", {"block": 6})]
+    assert [(r.index, r.implementation, r.parameters) for r in again] == [(4, "chunked", {"block": 6})]
 
 
 def test_a_serving_program_under_mpiexec_passes_its_commands_to_every_rank(tmp_path):
@@ -292,7 +289,7 @@ def test_a_serving_program_under_mpiexec_passes_its_commands_to_every_rank(tmp_p
         server.run({"verification_only": True, "deadline": time.time() + 60})
     finally:
         server.close()
-    records = read_samples(samples)
-    assert sum(1 for r in records if r["kind"] == "header") == 1
-    assert {r["verify"] for r in records if r["kind"] == "point"} == {False, True}
-    assert {r["P"] for r in records if r["kind"] == "sample"} == {2}
+    records = Samples.read(samples)
+    assert len(records.headers) == 1
+    assert {r.verify for r in records.points} == {False, True}
+    assert {r.P for r in records.samples} == {2}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,12 +15,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import hlc
+from hlc.artefacts import evaluation as artefact
+from hlc.artefacts.models import Models
+from hlc.artefacts.models import load as load_models
+from hlc.artefacts.samples import Evaluated
 from hlc.calibrate.harness import Implementation
-from hlc.calibrate.oracle import AGAIN, CONFIRM_ROUNDS, DISPATCHED, Evaluator
 from hlc.calibrate.run import ProfileError
 from hlc.cli import main
-from hlc.evaluation import judge, ratio, summarize
-from hlc.replay import rejudge, replay
+from hlc.evaluation import judge, ratio, ratio_of, summarize
+from hlc.evaluation.oracle import AGAIN, CONFIRM_ROUNDS, DISPATCHED, Evaluator
+from hlc.evaluation.replay import rejudge, replay
 
 DESCRIPTIONS = Path(__file__).resolve().parents[1] / "descriptions"
 
@@ -30,21 +35,23 @@ def parsed(label: str) -> dict:
     return {"implementation": implementation, "parameters": {k: int(v) for k, v in (s.split("=") for s in settings)}}
 
 
-def record(chosen: str, times: dict[str, float], index: int = 0) -> dict:
-    return {"kind": "evaluation", "interface": "f", "P": 1, "index": index, "point": {"i": index},
-            "variables": {"n": index}, "chosen": parsed(chosen),
-            "candidates": [{"label": k, **parsed(k), "seconds": v} for k, v in times.items()]}
+def record(chosen: str, times: dict[str, float], index: int = 0, candidates: list[dict] | None = None) -> Evaluated:
+    """An evaluation line: the chosen label, and each candidate's seconds (or the candidates themselves)."""
+    return Evaluated.from_record({
+        "kind": "evaluation", "interface": "f", "P": 1, "index": index, "point": {"i": index},
+        "variables": {"n": index}, "chosen": parsed(chosen),
+        "candidates": candidates or [{"label": k, **parsed(k), "seconds": v} for k, v in times.items()]})
 
 
 def test_judge_compares_the_chosen_alternative_with_the_fastest():
     line = record("b k=2", {"a": 2.0, "b k=2": 1.1, "b k=1": 1.0, DISPATCHED: 0.5, AGAIN: 1.9})
     point = judge(line, 0.03)
-    assert point["chosen_label"] == "b k=2"
-    assert point["best_label"] == "b k=1"  # the dispatched call and the second reference timing are no alternatives
-    assert point["penalty"] == pytest.approx(0.1)
-    assert point["right"] is False
-    assert point["dispatched"]["seconds"] == 0.5 and point["again"]["seconds"] == 1.9
-    assert judge(record("b k=2", {"b k=2": 1.02, "b k=1": 1.0}), 0.03)["right"] is True
+    assert point.chosen_label == "b k=2"
+    assert point.best_label == "b k=1"  # the dispatched call and the second reference timing are no alternatives
+    assert point.penalty == pytest.approx(0.1)
+    assert point.right is False
+    assert point.dispatched.seconds == 0.5 and point.again.seconds == 1.9
+    assert judge(record("b k=2", {"b k=2": 1.02, "b k=1": 1.0}), 0.03).right is True
 
 
 def timed(seconds: list[float]) -> dict:
@@ -77,13 +84,12 @@ def test_a_spell_that_slows_both_candidates_cancels(base, factor, data):
 
 
 def test_judge_compares_round_by_round():
-    line = record("b k=2", {})
-    line["candidates"] = [{"label": "b k=2", **parsed("b k=2"), **timed([1.0, 1.0, 2.0, 2.0, 2.0])},
-                          {"label": "b k=1", **parsed("b k=1"), **timed([1.0, 1.0, 1.0, 2.0, 2.0])},
-                          {"label": "a", **parsed("a"), **timed([0.9, 0.9, 1.8, 1.8, 1.8])}]
+    line = record("b k=2", {}, candidates=[{"label": "b k=2", **parsed("b k=2"), **timed([1.0, 1.0, 2.0, 2.0, 2.0])},
+                                           {"label": "b k=1", **parsed("b k=1"), **timed([1.0, 1.0, 1.0, 2.0, 2.0])},
+                                           {"label": "a", **parsed("a"), **timed([0.9, 0.9, 1.8, 1.8, 1.8])}])
     point = judge(line, 0.03)
-    assert point["best_label"] == "a" and point["penalty"] == pytest.approx(1 / 0.9 - 1)
-    assert judge({**line, "candidates": line["candidates"][:2]}, 0.03)["right"] is True
+    assert point.best_label == "a" and point.penalty == pytest.approx(1 / 0.9 - 1)
+    assert judge(replace(line, candidates=line.candidates[:2]), 0.03).right is True
 
 
 def test_the_oracle_times_again_each_alternative_that_beat_the_chosen_one():
@@ -105,7 +111,7 @@ def test_the_oracle_times_again_each_alternative_that_beat_the_chosen_one():
 
 
 def test_judge_skips_points_it_cannot_judge():
-    assert judge({**record("a", {"a": 1.0}), "chosen": None}, 0.03) is None
+    assert judge(replace(record("a", {"a": 1.0}), chosen=None), 0.03) is None
     assert judge(record("c", {"a": 1.0}), 0.03) is None  # the chosen one failed and was not measured
 
 
@@ -117,21 +123,22 @@ def test_summary_figures_by_hand():
         ("b k=2", {"a": 1.0, "b k=2": 1.0, "b k=1": 1.01, DISPATCHED: 1.0, AGAIN: 1.0}),  # right, a tie
     ])]
     summary = summarize(points, 0.03, baseline="a", reference="a")
-    assert summary["points"] == 4
-    assert summary["right_share"] == pytest.approx(0.5)
-    assert summary["mean_penalty_when_wrong"] == pytest.approx((1.0 + 0.25) / 2)
-    assert summary["expected_penalty"] == pytest.approx((0 + 1.0 + 0.25 + 0) / 4)
-    assert summary["worst_penalty"] == pytest.approx(1.0)
-    assert summary["ratio_max"] == pytest.approx(2.0)
-    assert summary["ratio_median"] == pytest.approx(1.125)
+    assert summary.points == 4
+    assert summary.right_share == pytest.approx(0.5)
+    assert summary.mean_penalty_when_wrong == pytest.approx((1.0 + 0.25) / 2)
+    assert summary.expected_penalty == pytest.approx((0 + 1.0 + 0.25 + 0) / 4)
+    assert summary.worst_penalty == pytest.approx(1.0)
+    assert summary.ratio_max == pytest.approx(2.0)
+    assert summary.ratio_median == pytest.approx(1.125)
     # a, always: 1/1, 2/2, 4/2.5, 1/1; b at the module's k, always: 2/1, 1/2, 2.5/2.5, 1/1
-    assert summary["best_single"] == "b"
-    assert summary["gain_vs_best_single"] == pytest.approx((2 * 0.5 * 1 * 1) ** 0.25)
-    assert summary["gain_vs_baseline"] == pytest.approx((1 * 1 * 1.6 * 1) ** 0.25)
+    assert summary.best_single.implementation == "b"
+    assert summary.best_single.gain == pytest.approx((2 * 0.5 * 1 * 1) ** 0.25)
+    assert summary.baseline.gain == pytest.approx((1 * 1 * 1.6 * 1) ** 0.25)
     # b's first-listed (the module's) k against its best k: only the third point misses (2.5 against 2.0)
-    assert summary["optimal_parameters_b"] == pytest.approx(3 / 4)
-    assert summary["noise_median"] == pytest.approx(0.05)  # |again / a - 1|: 0.1, 0, 0.1, 0
-    assert summary["chosen_a"] == 2 and summary["chosen_b"] == 2
+    assert summary.optimal_parameters["b"].share == pytest.approx(3 / 4)
+    assert summary.noise_median == pytest.approx(0.05)  # |again / a - 1|: 0.1, 0, 0.1, 0
+    assert summary.chosen == {"a": 2, "b": 2}
+    assert summarize([], 0.03, baseline="a", reference="a") is None
 
 
 @pytest.fixture(scope="module")
@@ -144,28 +151,29 @@ def squares(tmp_path_factory) -> Path:
 def test_evaluate_measures_every_alternative_at_held_out_points(squares):
     result = hlc.evaluate(squares, points=6, seed=3, params="exhaustive")
     entry = result.interfaces["square_sum"]
-    points = entry["points"]
+    points = entry.points
     assert len(points) == 6
     for point in points:
-        measured = {c["label"]: c for c in point["candidates"]}
-        for candidate in [*measured.values(), point["dispatched"]]:  # every candidate timed in the first k rounds
-            rounds = [r for r, _ in candidate["rounds"]]
+        measured = {c.label: c for c in point.candidates}
+        for candidate in [*measured.values(), point.dispatched]:  # every candidate timed in the first k rounds
+            rounds = [r for r, _ in candidate.rounds]
             assert len(rounds) >= 3 and rounds == sorted(set(rounds))
-            assert candidate["seconds"] == pytest.approx(statistics.median(t for _, t in candidate["rounds"]))
-        chosen = measured[point["chosen_label"]]
-        slower = {name: ratio(chosen, c) for name, c in measured.items() if name != point["chosen_label"]}
-        assert point["penalty"] == pytest.approx(max(1.0, *slower.values()) - 1)
-        assert point["best_label"] == (max(slower, key=slower.get) if max(slower.values()) > 1
-                                       else point["chosen_label"])
-        assert point["right"] == (point["penalty"] <= 0.03)
-        chunked = [c for c in point["candidates"] if c["implementation"] == "chunked"]
+            assert candidate.seconds == pytest.approx(statistics.median(t for _, t in candidate.rounds))
+        chosen = measured[point.chosen_label]
+        slower = {name: ratio_of(chosen, c) for name, c in measured.items() if name != point.chosen_label}
+        assert point.penalty == pytest.approx(max(1.0, *slower.values()) - 1)
+        assert point.best_label == (max(slower, key=slower.get) if max(slower.values()) > 1
+                                    else point.chosen_label)
+        assert point.right == (point.penalty <= 0.03)
+        chunked = [c for c in point.candidates if c.implementation == "chunked"]
         assert len(chunked) >= 3  # exhaustive: every value of the block loop, and the module's own
     summary = result.summary()
-    assert summary["right_share"] == pytest.approx(sum(p["right"] for p in points) / 6)
-    assert 0 <= summary["optimal_parameters_chunked"] <= 1
-    assert summary["baseline"] == "dot"  # the interface's reference
-    saved = json.loads((squares / "evaluation.json").read_text())
-    assert saved["interfaces"]["square_sum"]["summary"] == pytest.approx(summary)
+    assert summary.right_share == pytest.approx(sum(p.right for p in points) / 6)
+    assert 0 <= summary.optimal_parameters["chunked"].share <= 1
+    assert summary.baseline.implementation == "dot"  # the interface's reference
+    saved = artefact.load(squares / "evaluation.json")
+    assert saved == result.document
+    assert json.loads((squares / "evaluation.json").read_text())["format"] == artefact.FORMAT
     assert "right choices" in result.table()
 
 
@@ -174,7 +182,7 @@ def test_evaluate_is_deterministic_for_a_seed_and_resumes(squares):
     again = hlc.evaluate(squares, points=4, seed=5)
 
     def where(result):
-        return [(p["point"], p["variables"], p["chosen_label"]) for p in result.interfaces["square_sum"]["points"]]
+        return [(p.point, p.variables, p.chosen_label) for p in result.interfaces["square_sum"].points]
 
     assert where(first) == where(again)
     raw = squares / "evaluation.jsonl"
@@ -189,9 +197,9 @@ def test_evaluate_is_deterministic_for_a_seed_and_resumes(squares):
 
 def test_evaluate_under_mpiexec(squares):
     result = hlc.evaluate(squares, points=3, seed=2, procs=[2])
-    points = result.interfaces["square_sum"]["points"]
-    assert len(points) == 3 and all(p["P"] == 2 for p in points)
-    assert all(math.isfinite(p["penalty"]) for p in points)
+    points = result.interfaces["square_sum"].points
+    assert len(points) == 3 and all(p.P == 2 for p in points)
+    assert all(math.isfinite(p.penalty) for p in points)
 
 
 def test_the_command_prints_the_table_and_refuses_bad_input(squares, tmp_path, capsys):
@@ -199,7 +207,7 @@ def test_the_command_prints_the_table_and_refuses_bad_input(squares, tmp_path, c
     assert main(["evaluate", str(squares), "--points", "3", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "right choices" in printed and "gain over the best single" in printed
-    assert json.loads(out.read_text())["points"] == 3
+    assert artefact.load(out).settings.points == 3
     assert main(["evaluate", str(tmp_path / "nothing")]) == 2
     assert "no models.json" in capsys.readouterr().err
     assert main(["evaluate", str(squares), "--baseline", "nosuch"]) == 2
@@ -208,7 +216,7 @@ def test_the_command_prints_the_table_and_refuses_bad_input(squares, tmp_path, c
 
 def test_the_report_overlays_a_real_evaluation(squares):
     result = hlc.evaluate(squares, points=4, seed=7)
-    wrong = sum(not p["right"] for p in result.interfaces["square_sum"]["points"])
+    wrong = sum(not p.right for p in result.interfaces["square_sum"].points)
     report = hlc.report(squares)
     page = report.index.read_text()
     assert f"4 points evaluated, {wrong} wrong choice" in page
@@ -220,18 +228,18 @@ def test_rejudge_looks_up_the_replayed_choice_among_the_timed_candidates():
     stored = judge(line, 0.03)
     # other models choose b at k=1: 1.2 / 0.9 slower than the fastest
     point = rejudge(stored, "b", {"k": 1}, {"b": {"k": 1}}, 0.03)
-    assert point["chosen_label"] == "b k=1" and point["best_label"] == "b k=2"
-    assert point["penalty"] == pytest.approx(1.2 / 0.9 - 1) and point["right"] is False
-    assert point["dispatched"] is None  # nothing was timed for these models
+    assert point.chosen_label == "b k=1" and point.best_label == "b k=2"
+    assert point.penalty == pytest.approx(1.2 / 0.9 - 1) and point.right is False
+    assert point.dispatched is None  # nothing was timed for these models
     # the implementation's first candidate is at the replayed parameters (its own is judged there)
-    assert [c["label"] for c in point["candidates"] if c["implementation"] == "b"] == ["b k=1", "b k=2"]
-    assert rejudge(stored, "b", {"k": 2}, {"b": {"k": 2}}, 0.03)["right"] is True
+    assert [c.label for c in point.candidates if c.implementation == "b"] == ["b k=1", "b k=2"]
+    assert rejudge(stored, "b", {"k": 2}, {"b": {"k": 2}}, 0.03).right is True
     # a choice that was not timed is not judged, nor is no choice
     assert rejudge(stored, "b", {"k": 3}, {"b": {"k": 3}}, 0.03) is None
     assert rejudge(stored, None, {}, {}, 0.03) is None
     # the parameters given to another implementation were not timed: it stands for nothing there
     point = rejudge(stored, "a", {}, {"b": {"k": 7}}, 0.03)
-    assert point["right"] is False and [c["implementation"] for c in point["candidates"]] == ["a"]
+    assert point.right is False and [c.implementation for c in point.candidates] == ["a"]
 
 
 def test_replay_of_the_build_s_own_models_gives_the_evaluation_s_choices(squares, tmp_path):
@@ -239,27 +247,27 @@ def test_replay_of_the_build_s_own_models_gives_the_evaluation_s_choices(squares
     replayed = replay(squares)
     assert replayed.evaluation == squares / "evaluation.json"
     own, again = measured.interfaces["square_sum"], replayed.interfaces["square_sum"]
-    assert again["unmeasured"] == 0
-    assert [p["chosen_label"] for p in again["points"]] == [p["chosen_label"] for p in own["points"]]
-    for figure in ("right_share", "expected_penalty", "worst_penalty", "optimal_parameters_chunked"):
-        assert again["summary"][figure] == pytest.approx(own["summary"][figure])
+    assert again.unmeasured == 0
+    assert [p.chosen_label for p in again.points] == [p.chosen_label for p in own.points]
+    for figure in ("right_share", "expected_penalty", "worst_penalty"):
+        assert getattr(again.summary, figure) == pytest.approx(getattr(own.summary, figure))
+    assert again.summary.optimal_parameters == own.summary.optimal_parameters
     assert "nothing timed" in replayed.table()
 
     # other models: every call to the Python loop where it applies
-    models = json.loads((squares / "models.json").read_text())
-    for name in ("dot", "chunked"):
-        models["implementations"][name]["time"]["coefficients"] = {"1": 1.0}
+    models = load_models(squares / "models.json")
+    constant = {name: replace(entry, time=replace(entry.time, coefficients={"1": 1.0}))
+                for name, entry in models.implementations.items() if name in ("dot", "chunked")}
     other = tmp_path / "models.json"
-    other.write_text(json.dumps(models))
+    replace(models, implementations={**models.implementations, **constant}).save(other)
     replayed = replay(other, squares / "evaluation.json")
-    points = replayed.interfaces["square_sum"]["points"]
-    assert {p["chosen_label"] for p in points} <= {"loop"}
-    unmeasured = replayed.interfaces["square_sum"]["unmeasured"]
+    points = replayed.interfaces["square_sum"].points
+    assert {p.chosen_label for p in points} <= {"loop"}
+    unmeasured = replayed.interfaces["square_sum"].unmeasured
     assert len(points) + unmeasured == 8
-    for point, stored in zip(points, [p for p in own["points"] if p["variables"]["n"] <= 4096], strict=True):
-        slower = {c["label"]: ratio(next(x for x in stored["candidates"] if x["label"] == "loop"), c)
-                  for c in stored["candidates"]}
-        assert point["penalty"] == pytest.approx(max(1.0, *slower.values()) - 1)
+    for point, stored in zip(points, [p for p in own.points if p.variables["n"] <= 4096], strict=True):
+        slower = {c.label: ratio_of(stored.candidate("loop"), c) for c in stored.candidates}
+        assert point.penalty == pytest.approx(max(1.0, *slower.values()) - 1)
 
 
 def test_replay_refuses_what_it_cannot_judge(squares, tmp_path, capsys):
@@ -272,7 +280,9 @@ def test_replay_refuses_what_it_cannot_judge(squares, tmp_path, capsys):
     out = tmp_path / "replayed.json"
     assert main(["evaluate", str(squares), "--replay", "--json", str(out)]) == 0
     assert "right choices" in capsys.readouterr().out
-    assert json.loads(out.read_text())["interfaces"]["square_sum"]["summary"]["points"] == 3
+    written = artefact.load(out)
+    assert written.interfaces["square_sum"].summary.points == 3
+    assert written.replayed == artefact.Replayed(str(squares / "models.json"), str(squares / "evaluation.json"))
 
 
 def test_fit_refits_a_build_from_its_stored_samples(squares, capsys):
@@ -280,9 +290,9 @@ def test_fit_refits_a_build_from_its_stored_samples(squares, capsys):
     assert main(["fit", str(squares), "--no-discovery"]) == 0
     assert "refitted squares from its stored samples" in capsys.readouterr().out
     assert [p.name for p in squares.parent.iterdir() if p.name.startswith(".squares.")] == []  # the old one removed
-    models = json.loads((squares / "models.json").read_text())
-    assert models["settings"]["discovering"] is False and before != (squares / "models.json").read_text()
-    assert json.loads(before)["samples_header"] == models["samples_header"]  # the same samples, nothing measured
+    models = load_models(squares / "models.json")
+    assert models.settings.discovering is False and before != (squares / "models.json").read_text()
+    assert Models.from_json(json.loads(before)).samples_header == models.samples_header  # the same samples
     module = hlc.load(squares)
     assert module.square_sum(np.arange(5.0)) == 30.0
     with pytest.raises(SystemExit, match="refitted in place"):

@@ -5,7 +5,6 @@ it calls, works after the originals and the build itself are moved, and
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import shutil
 import subprocess
@@ -16,6 +15,7 @@ import numpy as np
 import pytest
 
 import hlc
+from hlc.artefacts.models import load as load_models
 from hlc.dispatch.build import clean_orphans, refit
 from hlc.dispatch.bundle import BundleError, copy_sources, description_of, stub
 from hlc.language.parse import parse_file
@@ -49,9 +49,9 @@ def run(code: str, cwd: Path, **environment: str) -> subprocess.CompletedProcess
 
 def test_a_moved_build_imports_and_calls_its_own_copy_of_the_sources(moved):
     build, elsewhere = moved
-    models = json.loads((build / "models.json").read_text())
-    assert models["description"] == "source/squares.hl"
-    assert models["origin"].endswith("libraries/squares.hl") and not Path(models["origin"]).exists()
+    models = load_models(build / "models.json")
+    assert models.description == "source/squares.hl"
+    assert models.origin.endswith("libraries/squares.hl") and not Path(models.origin).exists()
     assert description_of(models, build) == build / "source" / "squares.hl"
     # an edit of the originals does not reach the build
     (elsewhere / "squares" / "impls.py").write_text("raise ImportError('the original was read')\n")
@@ -66,7 +66,7 @@ def test_a_moved_build_explains_evaluates_and_reports(moved):
     module = hlc.load(build)
     assert "square_sum(n = 100" in module.explain(np.ones(100))
     evaluation = hlc.evaluate(build, points=3, seed=2, params="exhaustive")
-    assert evaluation.interfaces["square_sum"]["summary"]["points"] == 3
+    assert evaluation.interfaces["square_sum"].summary.points == 3
     page = hlc.report(build).index.read_text()
     assert "source/squares.hl" in page and "was not found" not in page
 
@@ -111,10 +111,10 @@ def test_a_build_made_as_a_link_to_its_version_folder_is_kept_and_replaced(moved
     link.symlink_to(version.name)
     assert clean_orphans(link) == [tmp_path / ".squares.20260101-000001.999999998"]
     assert version.is_dir() and hlc.load(link).square_sum(np.arange(3.0)) == 5.0
-    origin = json.loads((version / "models.json").read_text())["origin"]
+    origin = load_models(version / "models.json").origin
     refit(link)
     assert link.is_dir() and not link.is_symlink() and not version.exists()
-    assert json.loads((link / "models.json").read_text())["origin"] == origin  # where it came from, still
+    assert load_models(link / "models.json").origin == origin  # where it came from, still
     assert [p.name for p in tmp_path.iterdir()] == ["squares"]
 
 

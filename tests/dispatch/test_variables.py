@@ -162,8 +162,9 @@ def test_explain_shows_no_band_for_a_factored_model():
     entry = TimeModel("fitted", terms=("n",), kept=("1", "n"), coefficients={"1": 1e-6, "n": 1e-9},
                       half_widths={"1": 2e-7, "n": 3e-11}, mre=1.01, verification_mre=1.02,
                       covariance={"1": {"1": 4e-15, "n": -1e-18}, "n": {"1": -1e-18, "n": 9e-22}}, quantile=2.0)
-    models = Models("factored", "<string>", {"a": ImplementationModel("f", entry),
-                                             "b": ImplementationModel("f", TimeModel("factored", verification_mre=1.1))})
+    factored = TimeModel("factored", verification_mre=1.1)
+    models = Models("factored", "<string>",
+                    {"a": ImplementationModel("f", entry), "b": ImplementationModel("f", factored)})
     variables = {"n": 1000.0, "P": 1.0, "logP": 0.0}
     choice = Choice("a", {}, {"a": 2e-6, "b": 2e-6})
     lines = explanation(library, models, "f", variables, choice).splitlines()

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from hlc.artefacts.models import TimeModel
+from hlc.artefacts.samples import Header, Sample
 from hlc.language.parse import parse
 from hlc.model.calibration import DISTURBED_SHARE, Samples, calibrate
 
@@ -44,11 +47,15 @@ def samples(disturbed_share: float, ranks: tuple[int, ...] = (1,), seed: int = 0
                 if every and index % every == 0:
                     host = float(rng.uniform(1.5, 3.0))
                     seconds *= host
-                records.append({"kind": "sample", "interface": "work", "implementation": "linear", "verify": verify,
-                                "P": size, "index": index, "parameters": {},
-                                "variables": {"n": n, "P": size, "logP": float(np.log2(size))},
-                                "seconds": seconds, "host": round(host, 3)})
-    return Samples({"kind": "header", "library": "line", "host_tolerance": 0.10}, records, [])
+                records.append(Sample("work", "linear", verify, size, index, {},
+                                      {"n": n, "P": size, "logP": float(np.log2(size))}, seconds, host=round(host, 3)))
+    return taken(0.10, records)
+
+
+def taken(tolerance: float, records: list[Sample]) -> Samples:
+    """``records`` as the samples of a profile whose host meter had ``tolerance``."""
+    header = Header("line", "line.hl", 0, 1, 0.0, {"resolution": 1e-9, "overhead": 0.0}, "3.11", "here", tolerance)
+    return Samples(headers=(header,), samples=tuple(records))
 
 
 def fitted(samples_: Samples) -> TimeModel:
@@ -62,8 +69,7 @@ def test_samples_taken_while_the_host_ran_slow_are_left_out():
     assert entry.coefficients["n"] == pytest.approx(TRUE_SLOPE, rel=0.02)
     assert entry.verification_mre < 1.02
     # The same samples with the slow ones kept: the fit and its verification suffer.
-    kept = calibrate(parse(DESCRIPTION), Samples({"kind": "header", "library": "line", "host_tolerance": 5.0},
-                                                 samples(0.1).samples, [])).time("linear")
+    kept = calibrate(parse(DESCRIPTION), taken(5.0, list(samples(0.1).samples))).time("linear")
     assert kept.disturbed_samples == 0 and kept.samples == 60
     assert kept.verification_mre > 1.05
 
@@ -80,16 +86,14 @@ def test_verification_error_is_reported_per_rank_count():
     entry = fitted(samples(0.0, ranks=(1, 2)))
     assert set(entry.verification_mre_by_ranks) == {"1", "2"}
     assert all(1.0 <= error < 1.2 for error in entry.verification_mre_by_ranks.values())
-    assert "verification_mre_by_ranks" not in fitted(samples(0.0))
+    assert not fitted(samples(0.0)).verification_mre_by_ranks
+    assert "verification_mre_by_ranks" not in fitted(samples(0.0)).to_json()
 
 
 def test_samples_that_never_settled_are_left_out_like_disturbed_ones():
     """A sample flagged noisy has a median no other timing confirmed: here every
     tenth sample, 2x slow, is flagged and left out of the fit and verification."""
-    records = [dict(r, host=1.0) for r in samples(0.1).samples]
-    for record in records:
-        if record["index"] % 10 == 0:
-            record["noisy"] = True
-    entry = fitted(Samples({"kind": "header", "library": "line", "host_tolerance": 0.10}, records, []))
+    records = [replace(r, host=1.0, noisy=r.index % 10 == 0) for r in samples(0.1).samples]
+    entry = fitted(taken(0.10, records))
     assert entry.disturbed_samples == 8
     assert entry.samples == 54 and entry.verification_mre < 1.02

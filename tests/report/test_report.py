@@ -20,7 +20,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def fake_evaluation() -> dict:
-    """What `hlc evaluate` writes, for a few points of the decisions library: one wrong."""
+    """What `hlc evaluate` wrote in format 1, for a few points of the decisions library: one wrong."""
     points = []
     for index, (n, width, right) in enumerate([(32, 4, True), (300, 20, True), (5000, 9, False), (60000, 24, True)]):
         chosen = "plain" if right else "tiles tall=1 wide=1"
@@ -32,13 +32,14 @@ def fake_evaluation() -> dict:
                            {"label": "tiles tall=1 wide=1", "implementation": "tiles",
                             "parameters": {"tall": 1, "wide": 1}, "seconds": 2e-5}],
             "chosen_label": chosen, "best_label": "plain", "penalty": 0.0 if right else 1.0, "right": right,
-            "dispatched": 1.1e-5})
-    return {"format": 1, "library": "decisions", "created": "2026-11-22T00:00:00+0000", "seed": 1,
-            "params": "chosen", "tolerance": 0.03, "baseline": None,
+            "dispatched": {"label": "(dispatched)", "implementation": "(dispatched)", "parameters": {},
+                           "seconds": 1.1e-5}})
+    return {"format": 1, "library": "decisions", "created": "2026-11-22T00:00:00+0000", "seed": 1, "points": 4,
+            "params": "chosen", "tolerance": 0.03, "baseline": None, "ranks": [1],
             "interfaces": {"work": {"summary": {
                 "points": 4, "tolerance": 0.03, "right_share": 0.75, "mean_penalty_when_wrong": 1.0,
                 "expected_penalty": 0.25, "worst_penalty": 1.0, "ratio_median": 1.0, "ratio_p95": 1.85,
-                "ratio_max": 2.0, "chosen_plain": 3, "chosen_tiles": 1}, "points": points}}}
+                "ratio_max": 2.0, "chosen_plain": 3, "chosen_tiles": 1}, "by_ranks": {}, "points": points}}}
 
 
 @pytest.fixture(scope="module")

@@ -15,12 +15,17 @@ arguments there and times, interleaved round after round,
 The alternatives close to the fastest, the chosen one, and every alternative
 that beat the chosen one round by round then get more rounds, side by side,
 before the medians are taken (``Evaluator.confirm``).
-Each point becomes one ``evaluation`` line: the agreed variables, what the
-module chose, and every candidate's time with its timings keyed by round, so
-that two candidates can be compared round by round.  hlc.evaluation turns
-the lines into the figures.  The machinery (warm-up with result checks,
-exclusion of failing implementations, robust interleaved timing, resuming,
-events for the parent) is the profiler's.
+Each point becomes one ``evaluation`` line (hlc.artefacts.samples.Evaluated):
+the agreed variables, what the module chose, and every candidate's time with
+its timings keyed by round, so that two candidates can be compared round by
+round.  hlc.evaluation.verdicts turns the lines into the figures.
+
+The machinery is the profiler's, held rather than inherited: the run (its
+ranks, resuming from the file, events for the parent, the account) is a
+:class:`~hlc.calibrate.harness.Session`, and the checks, exclusions and
+robust timing are its :class:`~hlc.calibrate.engine.TimingEngine`.  The
+profiling program imports this module only when it runs as the oracle, so
+profiling needs nothing of the built modules loaded here.
 """
 
 from __future__ import annotations
@@ -29,9 +34,14 @@ import argparse
 import math
 import random
 import statistics
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
-from hlc.calibrate.harness import Implementation, Interface, Profiler
+from hlc.artefacts.evaluation import Candidate
+from hlc.artefacts.samples import Decision, Evaluated, Header, Point
+from hlc.calibrate.harness import Session
+from hlc.calibrate.tasks import Implementation, Interface
 from hlc.calibrate.timing import Timing
 
 DISPATCHED = "(dispatched)"
@@ -43,12 +53,12 @@ CONFIRM_ROUNDS = 6
 PAIRED_ROUNDS = 3
 
 
-def label(implementation: str, parameters: dict[str, int]) -> str:
+def label(implementation: str, parameters: Mapping[str, int]) -> str:
     """``radix bpd=8``: an implementation at given parameters."""
     return " ".join([implementation, *(f"{name}={value}" for name, value in parameters.items())])
 
 
-def ratio(a: dict[str, Any], b: dict[str, Any]) -> float:
+def ratio(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
     """t_a / t_b of two measured candidates (``seconds``, and ``rounds``: pairs
     [round, seconds]): the median over the rounds in which both were timed
     of the ratio of their timings in that round, when they share
@@ -64,26 +74,37 @@ def ratio(a: dict[str, Any], b: dict[str, Any]) -> float:
     return a["seconds"] / b["seconds"]
 
 
-class Evaluator(Profiler):
-    """A profiler whose points are held-out draws and whose candidates are the
-    module's choices, the alternatives, and the module itself."""
+class Evaluator:
+    """The oracle's run: held-out draws for points, and for candidates the
+    module's choices, the alternatives and the module itself, timed in
+    rounds by the session's timing engine."""
 
     def __init__(self, library: str, description: str, interfaces: list[Interface], options: argparse.Namespace):
-        super().__init__(library, description, interfaces, options)
         import hlc
 
+        self.library = library
+        self.description = description
+        self.interfaces = interfaces
+        self.session = Session(options)
+        self.engine = self.session.engine
+        self.context = self.session.context
+        self.state = self.session.state
         self.module = hlc.load(options.evaluate)
         self.points = options.points
         self.exhaustive = options.params == "exhaustive"
         self.rounds: list[list[int]] = []  # per candidate of the current point: the round of each timing
-        self.round_count = 0
 
-    def header(self) -> dict:
-        return {**super().header(), "evaluate": str(self.module.__file__), "points": self.points,
-                "params": "exhaustive" if self.exhaustive else "chosen"}
+    def run(self) -> int:
+        self.session.open(self.header())
+        work = [(interface, *item) for interface in self.interfaces for item in self.plan(interface)]
+        return self.session.take(work, self.measure)
+
+    def header(self) -> Header:
+        return replace(self.session.header(self.library, self.description), evaluate=str(self.module.__file__),
+                       points=self.points, params="exhaustive" if self.exhaustive else "chosen")
 
     def plan(self, interface: Interface) -> list[tuple[bool, int, dict]]:
-        rng = random.Random(f"{self.seed}:{interface.name}:evaluate")
+        rng = random.Random(f"{self.session.seed}:{interface.name}:evaluate")
         draws: list[dict] = []
         for _ in range(20 * self.points):
             if len(draws) == self.points:
@@ -95,17 +116,17 @@ class Evaluator(Profiler):
         return [(True, index, point) for index, point in enumerate(draws)]
 
     def sample_seed(self, interface: Interface, verify: bool, index: int) -> int:
-        stream = random.Random(f"{self.seed}:{interface.name}:evaluate:{index}")
+        stream = random.Random(f"{self.session.seed}:{interface.name}:evaluate:{index}")
         return stream.randrange(2**31) + 1_000_003 * self.context.rank
 
     def measure(self, interface: Interface, verify: bool, index: int, point: dict) -> None:
         size = self.context.size
-        seed, arguments, variables = self.inputs(interface, verify, index, point)
+        seed = self.sample_seed(interface, verify, index)
+        arguments, variables = self.session.inputs(interface, seed, point)
         choice = getattr(self.module, f"choose_{interface.name}_at")(**variables)
-        record: dict[str, Any] = {"kind": "evaluation", "interface": interface.name, "P": size, "index": index,
-                                  "seed": seed, "point": point, "variables": variables}
+        done = Point(interface.name, size, True, index)
         if choice.implementation is None:
-            self.write([{**record, "chosen": None, "candidates": []}, self.done_line(interface, index)])
+            self.session.write([Evaluated(interface.name, size, index, seed, point, variables, None), done])
             return
         candidates = self.candidates(interface, variables, point, choice.settings)
         if (interface.name, DISPATCHED) not in self.state.excluded:
@@ -115,21 +136,21 @@ class Evaluator(Profiler):
         if reference is not None:
             candidates.append((Implementation(AGAIN, reference[0].call, _always, _no_settings, _no_draw),
                                reference[1]))
-        ready = self.warm_up(interface, candidates, arguments, point)
+        ready = self.engine.warm_up(interface, candidates, arguments, point)
         self.rounds = [[] for _ in ready]
-        timings = self.time_rounds(interface, ready, arguments, point)
+        timings = self.engine.time_rounds(interface, ready, arguments, point, self.rounds)
         self.confirm(interface, ready, timings, arguments, point, choice)
         measured = []
         for position, ((implementation, settings, repeat), values) in enumerate(zip(ready, timings, strict=True)):
             if (interface.name, implementation.name) in self.state.excluded or not values:
                 continue
-            measured.append({"label": label(implementation.name, settings), "implementation": implementation.name,
-                             "parameters": settings, **self.measured(position, values, repeat),
-                             "noisy": not Timing(tuple(values), repeat).settled})
-        chosen = {"implementation": choice.implementation, "parameters": dict(choice.parameters),
-                  "predicted": choice.seconds}
-        self.write([{**record, "chosen": chosen, "candidates": measured, "host": round(self.slowdown, 3)},
-                    self.done_line(interface, index)])
+            timed = self.measured(position, values, repeat)
+            measured.append(Candidate(label(implementation.name, settings), implementation.name, settings,
+                                      timed["seconds"], tuple(timed["rounds"]),
+                                      not Timing(tuple(values), repeat).settled))
+        chosen = Decision(choice.implementation, dict(choice.parameters), choice.seconds)
+        self.session.write([Evaluated(interface.name, size, index, seed, point, variables, chosen, tuple(measured),
+                                      round(self.engine.slowdown, 3)), done])
 
     def confirm(self, interface: Interface, ready: list[tuple[Implementation, dict, int]], timings: list[list[float]],
                 arguments: tuple, point: dict, choice: Any) -> None:
@@ -165,19 +186,14 @@ class Evaluator(Profiler):
     def measured(self, position: int, values: list[float], repeat: int) -> dict[str, Any]:
         """The candidate at ``position`` as far as it was timed: its median and its timings by round."""
         return {"seconds": Timing(tuple(values), repeat).seconds if values else math.inf,
-                "rounds": [[r, v] for r, v in zip(self.rounds[position], values, strict=True)]}
+                "rounds": [(r, v) for r, v in zip(self.rounds[position], values, strict=True)]}
 
     def time_round(self, interface: Interface, candidates: list[tuple[Implementation, dict, int]],
                    positions: list[int], round_: int, timings: list[list[float]], arguments: tuple,
                    point: dict) -> list[int]:
-        """A round as the profiler times it, numbered: timings of one round were
-        taken within moments of each other, so their ratio is free of the
-        host's slower drifts."""
-        timed = super().time_round(interface, candidates, positions, round_, timings, arguments, point)
-        self.round_count += 1
-        for position in timed:
-            self.rounds[position].append(self.round_count)
-        return timed
+        """A round as the profiler times it, its timings numbered (``rounds``)."""
+        return self.engine.time_round(interface, candidates, positions, round_, timings, arguments, point,
+                                      self.rounds)
 
     def candidates(self, interface: Interface, variables: dict, point: dict,
                    settings: dict[str, dict[str, int]]) -> list[tuple[Implementation, dict]]:
@@ -194,9 +210,6 @@ class Evaluator(Profiler):
                 found += [(implementation, s) for s in implementation.candidates(point, variables) if s != chosen]
         found.sort(key=lambda c: c[0].name != interface.reference)
         return found
-
-    def done_line(self, interface: Interface, index: int) -> dict:
-        return {"kind": "point", "interface": interface.name, "P": self.context.size, "verify": True, "index": index}
 
 
 def _always(variables: dict) -> bool:

@@ -1,0 +1,117 @@
+"""What a generated profiling program declares, and what it runs on.
+
+An :class:`Interface` and its implementations are plain Python
+that the program (``profile_<library>.py``) builds from the description:
+the loop nest, how arguments are built, the variables, the preconditions
+and the parameter loops.  The :class:`Context` is the ranks the program
+runs on, one without MPI.  The timing engine (hlc.calibrate.engine), the
+profiler (hlc.calibrate.harness) and the oracle (hlc.evaluation.oracle)
+all work on these.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy
+
+from hlc.runtime import world
+
+# ---- what a generated program declares ---------------------------------------------
+
+
+@dataclass
+class Implementation:
+    name: str
+    call: Callable[..., Any]
+    applies: Callable[[dict], bool]  # the preconditions, over the variables
+    settings: Callable[[dict, dict], Iterable[dict]]  # parameter values at a fitting point
+    random_settings: Callable[[random.Random, dict, dict], dict | None]  # one draw for verification
+    # the values the dispatcher chooses among at a point (default: the settings)
+    choices: Callable[[dict, dict], Iterable[dict]] | None = None
+
+    def candidates(self, point: dict, variables: dict) -> Iterable[dict]:
+        """The settings the dispatcher chooses among at a point."""
+        return (self.choices or self.settings)(point, variables)
+
+
+@dataclass
+class Interface:
+    name: str
+    points: Callable[[], Iterator[dict]]  # fitting points of the loops over inputs
+    random_point: Callable[[random.Random], dict]  # a verification point
+    arguments: Callable[[dict, int, int], tuple]  # (point, seed, P) → the call's arguments
+    variables: Callable[..., dict]  # arguments → explanatory variables
+    implementations: list[Implementation]
+    reference: str
+    mutable: tuple[int, ...] = ()  # positions of arguments the implementations may modify
+    verify: int = 20
+    repeat: int = 3
+    setup: Callable[[dict, tuple, int], None] | None = None
+    cleanup: Callable[[dict, tuple, int], None] | None = None
+
+
+# ---- the parallel context -----------------------------------------------------------------
+
+
+class Context:
+    """Rank and size; the agreements all ranks must reach.  One rank without MPI."""
+
+    def __init__(self, ranks: int):
+        self.world = world()
+        self.size = self.world.size
+        self.rank = self.world.rank
+        if self.size != ranks:
+            raise SystemExit(f"--ranks {ranks} but this program runs on {self.size} rank(s)")
+
+    def barrier(self) -> None:
+        self.world.barrier()
+
+    def maximum(self, value: float) -> float:
+        return float(self.world.reduce(numpy.array([value], dtype=float), "max")[0])
+
+    def agree_count(self, count: int) -> int:
+        """The largest of the ranks' counts."""
+        return count if self.size == 1 else int(self.maximum(float(count)))
+
+    def any(self, flag: bool) -> bool:
+        return bool(self.maximum(1.0 if flag else 0.0))
+
+    def agree(self, variables: dict[str, float]) -> dict[str, float]:
+        """Each variable's largest value over the ranks, as the dispatcher takes it."""
+        if self.size == 1:
+            return variables
+        values = self.world.reduce(numpy.array(list(variables.values()), dtype=float), "max")
+        return {name: _plain(value) for name, value in zip(variables, values.tolist(), strict=True)}
+
+
+def _plain(value: float) -> float | int:
+    return int(value) if value.is_integer() else value
+
+
+# ---- comparing results ----------------------------------------------------------------------
+
+
+def same_result(result: Any, reference: Any) -> bool:
+    """Whether two implementations' results agree: exactly for integers and
+    everything else, to 1e-9 relative for floating point."""
+    if isinstance(result, tuple | list) and isinstance(reference, tuple | list):
+        return len(result) == len(reference) and all(map(same_result, result, reference))
+    if isinstance(result, numpy.ndarray | numpy.generic | float | int) and not isinstance(result, bool):
+        a, b = numpy.asarray(result), numpy.asarray(reference)
+        if a.shape != b.shape:
+            return False
+        if a.dtype.kind in "fc" or b.dtype.kind in "fc":
+            scale = float(numpy.max(numpy.abs(b))) if b.size else 0.0
+            return bool(numpy.allclose(a, b, rtol=1e-9, atol=1e-12 * max(scale, 1.0)))
+        return bool(numpy.array_equal(a, b))
+    return result == reference
+
+
+def describe(value: Any) -> str:
+    """A short text of a result for failure messages."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 80 else text[:77] + "..."

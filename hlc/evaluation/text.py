@@ -1,0 +1,57 @@
+"""The figures of an evaluation in words: what ``hlc evaluate`` prints and the report's table shows."""
+
+from __future__ import annotations
+
+from hlc.artefacts.evaluation import EvaluationDocument, Settings, Summary
+
+
+def summary_rows(summary: Summary) -> list[tuple[str, str]]:
+    """The figures of one summary as (measure, value)."""
+    rows = [("right choices", f"{summary.right_share:7.1%}"),
+            ("penalty t_chosen/t_best - 1", f"mean when wrong {summary.mean_penalty_when_wrong:.1%}, "
+             f"expected {summary.expected_penalty:.2%}, worst {summary.worst_penalty:.1%}"),
+            ("t_chosen / t_best", f"median {summary.ratio_median:.3f}, "
+             f"95th percentile {summary.ratio_p95:.3f}, max {summary.ratio_max:.3f}")]
+    if summary.best_single is not None:
+        rows.append(("gain over the best single", f"{summary.best_single.gain:.2f}x "
+                     f"({summary.best_single.implementation}, always; geometric mean of t_single / t_dispatched)"))
+    if summary.baseline is not None:
+        rows.append(("gain over the baseline", f"{summary.baseline.gain:.2f}x "
+                     f"({summary.baseline.implementation}, at the {summary.baseline.points} points where it "
+                     f"applies)"))
+    for name, optimal in summary.optimal_parameters.items():
+        rows.append((f"optimal parameters of {name:<8}", f"{optimal.share:7.1%} "
+                     f"(of {optimal.points} points; within {summary.tolerance:.0%} of its best value)"))
+    if summary.noise_median is not None:
+        rows.append(("noise floor", f"median {summary.noise_median:.1%}, "
+                     f"95th percentile {summary.noise_p95:.1%} (the reference timed twice, |t2/t1 - 1|)"))
+    if summary.overhead_median is not None:
+        rows.append(("dispatched call vs chosen", f"median {summary.overhead_median:+.1%} "
+                     f"(the decision's cost and noise)"))
+    rows.append(("chosen", ", ".join(f"{name} {count}" for name, count in summary.chosen.items())))
+    return rows
+
+
+def format_summary(title: str, summary: Summary | None, settings: Settings) -> list[str]:
+    """The lines ``hlc evaluate`` prints for one summary."""
+    if summary is None:
+        return [f"{title}: no point could be judged"]
+    lines = [f"{title}: {summary.points} held-out points (seed {settings.seed}, parameters {settings.params}); "
+             f"a choice is right within {summary.tolerance:.0%} of the fastest measured alternative"]
+    return lines + [f"  {measure:<30}{value}" for measure, value in summary_rows(summary)]
+
+
+def format_document(document: EvaluationDocument) -> list[str]:
+    """The lines of every interface's summaries (one per rank count when
+    there were several), each block followed by a blank line."""
+    lines = []
+    for name, part in document.interfaces.items():
+        for ranks, summary in part.blocks().items():
+            lines += format_summary(name + (f", P = {ranks}" if ranks is not None else ""), summary,
+                                    document.settings)
+            lines.append("")
+        if part.unmeasured:
+            lines.append(f"  not judged: {part.unmeasured} points where the replayed choice was not "
+                         f"timed by the evaluation")
+            lines.append("")
+    return lines
