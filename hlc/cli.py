@@ -15,6 +15,44 @@ from collections.abc import Callable, Sequence
 USER_ERROR = 2
 
 
+#: Each command: its line in ``hlc --help``, then what ``hlc COMMAND --help`` says of it.
+COMMAND_HELP = {
+    "check": (
+        "parse and check descriptions, print what they declare",
+        "Parse and check library descriptions (.hl files). Prints a summary of each, or every error found."),
+    "profile": (
+        "profile every implementation of a description",
+        "Generate the profiling program of a description, run it (under mpiexec for several ranks) and write the "
+        "samples."),
+    "fit": (
+        "fit and verify the models of every implementation",
+        "Fit each implementation's cost model to its samples (weighted SVD, irrelevant terms removed), verify it "
+        "on the random verification samples, and write the models file.  Given a build folder, refit the build "
+        "from its stored samples, measuring nothing, and install the new models and dispatch module in one step."),
+    "build": (
+        "profile, fit, generate and compile a library's dispatch module",
+        "Check the description, profile every implementation, fit and verify the models, generate the dispatch "
+        "module and compile it into an importable package."),
+    "recalibrate": (
+        "profile and fit again on this machine, atomically",
+        "Re-profile, refit, regenerate and recompile a built library on this machine; the previous build stays "
+        "importable until the new one is complete."),
+    "explain": (
+        "why a built library chooses what it chooses for some variables",
+        "Print the dispatch module's explanation for the given explanatory variables: each implementation's "
+        "predicted time, the chosen one and its parameters, the terms that dominate, and the calibration."),
+    "evaluate": (
+        "measure a built library's choices against an oracle",
+        "Draw held-out points over the calibrated domain, time every alternative there side by side with the "
+        "dispatched call, and print how often the choice is right and what a wrong one costs. Writes "
+        "BUILD/evaluation.json (read by hlc report)."),
+    "report": (
+        "write an HTML report of a built library, with plots",
+        "Write BUILD/report/index.html: each model's table and fit plots, prediction-region maps (with hlc "
+        "evaluate's wrong choices overlaid), and the models against their parameters."),
+}
+
+
 def create_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hlc",
@@ -24,14 +62,11 @@ def create_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    check = commands.add_parser("check", help="parse and check descriptions, print what they declare",
-                                description="Parse and check library descriptions (.hl files). "
-                                            "Prints a summary of each, or every error found.")
+    check, profile, fit, build, recalibrate, explain, evaluate, report = (
+        commands.add_parser(name, help=summary, description=description)
+        for name, (summary, description) in COMMAND_HELP.items())
     check.add_argument("files", nargs="+", metavar="FILE", help="description files")
     check.add_argument("-q", "--quiet", action="store_true", help="print errors and warnings only")
-    profile = commands.add_parser("profile", help="profile every implementation of a description",
-                                  description="Generate the profiling program of a description, run it "
-                                              "(under mpiexec for several ranks) and write the samples.")
     profile.add_argument("description", metavar="LIB.hl")
     profile.add_argument("-o", "--out", metavar="SAMPLES", help="samples file (default BUILD/samples.jsonl)")
     profile.add_argument("--build", metavar="DIR", help="where the program goes (default build/<library>.profile)")
@@ -43,13 +78,6 @@ def create_parser() -> argparse.ArgumentParser:
     profile.add_argument("--seed", type=int, default=0, help="seed of the random inputs and verification points")
     profile.add_argument("--timeout", type=float, metavar="SECONDS",
                          help="longest one timing may take (default: the description's 'timeout')")
-    fit = commands.add_parser("fit", help="fit and verify the models of every implementation",
-                              description="Fit each implementation's cost model to its samples (weighted "
-                                          "SVD, irrelevant terms removed), verify it on the random "
-                                          "verification samples, and write the models file.  Given a "
-                                          "build folder, refit the build from its stored samples, measuring "
-                                          "nothing, and install the new models and dispatch module in one "
-                                          "step.")
     fit.add_argument("samples", metavar="SAMPLES", help="samples file written by hlc profile, or a build folder")
     fit.add_argument("-o", "--out", metavar="MODELS", help="models file (default: models.json beside SAMPLES)")
     fit.add_argument("--absolute", action="store_true", help="minimize absolute instead of relative error")
@@ -61,40 +89,23 @@ def create_parser() -> argparse.ArgumentParser:
                                                             "build name)")
     fit.add_argument("--uses", action="append", default=[], metavar="NAME=MODELS",
                      help="models file of a used library (default build/NAME/models.json)")
-    build = commands.add_parser("build", help="profile, fit, generate and compile a library's dispatch module",
-                                description="Check the description, profile every implementation, fit and "
-                                            "verify the models, generate the dispatch module and compile it "
-                                            "into an importable package.")
     build.add_argument("description", metavar="LIB.hl")
     build.add_argument("--static", nargs="+", metavar="VAR=VALUE", type=_assignment,
                        help="decide at build time for this workload: calls go straight to the chosen "
                             "implementation (thesis §4.6)")
     _build_options(build)
 
-    recalibrate = commands.add_parser("recalibrate", help="profile and fit again on this machine, atomically",
-                                      description="Re-profile, refit, regenerate and recompile a built library "
-                                                  "on this machine; the previous build stays importable until "
-                                                  "the new one is complete.")
     recalibrate.add_argument("target", metavar="BUILD|LIB.hl", help="a build folder or a description")
     recalibrate.add_argument("--check", action="store_true",
                              help="take only fresh verification samples; refit only the implementations "
                                   "whose models no longer predict them (nothing, when all do)")
     _build_options(recalibrate)
 
-    explain = commands.add_parser("explain", help="why a built library chooses what it chooses for some variables",
-                                  description="Print the dispatch module's explanation for the given explanatory "
-                                              "variables: each implementation's predicted time, the chosen one "
-                                              "and its parameters, the terms that dominate, and the calibration.")
     explain.add_argument("build", metavar="BUILD", help="a built library (the folder hlc build wrote)")
     explain.add_argument("variables", nargs="+", metavar="VAR=VALUE", type=_assignment,
                          help="every explanatory variable of the interface; P (and logP) optional")
     explain.add_argument("--interface", help="which interface (default: the first)")
 
-    evaluate = commands.add_parser("evaluate", help="measure a built library's choices against an oracle",
-                                   description="Draw held-out points over the calibrated domain, time every "
-                                               "alternative there side by side with the dispatched call, and "
-                                               "print how often the choice is right and what a wrong one costs. "
-                                               "Writes BUILD/evaluation.json (read by hlc report).")
     evaluate.add_argument("build", metavar="BUILD", help="a built library (the folder hlc build wrote); with "
                                                         "--replay, a models file will do")
     evaluate.add_argument("--points", type=int, default=200, help="held-out points per interface and rank count "
@@ -116,10 +127,6 @@ def create_parser() -> argparse.ArgumentParser:
                           help="time nothing: judge BUILD's models against the candidates timed by a stored "
                                "evaluation made with --params exhaustive (default: BUILD/evaluation.json)")
 
-    report = commands.add_parser("report", help="write an HTML report of a built library, with plots",
-                                 description="Write BUILD/report/index.html: each model's table and fit plots, "
-                                             "prediction-region maps (with hlc evaluate's wrong choices "
-                                             "overlaid), and the models against their parameters.")
     report.add_argument("build", metavar="BUILD", help="a built library (the folder hlc build wrote)")
     report.add_argument("--out", metavar="DIR", help="folder of the page and its images (default BUILD/report)")
     report.add_argument("--map", dest="maps", action="append", metavar="X,Y", type=_pair,

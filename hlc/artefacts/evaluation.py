@@ -17,8 +17,8 @@ per-implementation figures their own objects.  Both are read.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,21 @@ KIND = "evaluation"
 FORMAT = 2
 #: The formats this hlc reads: 1 (flat settings and summaries) and 2.
 VERSIONS = (1, 2)
+
+
+_SCALARS: dict[str, Callable[[Any], Any]] = {"str": str, "int": int, "float": float, "bool": bool}
+
+
+class Scalars:
+    """A record whose fields are all numbers or strings: written as it is,
+    read back with each field converted to its declared type."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Any:
+        return cls(**{f.name: _SCALARS[str(f.type)](data[f.name]) for f in fields(cls)})
 
 
 @dataclass(frozen=True)
@@ -115,7 +130,7 @@ def _candidate_or_none(data: Any) -> Candidate | None:
 
 
 @dataclass(frozen=True)
-class Gain:
+class Gain(Scalars):
     """How much faster the dispatched call was than always calling one
     implementation: the geometric mean of t_implementation / t_dispatched."""
 
@@ -123,27 +138,13 @@ class Gain:
     gain: float
     points: int  # the points where that implementation applies
 
-    def to_json(self) -> dict[str, Any]:
-        return {"implementation": self.implementation, "gain": self.gain, "points": self.points}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Gain:
-        return cls(str(data["implementation"]), float(data["gain"]), int(data["points"]))
-
 
 @dataclass(frozen=True)
-class Share:
+class Share(Scalars):
     """A share of points, and how many points it was taken over."""
 
     share: float
     points: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"share": self.share, "points": self.points}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Share:
-        return cls(float(data["share"]), int(data["points"]))
 
 
 @dataclass(frozen=True)
@@ -290,19 +291,12 @@ class Settings:
 
 
 @dataclass(frozen=True)
-class Replayed:
+class Replayed(Scalars):
     """Where a replay's choices and timings came from: other models judged
     against a stored evaluation's timings."""
 
     models: str  # the models file whose choices were judged
     evaluation: str  # the evaluation whose timings judged them
-
-    def to_json(self) -> dict[str, Any]:
-        return {"models": self.models, "evaluation": self.evaluation}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Replayed:
-        return cls(str(data["models"]), str(data["evaluation"]))
 
 
 @dataclass(frozen=True)

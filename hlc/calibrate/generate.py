@@ -179,7 +179,7 @@ def _interface(interface: ast.Interface, imports: dict[str, ast.Import]) -> dict
     if "logP" in _used(argument_expressions):
         argument_lines.append("logP = math.log2(P)")
     argument_lines += [f"{safe(let.name)} = {py(let.value)}" for let in profile.lets]
-    builds = {b.argument: b for b in profile.builds}
+    builds = {b.name: b for b in profile.builds}
     argument_lines += [f"{safe(a.name)} = {py(builds[a.name].value)}" for a in interface.arguments]
     arguments = [safe(a.name) for a in interface.arguments]
 

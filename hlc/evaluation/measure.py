@@ -24,31 +24,19 @@ from hlc.artefacts.samples import Samples
 from hlc.calibrate.run import Failure, ProfileError, Progress, failures_in, profile_defaults, run_program
 from hlc.dispatch.bundle import description_of
 from hlc.evaluation.inputs import read_models
-from hlc.evaluation.text import format_document
+from hlc.evaluation.text import Figures, format_document
 from hlc.evaluation.verdicts import TOLERANCE, judge, summaries
 from hlc.language.parse import parse_file
 from hlc.model.fingerprint import machine
 
 
 @dataclass
-class Evaluation:
+class Evaluation(Figures):
     """The figures of one evaluation, per interface (and per rank count when several)."""
 
     path: Path  # evaluation.json
     document: EvaluationDocument
     failures: list[Failure] = field(default_factory=list)
-
-    @property
-    def library(self) -> str:
-        return self.document.library
-
-    @property
-    def settings(self) -> Settings:
-        return self.document.settings
-
-    @property
-    def interfaces(self) -> dict[str, InterfaceResult]:
-        return self.document.interfaces
 
     def summary(self, interface: str | None = None) -> Summary | None:
         """The figures of one interface (default: the first)."""

@@ -21,37 +21,25 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from hlc.artefacts import evaluation as artefact
-from hlc.artefacts.evaluation import Chosen, EvaluationDocument, InterfaceResult, JudgedPoint, Replayed, Settings
+from hlc.artefacts.evaluation import Chosen, EvaluationDocument, InterfaceResult, JudgedPoint, Replayed
 from hlc.dispatch.bundle import description_of
 from hlc.dispatch.reference import Decider
 from hlc.evaluation.inputs import models_of, used_models_of
 from hlc.evaluation.oracle import label
-from hlc.evaluation.text import format_document
+from hlc.evaluation.text import Figures, format_document
 from hlc.evaluation.verdicts import oracle_verdict, summaries
 from hlc.language.parse import parse_file
 from hlc.model.predict import Predictor
 
 
 @dataclass
-class Replay:
+class Replay(Figures):
     """The figures of one replay, per interface (and per rank count when
     several), as an evaluation document that says what it replayed."""
 
     document: EvaluationDocument  # its ``replayed`` names the two below
     models: Path  # the models file whose choices were judged
     evaluation: Path  # the evaluation whose timings judged them
-
-    @property
-    def library(self) -> str:
-        return self.document.library
-
-    @property
-    def settings(self) -> Settings:
-        return self.document.settings
-
-    @property
-    def interfaces(self) -> dict[str, InterfaceResult]:
-        return self.document.interfaces
 
     def table(self) -> str:
         """The figures as text, in the form ``hlc evaluate`` prints them."""

@@ -2,7 +2,25 @@
 
 from __future__ import annotations
 
-from hlc.artefacts.evaluation import EvaluationDocument, Settings, Summary
+from hlc.artefacts.evaluation import EvaluationDocument, InterfaceResult, Settings, Summary
+
+
+class Figures:
+    """What an evaluation and a replay show of their judged ``document``."""
+
+    document: EvaluationDocument
+
+    @property
+    def library(self) -> str:
+        return self.document.library
+
+    @property
+    def settings(self) -> Settings:
+        return self.document.settings
+
+    @property
+    def interfaces(self) -> dict[str, InterfaceResult]:
+        return self.document.interfaces
 
 
 def summary_rows(summary: Summary) -> list[tuple[str, str]]:

@@ -67,12 +67,17 @@ Expression = Number | Name | Call | Unary | Binary
 
 
 @dataclass(frozen=True)
-class Let(Node):
-    """A named helper value: library constant, implementation helper or
-    profile value function (``let bins = 2 ** bpd``)."""
+class Binding(Node):
+    """A name given to the value of an expression."""
 
     name: str
     value: Expression
+
+
+@dataclass(frozen=True)
+class Let(Binding):
+    """A named helper value: library constant, implementation helper or
+    profile value function (``let bins = 2 ** bpd``)."""
 
 
 @dataclass(frozen=True)
@@ -141,11 +146,8 @@ class Argument(Node):
 
 
 @dataclass(frozen=True)
-class Variable(Node):
+class Variable(Binding):
     """An explanatory variable computed from the arguments (``n = len(keys)``)."""
-
-    name: str
-    value: Expression
 
 
 @dataclass(frozen=True)
@@ -295,11 +297,9 @@ class Loop(Node):
 
 
 @dataclass(frozen=True)
-class Build(Node):
-    """How the profile builds one interface argument (``keys = make(n, seed)``)."""
-
-    argument: str
-    value: Expression
+class Build(Binding):
+    """How the profile builds one interface argument (``keys = make(n, seed)``):
+    ``name`` is the argument's."""
 
 
 @dataclass(frozen=True)

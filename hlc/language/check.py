@@ -89,6 +89,15 @@ class Checker:
     def warning(self, node: ast.Node, message: str) -> None:
         self._report("warning", node.line, node.column, message)
 
+    def first(self, node: ast.Node, key: str, seen: dict[str, Any], twice: str) -> bool:
+        """Record ``node`` under ``key`` in ``seen``; if ``key`` was there, report
+        ``twice`` instead and say so (False)."""
+        if key in seen:
+            self.error(node, twice)
+            return False
+        seen[key] = node
+        return True
+
     # ---- entry -----------------------------------------------------------------------
 
     def run(self) -> list[Diagnostic]:
@@ -408,10 +417,9 @@ class Checker:
                               f"{' and '.join(OBJECTIVES)} ('time ~ terms' or 'time = expression'); "
                               f"interface variables go before the first impl")
             return
-        if model.objective in objectives:
-            self.error(model, f"implementation '{implementation.name}' has two {model.objective} models")
+        if not self.first(model, model.objective, objectives,
+                          f"implementation '{implementation.name}' has two {model.objective} models"):
             return
-        objectives[model.objective] = model
         scope = Scope(f"a term of {implementation.name}", dict(scope_names), frozenset({"math", "model"}))
         if not model.fitted:
             self.check_expression(model.body, scope)
@@ -471,10 +479,9 @@ class Checker:
             self.error(optimization, f"choose: '{optimization.parameter}' is not a parameter of "
                                      f"{implementation.name}{self.suggest(optimization.parameter, parameters)}")
             return
-        if optimization.parameter in chosen:
-            self.error(optimization, f"parameter '{optimization.parameter}' is chosen twice")
+        if not self.first(optimization, optimization.parameter, chosen,
+                          f"parameter '{optimization.parameter}' is chosen twice"):
             return
-        chosen[optimization.parameter] = optimization
         # Only the time model can be optimized so far (fitting other objectives is to come).
         names_ = {**scope_names, **{o: f"the {o} model of {implementation.name}" for o in objectives if o == "time"}}
         if optimization.over is not None:
@@ -554,14 +561,14 @@ class Checker:
         arguments = {a.name: a for a in interface.arguments}
         built: dict[str, ast.Build] = {}
         for build in profile.builds:
-            if build.argument not in arguments:
-                self.error(build, f"'{build.argument}' is not an argument of {interface.name}"
-                                  f"{self.suggest(build.argument, arguments)}; the profile builds "
+            if build.name not in arguments:
+                self.error(build, f"'{build.name}' is not an argument of {interface.name}"
+                                  f"{self.suggest(build.name, arguments)}; the profile builds "
                                   f"arguments (NAME = expression)")
-            elif build.argument in built:
-                self.error(build, f"argument '{build.argument}' is built twice")
-            built[build.argument] = build
-            self.check_expression(build.value, Scope(f"argument '{build.argument}'", dict(values),
+            elif build.name in built:
+                self.error(build, f"argument '{build.name}' is built twice")
+            built[build.name] = build
+            self.check_expression(build.value, Scope(f"argument '{build.name}'", dict(values),
                                                      frozenset({"math", "import"})))
         for name in arguments:
             if name not in built:

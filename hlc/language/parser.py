@@ -392,7 +392,7 @@ class _ToAst(Transformer):
 
     def build(self, children):
         name, value = children
-        return ast.Build(line=name.line, column=name.column, argument=str(name), value=value)
+        return ast.Build(line=name.line, column=name.column, name=str(name), value=value)
 
     def setup(self, children):
         return _Marked("setup", children[0])

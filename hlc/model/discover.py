@@ -387,14 +387,24 @@ class _Search:
         error = self.error_of(found)
         for k in [k for _ in range(2) for k in range(len(found))]:
             others = found[:k] + found[k + 1:]
-            for term, _ in self.ranked(others)[:SHORTLIST]:
-                if term in found:
-                    continue
-                trial = found[:k] + [term] + found[k + 1:]
-                trial_error = self.error_of(trial)
-                if trial_error < error:
-                    error, found = trial_error, trial
+            found, error = self.replaced(found, k, [term for term, _ in self.ranked(others)[:SHORTLIST]], error)
         return found
+
+    def replaced(self, found: list[Discovered], k: int, candidates: Sequence[Discovered], error: float,
+                 first: bool = False) -> tuple[list[Discovered], float]:
+        """``found`` with its k-th term replaced by each of ``candidates`` in
+        turn where that lowers the cross-validated ``error`` (with ``first``,
+        by the first that does): the terms and their error."""
+        for candidate in candidates:
+            if candidate in found:
+                continue
+            trial = found[:k] + [candidate] + found[k + 1:]
+            trial_error = self.error_of(trial)
+            if trial_error < error:
+                error, found = trial_error, trial
+                if first:
+                    break
+        return found, error
 
     def refine(self, found: list[Discovered]) -> list[Discovered]:
         """Move each discovered factor to a neighbouring knot or the other
@@ -406,15 +416,8 @@ class _Search:
             for k, term in enumerate(found):
                 moves = [Discovered(term.base, term.factors[:i] + (other,) + term.factors[i + 1:])
                          for i, factor in enumerate(term.factors) for other in _neighbours(factor, self.values)]
-                for moved in moves:
-                    if moved in found:
-                        continue
-                    trial = found[:k] + [moved] + found[k + 1:]
-                    trial_error = self.error_of(trial)
-                    if trial_error < error:
-                        error, found = trial_error, trial
-                        improved = True
-                        break
+                found, moved_error = self.replaced(found, k, moves, error, first=True)
+                improved, error = improved or moved_error < error, moved_error
         return found
 
     def prune(self, found: list[Discovered]) -> list[Discovered]:

@@ -199,16 +199,9 @@ class World:
         array of a megabyte or more comes as fresh pages from the system, and
         their first touch may cost more than the gather itself."""
         vector = np.ascontiguousarray(vector)
-        if out is not None:
-            _check_out(out, vector.dtype, casting="no")
-        if self.size == 1:
-            if out is None:
-                return vector.copy()
-            _check_out(out, vector.dtype, vector.shape, casting="no")
-            out[...] = vector
-            return out
-        if self._emulated is not None:
-            self._emulated.spend(vector.nbytes)
+        alone = self._begin(vector, out)
+        if alone is not None:
+            return alone
         counts = self._allgather(np.array([vector.shape[0]], dtype=np.int64))[:, 0]
         if out is not None:
             _check_out(out, vector.dtype, (int(counts.sum()),), casting="no")
@@ -216,6 +209,18 @@ class World:
         displacements = np.concatenate(([0], np.cumsum(counts)[:-1]))
         self._communicator.Allgatherv(vector, [result, counts, displacements, self._mpi_type(vector)])
         return result
+
+    def _begin(self, array: np.ndarray, out: np.ndarray | None) -> np.ndarray | None:
+        """The first steps of a collective of variable length: ``out``'s type
+        checked; on one rank, the result (``array`` itself); elsewhere None,
+        once the emulated network has charged for sending ``array``."""
+        if out is not None:
+            _check_out(out, array.dtype, casting="no")
+        if self.size == 1:
+            return _alone(array, out)
+        if self._emulated is not None:
+            self._emulated.spend(array.nbytes)
+        return None
 
     def alltoallv(self, send: np.ndarray, counts: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Personalized all-to-all: ``send`` (1-D) holds, in rank order, ``counts[r]``
@@ -227,16 +232,9 @@ class World:
         if counts.shape != (self.size,) or counts.sum() != send.shape[0]:
             raise ValueError(f"counts must give one count per rank ({self.size}) summing to len(send) "
                              f"({send.shape[0]}), not {counts.tolist()}")
-        if out is not None:
-            _check_out(out, send.dtype, casting="no")
-        if self.size == 1:
-            if out is None:
-                return send.copy()
-            _check_out(out, send.dtype, send.shape, casting="no")
-            out[...] = send
-            return out
-        if self._emulated is not None:
-            self._emulated.spend(send.nbytes)
+        alone = self._begin(send, out)
+        if alone is not None:
+            return alone
         arriving = np.empty(self.size, dtype=np.int64)
         self._communicator.Alltoall(counts, arriving)
         if out is not None:
@@ -359,6 +357,16 @@ def _buffer(array: Any, copy: bool = False) -> np.ndarray:
     if result.dtype.hasobject:
         raise ValueError(f"arrays of Python objects cannot be sent as buffers (dtype {result.dtype})")
     return result
+
+
+def _alone(array: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    """What a collective over one rank returns: ``array`` itself, copied
+    (into ``out`` when given)."""
+    if out is None:
+        return array.copy()
+    _check_out(out, array.dtype, array.shape, casting="no")
+    out[...] = array
+    return out
 
 
 def _check_out(out: Any, dtype: np.dtype, shape: tuple[int, ...] | None = None, casting: str = "safe") -> None:
