@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import hlc
+from hlc.artefacts.samples import Samples
 from hlc.calibrate.run import mpiexec
 from hlc.compile import compile_extensions
 from hlc.language.expressions import evaluate
@@ -236,7 +238,26 @@ def test_the_dispatched_sort_equals_numpy_sort(sort, keys):
     assert np.array_equal(result, np.sort(keys))
 
 
-def test_large_inputs_of_each_width_go_somewhere_right(sort):
+def test_large_inputs_of_each_width_go_somewhere_right(sort, built):
+    """Right as the profile measured it: at each point of 100,000 keys or
+    more where the build timed every implementation that applies, the one
+    it chooses there was within 25% of the fastest (a quick build's rough
+    models, on a shared host).  And the keys of each width come out sorted,
+    by more than one implementation."""
+    measured: dict[tuple[float, float], dict[str, float]] = {}
+    for sample in Samples.load(built / "samples.jsonl").samples:
+        if sample.variables["n"] >= 100_000 and sample.variables.get("P", 1) == 1:
+            at = measured.setdefault((sample.variables["n"], sample.variables["width"]), {})
+            at[sample.implementation] = min(sample.seconds, at.get(sample.implementation, math.inf))
+    judged = []
+    for (n, width), seconds in sorted(measured.items()):
+        choice = sort.choose_sort_at(n=n, width=width)
+        applicable = {name for name, predicted in choice.predicted.items() if math.isfinite(predicted)}
+        if applicable <= set(seconds):
+            judged.append((n, width, choice.implementation, seconds[choice.implementation] / min(seconds.values())))
+    assert len(judged) >= 3 and len({width for _, width, _, _ in judged}) >= 2, (judged, measured)
+    wrong = [point for point in judged if point[3] > 1.25]
+    assert not wrong, f"slower than the measured fastest by more than 25% at {wrong} (of {judged})"
     rng = np.random.default_rng(3)
     chosen = set()
     for bits in (3, 9, 15, 22, 31):
@@ -250,6 +271,7 @@ EXTRAPOLATING = """
 import sys, warnings
 import numpy as np
 import hlc
+from hlc.artefacts.samples import Samples
 sort = hlc.load(sys.argv[1])
 warnings.simplefilter("always")
 with warnings.catch_warnings(record=True) as caught:
@@ -284,6 +306,7 @@ import sys, warnings
 sys.path.append(sys.argv[-1])
 import numpy as np
 import hlc
+from hlc.artefacts.samples import Samples
 from hlc.runtime import world
 from spmd_examples import my_part, rank_keys, spmd_given
 
