@@ -12,18 +12,13 @@ from hlc.artefacts.models import Models
 from hlc.language import ast
 
 
-def read_models(path: Path) -> Models:
-    """The models in the models file ``path``."""
-    return models_artefact.load(path)
-
-
 def models_of(build: str | Path) -> tuple[Path, Models]:
     """The models file of ``build`` (a build folder or a models file), and the models."""
     path = Path(build)
     models_file = path / "models.json" if path.is_dir() else path
     if not models_file.exists():
         raise FileNotFoundError(f"{build} is neither a built library nor a models file")
-    return models_file, read_models(models_file)
+    return models_file, models_artefact.load(models_file)
 
 
 def used_models_of(models_file: Path, library: ast.Library) -> dict[str, Models]:

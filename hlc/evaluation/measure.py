@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from hlc.artefacts.evaluation import EvaluationDocument, InterfaceResult, Settings, Summary
+from hlc.artefacts.models import load as load_models
 from hlc.artefacts.samples import Samples
 from hlc.calibrate.run import Failure, ProfileError, Progress, failures_in, profile_defaults, run_program
 from hlc.dispatch.bundle import description_of
-from hlc.evaluation.inputs import read_models
 from hlc.evaluation.text import Figures, format_document
 from hlc.evaluation.verdicts import TOLERANCE, judge, summaries
 from hlc.language.parse import parse_file
@@ -67,7 +67,7 @@ def evaluate(build: str | Path, *, points: int = 200, procs: Sequence[int] | Non
         raise ValueError(f"points must be at least 1, not {points}")
     if not 0 <= tolerance < 1:
         raise ValueError(f"tolerance must lie in [0, 1), not {tolerance}")
-    library = parse_file(description_of(read_models(models_file), folder))
+    library = parse_file(description_of(load_models(models_file), folder))
     if baseline is not None and not any(baseline == i.name for f in library.interfaces for i in f.implementations):
         raise ValueError(f"baseline {baseline!r} is not an implementation of {library.name}")
     program = folder / f"profile_{library.name}.py"
