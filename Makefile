@@ -8,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup browser demo demo-quick test test-here lint clean
+.PHONY: setup browser demo demo-quick test test-here test-slow lint clean
 
 setup: $(STAMP)
 
@@ -43,6 +43,10 @@ test: lint browser
 # The full suite on .venv's interpreter only.
 test-here: lint browser
 	$(BIN)/python -m pytest -q
+
+# The end-to-end runs CI leaves out (marked slow): minutes each.
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -m slow
 
 clean:
 	rm -rf $(VENV) $(VENV)-* build .pytest_cache .hypothesis .ruff_cache

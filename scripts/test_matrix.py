@@ -5,7 +5,9 @@ dependency ranges of ``pyproject.toml``.  This script runs, one after the
 other:
 
 * the full suite on the interpreter that runs this script (``make test``
-  runs it from ``.venv``);
+  runs it from ``.venv``), but for the tests marked ``slow``: end-to-end
+  runs of minutes, which the quick builds of the other tests stand for
+  (``make test-slow`` runs them);
 * a representative subset (SUBSET) on every other claimed CPython this
   machine offers, each in its own virtual environment ``.venv-3.X`` with the
   newest releases pip resolves for it;
@@ -212,10 +214,10 @@ def main() -> int:
     outcomes: list[Outcome] = []
 
     if chosen("default"):
-        outcome = Outcome(f"CPython {full_version(sys.executable)}, this environment, full suite",
-                          versions=package_versions(sys.executable))
+        outcome = Outcome(f"CPython {full_version(sys.executable)}, this environment, full suite but the slow "
+                          f"end-to-end runs", versions=package_versions(sys.executable))
         banner(outcome.name)
-        run_tests(sys.executable, [], outcome)
+        run_tests(sys.executable, ["-m", "not slow"], outcome)
         outcomes.append(outcome)
 
     found: dict[str, Path] = {}

@@ -28,7 +28,7 @@ writes.  Timings start after a barrier and take the slowest rank's time.
 
 How a candidate is checked and timed is the :class:`TimingEngine`'s
 (hlc.calibrate.engine); what a run shares whatever it measures (the ranks,
-the samples file, the events, the account) is the :class:`Session`'s.  The
+the samples file, the events, the account) is the :class:`ProgramRun`'s.  The
 :class:`Profiler` holds both.  So does the oracle of ``hlc evaluate``
 (hlc.evaluation.oracle), which checks every candidate first and then
 interleaves their timings round after round, because it compares
@@ -179,7 +179,7 @@ def read_state(path: Path) -> State:
 # ---- one run of a program -------------------------------------------------------------------
 
 
-class Session:
+class ProgramRun:
     """One run of a profiling program, whatever it measures: its ranks, the
     samples file it resumes from and appends to, its events for the parent,
     its account of where the time goes, and the timing engine.  The
@@ -317,14 +317,14 @@ class Profiler:
         self.surveying = options.survey
         self.serving = options.serve
         self.only = set(options.implementations.split(",")) if options.implementations else None
-        self.session = Session(options)
-        self.engine = self.session.engine
-        self.context = self.session.context
-        self.state = self.session.state
+        self.program_run = ProgramRun(options)
+        self.engine = self.program_run.engine
+        self.context = self.program_run.context
+        self.state = self.program_run.state
 
     # -- the run
     def run(self) -> int:
-        self.session.open(self.header())
+        self.program_run.open(self.header())
         return self.serve() if self.serving else self.take()
 
     def take(self) -> int:
@@ -332,7 +332,7 @@ class Profiler:
         if self.surveying:
             return self.survey()
         work = [(interface, *item) for interface in self.interfaces for item in self.plan(interface)]
-        return self.session.take(work, self.measure, self.again)
+        return self.program_run.take(work, self.measure, self.again)
 
     def again(self, interface: Interface, verify: bool, index: int) -> bool:
         """Whether a point measured before is measured again: at the candidates a command names there."""
@@ -347,7 +347,7 @@ class Profiler:
         An adaptive profile's rounds then cost one process start per rank
         count, not one per round."""
         while (command := self.next_command()) is not None:
-            self.session.restart_account()
+            self.program_run.restart_account()
             chosen = command.get("select")
             self.selected = None if chosen is None else {name: set(indices) for name, indices in chosen.items()}
             # settings: {interface: {index: {implementation: [settings, ...]}}}, the
@@ -361,7 +361,7 @@ class Profiler:
             self.fitting_only = bool(command.get("fitting_only", False))
             self.verification_only = bool(command.get("verification_only", False))
             self.surveying = bool(command.get("survey", False))
-            self.session.deadline = command.get("deadline")
+            self.program_run.deadline = command.get("deadline")
             self.take()
         return 0
 
@@ -392,17 +392,18 @@ class Profiler:
         for done, (interface, index, point) in enumerate(points, start=1):
             _, arguments, variables = self.inputs(interface, False, index, point)
             applicable = [i for i in interface.implementations if i.applies(variables)]
-            self.session.write([Survey(interface.name, self.context.size, index, point, variables, size_of(arguments),
-                                       {i.name: list(i.settings(point, variables)) for i in applicable},
-                                       {i.name: list(i.candidates(point, variables)) for i in applicable},
-                                       refined=bool(self.refined))])
-            self.session.emit(event="progress", done=done, total=len(points),
-                              breakdown=self.session.breakdown().as_dict())
-        return self.session.finish("finished", len(points), len(points))
+            survey = Survey(interface.name, self.context.size, index, point, variables, size_of(arguments),
+                            {i.name: list(i.settings(point, variables)) for i in applicable},
+                            {i.name: list(i.candidates(point, variables)) for i in applicable},
+                            refined=bool(self.refined))
+            self.program_run.write([survey])
+            self.program_run.emit(event="progress", done=done, total=len(points),
+                                  breakdown=self.program_run.breakdown().as_dict())
+        return self.program_run.finish("finished", len(points), len(points))
 
     def header(self) -> Header:
         """The first line of each run: what ran where."""
-        return self.session.header(self.library, self.description)
+        return self.program_run.header(self.library, self.description)
 
     def plan(self, interface: Interface) -> list[tuple[bool, int, dict]]:
         """The fitting points in nest order (the refined ones a command names
@@ -411,7 +412,7 @@ class Profiler:
             (False, index, point)
             for index, point in [*enumerate(interface.points()), *self.refined.get(interface.name, {}).items()]
             if self.selected is None or index in self.selected.get(interface.name, ())]
-        rng = random.Random(f"{self.session.seed}:{interface.name}:verify")
+        rng = random.Random(f"{self.program_run.seed}:{interface.name}:verify")
         draws = []
         for _ in range(0 if self.fitting_only else VERIFY_DRAWS * interface.verify):
             try:
@@ -421,7 +422,7 @@ class Profiler:
         return fitting + [(True, index, point) for index, point in enumerate(draws)]
 
     def sample_seed(self, interface: Interface, verify: bool, index: int) -> int:
-        stream = random.Random(f"{self.session.seed}:{interface.name}:{'verify' if verify else 'fit'}:{index}")
+        stream = random.Random(f"{self.program_run.seed}:{interface.name}:{'verify' if verify else 'fit'}:{index}")
         return stream.randrange(2**31) + 1_000_003 * self.context.rank
 
     def verification_needed(self, interface: Interface, implementation: Implementation) -> bool:
@@ -432,12 +433,12 @@ class Profiler:
     def inputs(self, interface: Interface, verify: bool, index: int, point: dict) -> tuple[int, tuple, dict]:
         """The seed, the arguments and the variables (agreed over the ranks) at a point."""
         seed = self.sample_seed(interface, verify, index)
-        return seed, *self.session.inputs(interface, seed, point)
+        return seed, *self.program_run.inputs(interface, seed, point)
 
     def measure(self, interface: Interface, verify: bool, index: int, point: dict) -> None:
         size = self.context.size
         seed, arguments, variables = self.inputs(interface, verify, index, point)
-        rng = random.Random(f"{self.session.seed}:{interface.name}:settings:{index}")
+        rng = random.Random(f"{self.program_run.seed}:{interface.name}:settings:{index}")
         candidates: list[tuple[Implementation, dict]] = []
         narrowed = None if verify else self.narrowed.get((interface.name, index))
         for implementation in interface.implementations:
@@ -466,7 +467,7 @@ class Profiler:
                                   timing.seconds, seed, point, timing.timings, repeat, round(timing.spread, 4),
                                   not timing.settled, round(slowdown, 3)))
         records.append(Point(interface.name, size, verify, index))
-        self.session.write(records)
+        self.program_run.write(records)
         self.state.done.add((interface.name, size, verify, index))
 
 

@@ -311,8 +311,8 @@ def _swap(link: Path, version: Path) -> None:
 def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[int] | None = None,
           budget: float | None = None, quick: bool = False, seed: int = 0, progress: Progress | None = None,
           timeout: float | None = None, static: dict[str, float] | None = None,
-          refit: Sequence[str] | None = None, previous: dict[str, Any] | None = None,
-          strict: bool = False, adaptive: bool = False, origin: str | None = None) -> BuildResult:
+          refit: Sequence[str] | None = None, previous: Models | None = None,
+          strict: bool = False, adaptive: bool = True, origin: str | None = None) -> BuildResult:
     """Build the library described in ``description`` on this machine.
 
     An implementation that fails while profiling (or cannot be fitted) is
@@ -320,8 +320,8 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
     says which and why.  With ``strict``, that is a BuildError instead, and
     the previous build stays in place.  With ``refit``, only those
     implementations are profiled and fitted again; the others keep their
-    models from ``previous`` (a models artefact).  With ``adaptive`` (what
-    `hlc build` does unless told --grid), the profile measures where
+    models from ``previous`` (a models artefact).  With ``adaptive`` (the
+    default, as for `hlc build` without --grid), the profile measures where
     decisions are uncertain (hlc.adaptive), within ``budget`` seconds
     (by default hlc.adaptive.default_budget); a quick build and a refit measure
     their whole nest.  ``origin``: where the description came from, when it

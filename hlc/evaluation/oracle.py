@@ -22,7 +22,7 @@ round.  hlc.evaluation.verdicts turns the lines into the figures.
 
 The machinery is the profiler's, held rather than inherited: the run (its
 ranks, resuming from the file, events for the parent, the account) is a
-:class:`~hlc.calibrate.harness.Session`, and the checks, exclusions and
+:class:`~hlc.calibrate.harness.ProgramRun`, and the checks, exclusions and
 robust timing are its :class:`~hlc.calibrate.engine.TimingEngine`.  The
 profiling program imports this module only when it runs as the oracle, so
 profiling needs nothing of the built modules loaded here.
@@ -40,7 +40,7 @@ from typing import Any
 
 from hlc.artefacts.evaluation import Candidate
 from hlc.artefacts.samples import Decision, Evaluated, Header, Point
-from hlc.calibrate.harness import Session
+from hlc.calibrate.harness import ProgramRun
 from hlc.calibrate.tasks import Implementation, Interface
 from hlc.calibrate.timing import Timing
 
@@ -77,7 +77,7 @@ def ratio(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
 class Evaluator:
     """The oracle's run: held-out draws for points, and for candidates the
     module's choices, the alternatives and the module itself, timed in
-    rounds by the session's timing engine."""
+    rounds by the program_run's timing engine."""
 
     def __init__(self, library: str, description: str, interfaces: list[Interface], options: argparse.Namespace):
         import hlc
@@ -85,26 +85,26 @@ class Evaluator:
         self.library = library
         self.description = description
         self.interfaces = interfaces
-        self.session = Session(options)
-        self.engine = self.session.engine
-        self.context = self.session.context
-        self.state = self.session.state
+        self.program_run = ProgramRun(options)
+        self.engine = self.program_run.engine
+        self.context = self.program_run.context
+        self.state = self.program_run.state
         self.module = hlc.load(options.evaluate)
         self.points = options.points
         self.exhaustive = options.params == "exhaustive"
         self.rounds: list[list[int]] = []  # per candidate of the current point: the round of each timing
 
     def run(self) -> int:
-        self.session.open(self.header())
+        self.program_run.open(self.header())
         work = [(interface, *item) for interface in self.interfaces for item in self.plan(interface)]
-        return self.session.take(work, self.measure)
+        return self.program_run.take(work, self.measure)
 
     def header(self) -> Header:
-        return replace(self.session.header(self.library, self.description), evaluate=str(self.module.__file__),
+        return replace(self.program_run.header(self.library, self.description), evaluate=str(self.module.__file__),
                        points=self.points, params="exhaustive" if self.exhaustive else "chosen")
 
     def plan(self, interface: Interface) -> list[tuple[bool, int, dict]]:
-        rng = random.Random(f"{self.session.seed}:{interface.name}:evaluate")
+        rng = random.Random(f"{self.program_run.seed}:{interface.name}:evaluate")
         draws: list[dict] = []
         for _ in range(20 * self.points):
             if len(draws) == self.points:
@@ -116,17 +116,17 @@ class Evaluator:
         return [(True, index, point) for index, point in enumerate(draws)]
 
     def sample_seed(self, interface: Interface, verify: bool, index: int) -> int:
-        stream = random.Random(f"{self.session.seed}:{interface.name}:evaluate:{index}")
+        stream = random.Random(f"{self.program_run.seed}:{interface.name}:evaluate:{index}")
         return stream.randrange(2**31) + 1_000_003 * self.context.rank
 
     def measure(self, interface: Interface, verify: bool, index: int, point: dict) -> None:
         size = self.context.size
         seed = self.sample_seed(interface, verify, index)
-        arguments, variables = self.session.inputs(interface, seed, point)
+        arguments, variables = self.program_run.inputs(interface, seed, point)
         choice = getattr(self.module, f"choose_{interface.name}_at")(**variables)
         done = Point(interface.name, size, True, index)
         if choice.implementation is None:
-            self.session.write([Evaluated(interface.name, size, index, seed, point, variables, None), done])
+            self.program_run.write([Evaluated(interface.name, size, index, seed, point, variables, None), done])
             return
         candidates = self.candidates(interface, variables, point, choice.settings)
         if (interface.name, DISPATCHED) not in self.state.excluded:
@@ -149,8 +149,8 @@ class Evaluator:
                                       timed["seconds"], tuple(timed["rounds"]),
                                       not Timing(tuple(values), repeat).settled))
         chosen = Decision(choice.implementation, dict(choice.parameters), choice.seconds)
-        self.session.write([Evaluated(interface.name, size, index, seed, point, variables, chosen, tuple(measured),
-                                      round(self.engine.slowdown, 3)), done])
+        self.program_run.write([Evaluated(interface.name, size, index, seed, point, variables, chosen,
+                                          tuple(measured), round(self.engine.slowdown, 3)), done])
 
     def confirm(self, interface: Interface, ready: list[tuple[Implementation, dict, int]], timings: list[list[float]],
                 arguments: tuple, point: dict, choice: Any) -> None:
