@@ -97,8 +97,11 @@ def _interface(library: Library, interface: ast.Interface, imports: Mapping[str,
         "outside": f"hlc_outside_{library.library.name}__{interface.name}",
         "arguments": ", ".join(arguments), "argument_names": ", ".join(arguments),
         "checks": argument_checks(interface),
-        "variables": [(var.name, to_python(var.value, spell_name=safe, spell_call=_compiled_call))
-                      for var in interface.variables],
+        # (name, value, whether a later variable reads it by name): a variable
+        # no other reads goes straight into the C state, never a Python object.
+        "variables": [(var.name, to_python(var.value, spell_name=safe, spell_call=_compiled_call),
+                       any(var.name in {n.id for n in names(later.value)} for later in interface.variables[k + 1:]))
+                      for k, var in enumerate(interface.variables)],
         "variable_dict": variable_dict,
         "variable_list": [var.name for var in interface.variables],
         "variables_use_ranks": any(n.id in ("P", "logP") for var in interface.variables for n in names(var.value)),
