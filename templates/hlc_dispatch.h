@@ -74,7 +74,8 @@ static long hlc_integer_root(hlc_objective f, long lo, long hi, void *state) {
 }
 
 #ifdef Py_PYTHON_H
-/* bitwidth() of an integer array in one pass: the bits of max - min.
+/* bitwidth() of an integer array in one pass: the bits of max - min; the
+   smallest and largest values come back too (hlc.runtime.extremes).
    Where the compiler can, the loop is built for several instruction sets
    and the loader picks this CPU's (x86 lacks 64-bit min/max before
    AVX-512, so the baseline build runs a compare per element). */
@@ -89,13 +90,16 @@ static long hlc_integer_root(hlc_objective f, long lo, long hi, void *state) {
 #  define HLC_SPAN_VECTORIZED 0
 #endif
 #define HLC_SPAN(name, type)                                              \
-HLC_CLONES static int name(const void *data, Py_ssize_t n) {             \
+HLC_CLONES static int name(const void *data, Py_ssize_t n,               \
+                           unsigned long long *low, unsigned long long *high) { \
     const type *v = (const type *)data;                                  \
     type lo = v[0], hi = v[0];                                           \
     for (Py_ssize_t i = 1; i < n; i++) {                                 \
         lo = v[i] < lo ? v[i] : lo;                                      \
         hi = v[i] > hi ? v[i] : hi;                                      \
     }                                                                    \
+    *low = (unsigned long long)lo;  /* sign-extended for signed types */ \
+    *high = (unsigned long long)hi;                                      \
     unsigned long long span = (unsigned long long)hi - (unsigned long long)lo; \
     return span ? 64 - __builtin_clzll(span) : 0;                        \
 }

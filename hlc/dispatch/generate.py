@@ -103,6 +103,9 @@ def _interface(library: Library, interface: ast.Interface, imports: Mapping[str,
                        any(var.name in {n.id for n in names(later.value)} for later in interface.variables[k + 1:]))
                       for k, var in enumerate(interface.variables)],
         "variable_dict": variable_dict,
+        # the extremes bitwidth() reads are shared with the implementation
+        # called, unless an argument is one the implementations may change
+        "shares_extremes": not any(a.mutable for a in interface.arguments),
         "variable_list": [var.name for var in interface.variables],
         "variables_use_ranks": any(n.id in ("P", "logP") for var in interface.variables for n in names(var.value)),
         "variable_names": ", ".join(var.name for var in interface.variables),

@@ -177,6 +177,7 @@ def test_explain_shows_no_band_for_a_factored_model():
 WIDTHS = """\
 library widths
 from numpy import arange
+from "probe.py" import shared_extremes, changed_extremes
 interface span(x: int[]) -> int
     n = len(x)
     width = bitwidth(x)
@@ -185,6 +186,34 @@ interface span(x: int[]) -> int
     profile
         for i in 4 .. 8 ++
         x = arange(1 << i)
+interface shared(x: int[])
+    n = len(x)
+    width = bitwidth(x)
+    impl told = shared_extremes
+        time ~ 1 + n
+    profile
+        for i in 4 .. 8 ++
+        x = arange(1 << i)
+interface changed(x: mutable int[])
+    n = len(x)
+    width = bitwidth(x)
+    impl told_changed = changed_extremes
+        time ~ 1 + n
+    profile
+        for i in 4 .. 8 ++
+        x = arange(1 << i)
+"""
+# What the implementations are told of their argument's extremes.
+PROBE = """\
+from hlc.runtime.extremes import measured
+
+
+def shared_extremes(x):
+    return measured(x)
+
+
+def changed_extremes(x):
+    return measured(x)
 """
 DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 
@@ -193,6 +222,7 @@ DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint6
 def widths(tmp_path_factory):
     folder = tmp_path_factory.mktemp("widths")
     (folder / "widths.hl").write_text(WIDTHS)
+    (folder / "probe.py").write_text(PROBE)
     hlc.build(folder / "widths.hl", out=folder / "build", quick=True)
     return hlc.load(folder / "build")
 
@@ -215,3 +245,38 @@ def test_the_module_computes_bitwidth_as_the_language_defines_it(widths, dtype, 
     elif order == "strided":
         x = np.repeat(x, 2)[::2]
     assert widths.variables_span(x)["width"] == bitwidth(x) == (high - low).bit_length()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_extremes_bitwidth_reads_are_shared_with_the_implementation_for_that_call_only(widths, dtype):
+    """From SHARED_FROM elements on, the implementation a call goes to is told
+    the smallest and largest value the dispatcher's pass found, for that
+    array object alone; not for a short array, a copy, an argument the
+    implementations may change, nor once the call is over."""
+    from hlc.runtime import extremes
+
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(7)
+    x = rng.integers(info.min, info.max, size=extremes.SHARED_FROM, dtype=dtype, endpoint=True)
+    assert widths.shared(x) == (int(x.min()), int(x.max()))
+    assert extremes.measured(x) is None  # forgotten when the call returned
+    assert widths.shared(x[: extremes.SHARED_FROM - 1]) is None  # too short to be worth it
+    if x.dtype.itemsize > 1:  # the other byte order: measured in Python, by NumPy
+        assert widths.shared(x.astype(x.dtype.newbyteorder())) is None
+    assert widths.shared(np.repeat(x, 2)[::2]) is None  # not contiguous: likewise
+    assert widths.changed(x.copy()) is None  # mutable: never shared
+    widths.choose_shared(x)
+    widths.variables_shared(x)
+    assert extremes.measured(x) is None and widths.shared(x) == (int(x.min()), int(x.max()))
+
+
+def test_what_is_shared_is_for_the_very_array():
+    from hlc.runtime import extremes
+
+    x, y = np.arange(5), np.arange(5)
+    extremes.share(x, 0, 4)
+    try:
+        assert extremes.measured(x) == (0, 4) and extremes.measured(y) is None
+    finally:
+        extremes.forget()
+    assert extremes.measured(x) is None
