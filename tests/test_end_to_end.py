@@ -1,13 +1,16 @@
 """The whole pipeline on the sort library with the default settings, as a
-user runs it: build, import, sort, explain, evaluate, report.
+user runs it: build, import, sort, explain, evaluate, report, and install
+the build with pip into a fresh virtual environment.
 
-It takes one to two minutes, so it is marked ``slow``: CI deselects it, and
+It takes a few minutes, so it is marked ``slow``: CI deselects it, and
 the quick builds of the other tests stand for it there (the same stages on
 smaller nests).  Run it with ``pytest -m slow`` or ``make test-slow``.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -44,3 +47,25 @@ def test_a_default_build_of_the_sort_library_sorts_explains_evaluates_and_report
     assert load_evaluation(tmp_path / "sort" / "evaluation.json").interfaces["sort"].summary == summary
     page = hlc.report(tmp_path / "sort")
     assert page.index.exists() and "right choices" in page.index.read_text(encoding="utf-8")
+    installed_in_a_fresh_environment(tmp_path / "sort", tmp_path / "fresh")
+
+
+def installed_in_a_fresh_environment(build: Path, venv: Path) -> None:
+    """``pip install`` hlc and then the build into a new virtual environment,
+    as a user who ships the build does, and sort there from another folder."""
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    for package in (ROOT, build):
+        install = subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(package)],
+                                 capture_output=True, text=True, timeout=900)
+        assert install.returncode == 0, install.stderr
+    check = ("import numpy, sort; keys = numpy.random.default_rng(2).integers(-5000, 5000, 30000); "
+             "assert (sort.sort(keys) == numpy.sort(keys)).all(); print(sort.choose(keys).implementation)")
+    result = subprocess.run([str(python), "-c", check], capture_output=True, text=True, timeout=300,
+                            cwd=venv)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() in sort_implementations()
+
+
+def sort_implementations() -> set[str]:
+    return {i.name for i in hlc.parse_file(ROOT / "libraries" / "sort.hl").implementations}
