@@ -68,7 +68,8 @@ Expression = Number | Name | Call | Unary | Binary
 
 @dataclass(frozen=True)
 class Binding(Node):
-    """A name given to the value of an expression."""
+    """A name given to the value of an expression: a helper (``let``), an
+    explanatory variable, or an argument the profile builds."""
 
     name: str
     value: Expression
