@@ -174,45 +174,28 @@ def test_explain_shows_no_band_for_a_factored_model():
     assert _printed_band(lines, "b") == "—"
 
 
-WIDTHS = """\
-library widths
-from numpy import arange
-from "probe.py" import shared_extremes, changed_extremes
-interface span(x: int[]) -> int
+# One interface per (signature, implementation): the same variables and profile.
+INTERFACE = """\
+interface {signature}
     n = len(x)
     width = bitwidth(x)
-    impl numpy = numpy.max
-        time ~ 1 + n
-    profile
-        for i in 4 .. 8 ++
-        x = arange(1 << i)
-interface shared(x: int[])
-    n = len(x)
-    width = bitwidth(x)
-    impl told = shared_extremes
-        time ~ 1 + n
-    profile
-        for i in 4 .. 8 ++
-        x = arange(1 << i)
-interface changed(x: mutable int[])
-    n = len(x)
-    width = bitwidth(x)
-    impl told_changed = changed_extremes
+    impl {implementation}
         time ~ 1 + n
     profile
         for i in 4 .. 8 ++
         x = arange(1 << i)
 """
+WIDTHS = "library widths\nfrom numpy import arange\nfrom \"probe.py\" import told_extremes\n" + "".join(
+    INTERFACE.format(signature=signature, implementation=implementation)
+    for signature, implementation in (("span(x: int[]) -> int", "numpy = numpy.max"),
+                                      ("shared(x: int[])", "told = told_extremes"),
+                                      ("changed(x: mutable int[])", "told_changed = told_extremes")))
 # What the implementations are told of their argument's extremes.
 PROBE = """\
 from hlc.runtime.extremes import measured
 
 
-def shared_extremes(x):
-    return measured(x)
-
-
-def changed_extremes(x):
+def told_extremes(x):
     return measured(x)
 """
 DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
