@@ -174,22 +174,27 @@ def test_explain_shows_no_band_for_a_factored_model():
     assert _printed_band(lines, "b") == "—"
 
 
-# One interface per (signature, implementation): the same variables and profile.
+# One interface per (signature, variables, implementation): the same profile.
 INTERFACE = """\
 interface {signature}
     n = len(x)
-    width = bitwidth(x)
+{variables}
     impl {implementation}
         time ~ 1 + n
     profile
         for i in 4 .. 8 ++
         x = arange(1 << i)
 """
+WIDTH = "    width = bitwidth(x)"
 WIDTHS = "library widths\nfrom numpy import arange\nfrom \"probe.py\" import told_extremes\n" + "".join(
-    INTERFACE.format(signature=signature, implementation=implementation)
-    for signature, implementation in (("span(x: int[]) -> int", "numpy = numpy.max"),
-                                      ("shared(x: int[])", "told = told_extremes"),
-                                      ("changed(x: mutable int[])", "told_changed = told_extremes")))
+    INTERFACE.format(signature=signature, variables=variables, implementation=implementation)
+    for signature, variables, implementation in (
+        ("span(x: int[]) -> int", WIDTH, "numpy = numpy.max"),
+        ("shared(x: int[])", WIDTH, "told = told_extremes"),
+        ("changed(x: mutable int[])", WIDTH, "told_changed = told_extremes"),
+        # a call that stops after bitwidth() read x: at 4096 elements, a division by zero
+        ("halting(x: int[])", WIDTH + "\n    after = 1 // (n - 4096)", "told_halting = told_extremes"),
+        ("plain(x: int[])", "", "told_plain = told_extremes")))
 # What the implementations are told of their argument's extremes.
 PROBE = """\
 from hlc.runtime.extremes import measured
@@ -263,3 +268,15 @@ def test_what_is_shared_is_for_the_very_array():
     finally:
         extremes.forget()
     assert extremes.measured(x) is None
+
+
+def test_a_call_that_stopped_halfway_shares_nothing_with_the_next(widths):
+    """bitwidth() read x, then the call failed: the next call, which reads no
+    extremes of its own, tells its implementation nothing of x."""
+    from hlc.runtime import extremes
+
+    x = np.arange(extremes.SHARED_FROM)
+    with pytest.raises(ZeroDivisionError):
+        widths.halting(x)
+    assert widths.plain(x) is None
+    assert widths.shared(x) == (0, extremes.SHARED_FROM - 1)
