@@ -12,11 +12,11 @@ evaluation and the report all read it through these classes.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from hlc.artefacts.files import ArtefactError, check_format, load_document, parse_fields, read_json, save_document
+from hlc.artefacts.files import ArtefactError, check_format, parse_fields, read_json, save_document
 
 KIND = "models"
 FORMAT = 1
@@ -130,13 +130,6 @@ class TimeModel:
         """Whether the model carries what a confidence band needs."""
         return self.status == "fitted" and bool(self.covariance) and self.quantile is not None
 
-    def coefficient(self, term: str) -> float:
-        """β of ``term``; 0.0 for a term the fit dropped."""
-        return self.coefficients.get(term, 0.0)
-
-    def with_warning(self, text: str) -> TimeModel:
-        return replace(self, warnings=(*self.warnings, text))
-
     def to_json(self) -> dict[str, Any]:
         """The entry as ``models.json`` holds it: the fields its status has."""
         data: dict[str, Any] = {"status": self.status}
@@ -224,15 +217,11 @@ class FitSettings:
         return {"relative": self.relative, "confidence": self.confidence, "discovering": self.discovering}
 
 
-#: The fingerprint's fields that describe the machine and its software (hlc.model.fingerprint.machine).
-MACHINE_FIELDS = ("cpu", "cores", "os", "python", "numpy", "cython", "mpi4py", "platform", "constants")
-
-
 @dataclass(frozen=True)
 class Fingerprint:
     """What the models are valid for: the machine, the versions, the sources' digests."""
 
-    machine: dict[str, Any] = field(default_factory=dict)  # MACHINE_FIELDS → value
+    machine: dict[str, Any] = field(default_factory=dict)  # hlc.model.fingerprint.machine(): cpu, cores, …
     quick: bool = False  # calibrated with the quick (smaller) profile
     sources: dict[str, str] = field(default_factory=dict)  # file, relative to the description → sha256
 
@@ -306,13 +295,18 @@ class Models:
         save_document(path, self.to_json())
 
 
+def _parsed(data: Any, where: Path | str) -> Models:
+    """The models in the JSON value ``data`` read from ``where``, checked."""
+    document = check_format(data, where, KIND, (FORMAT,))
+    if "implementations" not in document:
+        raise ArtefactError(f"{where}: not a models file of hlc (it has no implementations)")
+    return parse_fields(where, KIND, lambda: Models.from_json(document))
+
+
 def load(path: Path | str) -> Models:
     """The models in ``path``; an :class:`ArtefactError` naming the file if it
     is missing, damaged, not a models file, or of an unknown format."""
-    document = load_document(path, KIND, (FORMAT,))
-    if "implementations" not in document:
-        raise ArtefactError(f"{path}: not a models file of hlc (it has no implementations)")
-    return parse_fields(path, KIND, lambda: Models.from_json(document))
+    return _parsed(read_json(path), path)
 
 
 def load_if_exists(path: Path | str) -> Models | None:
@@ -333,12 +327,7 @@ def load_used(path: Path | str) -> dict[str, Models]:
     document = read_json(path)
     if not isinstance(document, dict):
         raise ArtefactError(f"{path}: not a file of used models (it holds a JSON {type(document).__name__})")
-    used = {}
-    for name, data in document.items():
-        where = f"{path} ({name})"
-        checked = check_format(data, where, KIND, (FORMAT,))
-        used[name] = parse_fields(where, KIND, lambda checked=checked: Models.from_json(checked))
-    return used
+    return {name: _parsed(data, f"{path} ({name})") for name, data in document.items()}
 
 
 def save_used(path: Path | str, used: Mapping[str, Models]) -> None:
