@@ -521,11 +521,11 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
     count's points taken by its own serving program."""
     spent = result.breakdown
     records = Samples.read(samples)
-    surveyed = {r.P for r in records.surveys}
-    for size in ranks:
-        if size not in surveyed:
-            servers[size].run({"survey": True})
-    records = Samples.read(samples)
+    unsurveyed = [size for size in ranks if size not in {r.P for r in records.surveys}]
+    for size in unsurveyed:
+        servers[size].run({"survey": True})
+    if unsurveyed:  # read again for what the surveys added
+        records = Samples.read(samples)
     grid = Grid([site for site in read_sites(records) if site.P in ranks and not site.refined])
     sites = grid.sites
     taken = measured_keys(records)
