@@ -37,7 +37,11 @@ points; an adaptive profile measures a part of it, chosen in rounds:
 
    each round spending about a fifth of what is left of the fitting budget
    (three quarters of the whole), as the models predict it, and timing at
-   each point only the candidates that may win there (``WORTH``);
+   each point only the candidates that may win there (``WORTH``), and each
+   implementation that no point within one step has timed yet, at its
+   predicted best setting: every model is then measured over its whole
+   domain, not only where it wins, and predicts there without
+   extrapolating (``covering``);
 4. once every point is measured, rounds with budget left measure the
    points whose decision is uncertain again, up to ``MOST_TAKES`` times;
 5. stop when there is nothing left to take or the fitting budget is spent;
@@ -155,6 +159,15 @@ def takes_of(records: Samples) -> dict[tuple[str, int, int], int]:
         if not r.verify:
             takes[r.interface, r.P, r.index] += 1
     return takes
+
+
+def timed_sites(records: Samples) -> dict[str, set[tuple[str, int, int]]]:
+    """The fitting points (interface, P, index) at which each implementation was timed."""
+    timed: dict[str, set[tuple[str, int, int]]] = defaultdict(set)
+    for sample in records.samples:
+        if not sample.verify:
+            timed[sample.implementation].add((sample.interface, sample.P, sample.index))
+    return timed
 
 
 class Grid:
@@ -446,6 +459,41 @@ def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float,
                     "spread": len(chosen) - uncertain_or_gaps, "boundaries": bisected}
 
 
+def covering(grid: Grid, batch: Sequence[Site], plan: Mapping[tuple, Candidates | None], judge: Judge,
+             timed: Mapping[str, set[tuple]]) -> tuple[dict[tuple, Candidates | None], int]:
+    """The plan of a round with, at each of its sites, every implementation
+    that no site within one step has timed (nor an earlier site of the
+    round), at its predicted best setting.  An implementation that cannot
+    win in a region is otherwise never timed there, and its model, fitted
+    elsewhere, extrapolates into it: one setting per neighbourhood keeps
+    every model measured over its whole domain, at little cost, as the
+    slowest candidates are timed once at most.  Returns the plan and how
+    many candidates it added."""
+    covered = {name: set(keys) for name, keys in timed.items()}
+    extended: dict[tuple, Candidates | None] = {}
+    added = 0
+    for site in batch:
+        candidates = plan[site.key]
+        if candidates is None or site.key not in grid.ranks:  # every candidate, or a point between the grid's
+            extended[site.key] = candidates
+            for name in site.settings if candidates is None else ():
+                covered.setdefault(name, set()).add(site.key)
+            continue
+        candidates = {name: list(settings) for name, settings in candidates.items()}
+        for name, settings_list in site.settings.items():
+            mine = covered.setdefault(name, set())
+            if name not in candidates and settings_list and not grid.covered(site.key, mine):
+                predicted = [(found[0], i) for i, settings in enumerate(settings_list)
+                             if (found := judge.widened(name, {**site.variables, **settings})) is not None]
+                best = min(predicted)[1] if predicted else 0
+                candidates[name] = [settings_list[best]]
+                added += 1
+            if name in candidates:
+                mine.add(site.key)
+        extended[site.key] = candidates
+    return extended, added
+
+
 def retakes(grid: Grid, takes: Mapping[tuple, int], judge: Judge, seconds: float) -> dict[tuple, Candidates]:
     """Once every point is measured: the points whose decision is uncertain
     (at the widest of WIDENINGS), measured again at the candidates that may
@@ -479,6 +527,7 @@ class Round:
     spread: int = 0  # taken to fill the nest, with room left in the round
     retaken: int = 0  # measured before, measured again: their decisions are uncertain
     boundaries: int = 0  # between the grid's points, bisecting towards a boundary
+    covering: int = 0  # implementations timed where no site near had timed them (covering)
 
 
 def default_budget(compile_seconds: float) -> float:
@@ -568,6 +617,8 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                     plan = {site.key: judge.worth_timing(site) for site in batch}
                     if affordable(judge, left):  # narrowing would only save time there is room for
                         plan = {site.key: site.settings for site in batch}
+                    else:
+                        plan, by_rule["covering"] = covering(grid, batch, plan, judge, timed_sites(records))
                     if not batch:  # every point is measured: the uncertain decisions again, in one
                         # round with all that is left (a refit between retakes changes little)
                         plan = retakes(grid, takes_of(records), judge, left)
@@ -608,14 +659,16 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
             retaken = by_rule.get("retaken", 0)
             rounds.append(Round(len(batch), by_rule["uncertain"], by_rule["gaps"],
                                 time.monotonic() - round_started, by_rule["spread"], retaken,
-                                by_rule.get("boundaries", 0)))
+                                by_rule.get("boundaries", 0), by_rule.get("covering", 0)))
             if retaken:
                 what = f"{retaken} points again, their decisions uncertain"
             else:
                 spread = f", {by_rule['spread']} spread" if by_rule["spread"] else ""
                 bisected = f", {by_rule['boundaries']} bisecting boundaries" if by_rule.get("boundaries") else ""
+                covered = (f"; {by_rule['covering']} implementations timed where none near had been"
+                           if by_rule.get("covering") else "")
                 what = (f"{len(batch)} points ({by_rule['uncertain']} uncertain{bisected}, "
-                        f"{by_rule['gaps']} in gaps{spread})")
+                        f"{by_rule['gaps']} in gaps{spread}){covered}")
             say(f"round {len(rounds)}: {what}, {time.monotonic() - round_started:.1f} s; "
                 f"{len(taken & grid.by_key.keys())} of {len(sites)} grid points measured")
             if cut:

@@ -16,6 +16,7 @@ from hlc.adaptive import (
     Grid,
     Judge,
     Site,
+    covering,
     default_budget,
     measured_keys,
     next_round,
@@ -93,6 +94,32 @@ def test_a_site_times_only_the_candidates_that_may_win_there():
     place = Site("f", 1, 0, {"n": 1}, {"n": 1.0}, {"radix": radix, "slow": [{}], "wide": [{}], "new": [{}]}, {})
     assert judge.worth_timing(place) == {"radix": [{"bpd": 3}, {"bpd": 4}, {"bpd": 5}], "wide": [{}], "new": [{}]}
     assert judge.worth_timing(place, math.inf) == place.settings
+
+
+def test_an_implementation_that_cannot_win_is_still_timed_once_in_each_neighbourhood():
+    """Covering: where no site within one step has timed an implementation,
+    a round times it at its predicted best setting, once per neighbourhood;
+    elsewhere it stays out of the plan."""
+    judge = Judge.__new__(Judge)
+    judge.widened = lambda name, environment: (abs(environment["bpd"] - 3) + 1.0, 0.0)
+    sites = [Site("f", 1, i, {"i": i}, {"i": i}, {"fast": [{}], "radix": [{"bpd": b} for b in (1, 2, 3, 4)]}, {})
+             for i in range(8)]
+    grid = Grid(sites)
+    plan = {site.key: {"fast": [{}]} for site in sites}
+    timed = {"fast": {site.key for site in sites}, "radix": {sites[7].key}}
+    batch = sites[:7]
+    extended, added = covering(grid, batch, plan, judge, timed)
+    with_radix = [site.index for site in batch if "radix" in extended[site.key]]
+    # 0 is far from 7, which timed radix; 1 neighbours 0, 3 neighbours 2, 5 neighbours 4, 6 neighbours 7
+    assert with_radix == [0, 2, 4] and added == 3
+    assert all(extended[sites[i].key]["radix"] == [{"bpd": 3}] for i in with_radix)
+    assert extended[sites[1].key] == {"fast": [{}]}
+    assert covering(grid, batch, {site.key: None for site in batch}, judge, timed) == (
+        {site.key: None for site in batch}, 0)
+    # a point between the grid's, bisecting a boundary, lies next to measured ones: its plan stays
+    between = Site("f", 1, 8, {"i": 3}, {"i": 3.5}, sites[0].settings, {}, refined=True)
+    assert covering(grid, [between], {between.key: {"fast": [{}]}}, judge, {}) == (
+        {between.key: {"fast": [{}]}}, 0)
 
 
 def test_once_every_point_is_measured_the_uncertain_decisions_are_measured_again():

@@ -183,11 +183,14 @@ class Family(Node):
 
 @dataclass(frozen=True)
 class FamilyTerm(Node):
-    """A term with a family among its factors: ``n * hinges(log2(n))``.  The
-    fitter adds ``base * member`` for the members the samples need."""
+    """A term with one or two families among its factors: ``n * hinges(log2(n))``,
+    ``n * steps(digit) * hinges(log2(n))``.  The fitter adds ``base * member``
+    for the members the samples need; a member of two families is a product
+    of one factor of each (a per-key cost that rises with n for wide digits
+    only)."""
 
-    base: Expression | None  # the other factors; None: the family alone
-    family: Family
+    base: Expression | None  # the other factors; None: the families alone
+    families: tuple[Family, ...]
 
 
 @dataclass(frozen=True)

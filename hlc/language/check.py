@@ -454,7 +454,10 @@ class Checker:
         are constants, a non-empty range advancing upward."""
         if term.base is not None:
             self.check_expression(term.base, scope)
-        family = term.family
+        for family in term.families:
+            self.check_family_knots(family, scope)
+
+    def check_family_knots(self, family: ast.Family, scope: Scope) -> None:
         self.check_expression(family.expression, scope)
         if family.knots is None:
             return

@@ -22,7 +22,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from hlc.language import ast
 from hlc.language.errors import Diagnostic, HLError, file_error, make_diagnostic, source_lines
-from hlc.language.expressions import depth, split_terms, walk
+from hlc.language.expressions import depth, split_terms, unparse, walk
 from hlc.resources import read_text
 
 
@@ -137,26 +137,40 @@ def _factors(term: ast.Expression) -> list[ast.Expression]:
     return [term]
 
 
+#: Families one term may hold: a member is a product of one factor of each.
+MOST_FAMILIES = 2
+
+
 def _family_term(term: ast.Expression) -> ast.FamilyTerm | None:
-    """The term as a base times a family, when a family is one of its factors.
-    A family anywhere else in a term has no meaning as a candidate factor."""
+    """The term as a base times one or two families, when families are among
+    its factors.  A family anywhere else in a term has no meaning as a
+    candidate factor."""
     found = [node for node in walk(term) if isinstance(node, ast.Family)]
     if not found:
         return None
     factors = _factors(term)
     direct = [f for f in factors if isinstance(f, ast.Family)]
-    if len(found) > 1 or len(direct) != 1:
-        where = found[1] if len(found) > 1 and direct else found[0]
-        raise _Problem(where.line, where.column,
-                       "a family (steps, hinges) must be a factor of a term, and a term may hold only one: "
+    misplaced = [f for f in found if not any(f is d for d in direct)]
+    if misplaced:
+        raise _Problem(misplaced[0].line, misplaced[0].column,
+                       "a family (steps, hinges) must be a factor of a term: "
                        "write 'n * hinges(log2(n))', not 'n * max(1, hinges(log2(n)))'")
+    if len(direct) > MOST_FAMILIES:
+        where = direct[MOST_FAMILIES]
+        raise _Problem(where.line, where.column,
+                       f"a term may hold at most {MOST_FAMILIES} families (each member is a product of one "
+                       f"factor of each)")
+    if len(direct) == 2 and unparse(direct[0].expression) == unparse(direct[1].expression):
+        raise _Problem(direct[1].line, direct[1].column,
+                       f"the two families of a term must be of different expressions: both are of "
+                       f"'{unparse(direct[0].expression)}'")
     base = None
     for factor in factors:
-        if factor is direct[0]:
+        if any(factor is family for family in direct):
             continue
         base = factor if base is None else ast.Binary(line=base.line, column=base.column, operator="*",
                                                        left=base, right=factor)
-    return ast.FamilyTerm(line=term.line, column=term.column, base=base, family=direct[0])
+    return ast.FamilyTerm(line=term.line, column=term.column, base=base, families=tuple(direct))
 
 
 def _integer_value(text: str) -> int:

@@ -39,8 +39,8 @@ def _model(model: ast.CostModel) -> str:
     terms = (["1"] if model.constant else []) + [unparse(t) for t in model.terms]
     text = f"{model.objective} ~ {_plural(len(terms), 'term')}: {', '.join(terms)}"
     if model.families:
-        families = [family_text(f.family) if f.base is None else f"{unparse(f.base)} * {family_text(f.family)}"
-                    for f in model.families]
+        families = [" * ".join(([unparse(f.base)] if f.base is not None else [])
+                               + [family_text(family) for family in f.families]) for f in model.families]
         text += f"; {_plural(len(families), 'family', 'families')}: {', '.join(families)}"
     return text
 

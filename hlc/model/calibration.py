@@ -132,14 +132,17 @@ def _families(predictor: Predictor, implementation: ast.Implementation, model: a
     """The model's families, valued on the samples."""
     families = []
     for term in model.families:
-        expressions = [term.family.expression] + ([term.base] if term.base is not None else [])
+        expressions = [family.expression for family in term.families] + ([term.base] if term.base is not None else [])
         values, _ = _columns(predictor, implementation, expressions, samples)
-        variable = unparse(term.family.expression)
         base = unparse(term.base) if term.base is not None else CONSTANT
         base_values = values[base] if term.base is not None else np.ones(len(samples))
-        knots = family_knots(term.family, predictor.constants) or None
-        factors = family_factors(term.family.kind, variable, values[variable], knots)
-        families.append(FamilyCandidates(base, base_values, tuple(factors), values[variable]))
+        factors, variables = [], []
+        for family in term.families:
+            variable = unparse(family.expression)
+            knots = family_knots(family, predictor.constants) or None
+            factors.append(tuple(family_factors(family.kind, variable, values[variable], knots)))
+            variables.append(values[variable])
+        families.append(FamilyCandidates(base, base_values, tuple(factors), tuple(variables)))
     return families
 
 

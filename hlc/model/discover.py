@@ -30,6 +30,7 @@ relevance test then runs on the final set (:func:`hlc.model.fit.fit`).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,8 +46,11 @@ SIZE_SPAN = 16.0
 #: An integer variable whose values span at most this many units gets a step
 #: at each value (bits, digit widths, ranks); a wider one is size-like.
 MOST_STEPS = 64
-#: A knot or step needs this many distinct values of its variable on each side.
+#: A knot of a size-like variable needs this many distinct values of it on each side.
 SIDE_VALUES = 2
+#: ... and a step of an integer variable this many: a kernel may differ at
+#: one value (one bit per digit), and the samples at that value tell it.
+STEP_SIDE_VALUES = 1
 #: Folds of the cross-validation.
 FOLDS = 5
 #: A term is added only when it lowers the cross-validated error (in log of
@@ -82,14 +86,20 @@ def factor_values(factor: Factor, variables: Mapping[str, np.ndarray]) -> np.nda
 
 @dataclass(frozen=True)
 class FamilyCandidates:
-    """A family the description writes (``n * hinges(log2(n))``): its base
-    term's text and values, and its factor at each knot.  Its members are
-    offered whether or not automatic discovery runs."""
+    """A term of the description with one or two families
+    (``n * hinges(log2(n))``, ``n * steps(digit) * hinges(log2(n))``): its
+    base term's text and values, and per family its factor at each knot and
+    its expression's values.  Its members, the base times a factor of each
+    family, are offered whether or not automatic discovery runs."""
 
     base: str  # the text of the base term, "1" for none
     base_values: np.ndarray
-    factors: tuple[Factor, ...]
-    values: np.ndarray  # the family's expression on the samples
+    factors: tuple[tuple[Factor, ...], ...]  # per family, its factors
+    values: tuple[np.ndarray, ...]  # per family, its expression on the samples
+
+    @property
+    def members(self) -> list[tuple[Factor, ...]]:
+        return list(itertools.product(*self.factors))
 
 
 def family_factors(kind: str, variable: str, values: np.ndarray, knots: Sequence[float] | None) -> list[Factor]:
@@ -100,10 +110,12 @@ def family_factors(kind: str, variable: str, values: np.ndarray, knots: Sequence
     if knots:
         return [Factor(shape, variable, float(k), False) for k in knots]
     distinct = np.unique(np.asarray(values, dtype=float))
-    if distinct.size < 2 * SIDE_VALUES:
+    if distinct.size < 2 * STEP_SIDE_VALUES:
         return []
     if np.all(distinct == np.round(distinct)) and distinct[-1] - distinct[0] <= MOST_STEPS:
-        chosen = distinct[SIDE_VALUES:distinct.size - SIDE_VALUES + 1]
+        chosen = distinct[STEP_SIDE_VALUES:distinct.size - STEP_SIDE_VALUES + 1]
+    elif distinct.size < 2 * SIDE_VALUES:
+        return []
     else:
         chosen = np.array(_size_knots(distinct))
     return [Factor(shape, variable, float(k), False) for k in chosen]
@@ -123,19 +135,19 @@ class Discovery:
 def factors_of(variables: Mapping[str, np.ndarray], integers: Sequence[str] = ()) -> list[Factor]:
     """Every factor the samples can tell: steps of the integer variables of
     a narrow range (named in ``integers``, or found integral) at each value
-    with SIDE_VALUES values on each side, and steps and hinges of the
+    with STEP_SIDE_VALUES values on each side, and steps and hinges of the
     size-like variables at knots every KNOT_STEP octaves, as well supported."""
     found: list[Factor] = []
     for name, values in variables.items():
         x = np.asarray(values, dtype=float)
         distinct = np.unique(x)
-        if distinct.size < 2 * SIDE_VALUES:
+        if distinct.size < 2 * STEP_SIDE_VALUES:
             continue
         integral = name in integers or bool(np.all(distinct == np.round(distinct)))
         if integral and distinct[-1] - distinct[0] <= MOST_STEPS:  # a digit width, a key width, ranks
-            for knot in distinct[SIDE_VALUES:distinct.size - SIDE_VALUES + 1]:
+            for knot in distinct[STEP_SIDE_VALUES:distinct.size - STEP_SIDE_VALUES + 1]:
                 found.append(Factor("step", name, float(knot), False))
-        elif np.all(x > 0) and distinct[-1] >= SIZE_SPAN * distinct[0]:  # sizes: knots in octaves
+        elif distinct.size >= 2 * SIDE_VALUES and np.all(x > 0) and distinct[-1] >= SIZE_SPAN * distinct[0]:
             for knot in _size_knots(np.unique(np.log2(distinct))):
                 found.append(Factor("step", name, knot, True))
                 found.append(Factor("hinge", name, knot, True))
@@ -293,9 +305,10 @@ class _Search:
         self.members: list[Discovered] = []
         for family in families:
             self.bases.setdefault(family.base, np.asarray(family.base_values, dtype=float))
-            for factor in family.factors:
-                self.values.setdefault(factor, factor_values(factor, {factor.variable: family.values}))
-                self.members.append(Discovered(family.base, (factor,)))
+            for factors, values in zip(family.factors, family.values, strict=True):
+                for factor in factors:
+                    self.values.setdefault(factor, factor_values(factor, {factor.variable: values}))
+            self.members += [Discovered(family.base, member) for member in family.members]
         count = len(self.written)
         some = times.size >= (MIN_SAMPLES if not self.members else FAMILY_SAMPLES)
         self.limit = most if most is not None else max(0, min(3 * count + 6, times.size // 5 - count)) * some

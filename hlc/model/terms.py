@@ -51,7 +51,8 @@ def model_terms(model: ast.CostModel, discovered: Sequence[Discovered] = ()) -> 
     if discovered:
         written = {unparse(f.base): f.base for f in model.families if f.base is not None}
         written.update({unparse(term): term for term in terms})
-        expressions = {unparse(f.family.expression): f.family.expression for f in model.families}
+        expressions = {unparse(family.expression): family.expression
+                       for f in model.families for family in f.families}
         terms += [discovered_expression(written, term, expressions) for term in discovered]
     return terms
 

@@ -42,8 +42,9 @@ def synthetic_models(library: hlc.Library, rng: random.Random, negative: float =
                 # a member of each family, as the fitter would add it
                 discovered = tuple(
                     Discovered(unparse(f.base) if f.base is not None else "1",
-                               (Factor("hinge" if f.family.kind == "hinges" else "step", unparse(f.family.expression),
-                                       rng.choice(family_knots(f.family, constants) or [4, 9]), False),))
+                               tuple(Factor("hinge" if family.kind == "hinges" else "step", unparse(family.expression),
+                                            rng.choice(family_knots(family, constants) or [4, 9]), False)
+                                     for family in f.families))
                     for f in model.families)
                 terms = ["1"] + [unparse(t) for t in model_terms(model, discovered)]
                 kept = [t for t in terms if rng.random() < 0.85] or ["1"]

@@ -37,7 +37,7 @@ def model():
 def test_a_family_is_a_factor_of_a_term_that_the_fitter_expands():
     _, time = model()
     assert [unparse(t) for t in time.terms] == ["n * iter"]  # the families are not written terms
-    assert [(unparse(f.base) if f.base else None, family_text(f.family)) for f in time.families] == [
+    assert [(unparse(f.base) if f.base else None, family_text(f.families[0])) for f in time.families] == [
         ("n * iter", "steps(bpd)"),
         ("n", "hinges(log2(n) at log2(cache_l1) - 3 .. 24 += 0.5)"),
         (None, "hinges(width at 4 .. 8 *= 2)")]
@@ -46,7 +46,7 @@ def test_a_family_is_a_factor_of_a_term_that_the_fitter_expands():
 def test_knots_advance_as_a_loop_does_and_may_read_machine_constants():
     library, time = model()
     constants = constant_values(library)
-    steps, hinges, doubling = (f.family for f in time.families)
+    steps, hinges, doubling = (f.families[0] for f in time.families)
     assert family_knots(steps, constants) == []  # no 'at': the fitter takes the knots from the samples
     first = np.log2(machine_constants()["cache_l1"]) - 3
     knots = family_knots(hinges, constants)
@@ -92,13 +92,46 @@ def test_a_family_s_members_are_offered_without_automatic_discovery():
     times = (1e-6 + n * 1e-9 * (1 + 0.6 * (logn >= 15))) * (1 + rng.normal(0, 0.02, n.size))
     written = {"1": np.ones_like(n), "n": n}
     factors = family_factors("steps", "log2(n)", logn, [10, 12, 15, 18])
-    family = FamilyCandidates("n", n, tuple(factors), logn)
+    family = FamilyCandidates("n", n, (tuple(factors),), (logn,))
     found = discover(written, times, {"n": n}, families=[family], automatic=False)
     assert [t.text for t in found.terms] == ["n * (log2(n) >= 15)"]
     # without the family and without automatic discovery, nothing is offered
     assert discover(written, times, {"n": n}, automatic=False).terms == []
     # knots from the samples: at every value an integer expression takes, with support on each side
-    assert [f.knot for f in family_factors("steps", "bpd", np.arange(1, 17.0), None)] == list(range(3, 16))
+    assert [f.knot for f in family_factors("steps", "bpd", np.arange(1, 17.0), None)] == list(range(2, 17))
+
+
+def test_a_term_with_two_families_offers_their_products():
+    """A per-key cost that rises beyond 2^16 keys for digits of 11 bits or
+    more only: neither family alone can say so; their product can, and the
+    fitter finds the member at the step and the knot the costs have."""
+    rng = np.random.default_rng(2)
+    logn, digit = np.meshgrid(np.arange(40, 89) / 4, np.arange(1, 17), indexing="ij")
+    logn, digit = logn.ravel(), digit.ravel().astype(float)
+    n = np.floor(2**logn)
+    times = (2e-6 + n * 1e-9 + n * 4e-10 * (digit >= 11) * np.maximum(0, logn - 16)) \
+        * (1 + rng.normal(0, 0.02, n.size))
+    written = {"1": np.ones_like(n), "n": n}
+    steps = tuple(family_factors("steps", "digit", digit, None))
+    hinges = tuple(family_factors("hinges", "log2(n)", logn, [12, 14, 16, 18]))
+    product = FamilyCandidates("n", n, (steps, hinges), (digit, logn))
+    assert len(product.members) == len(steps) * len(hinges)
+    found = discover(written, times, {"n": n}, families=[product], automatic=False)
+    assert [t.text for t in found.terms] == ["n * (digit >= 11) * max(0, log2(n) - 16)"]
+    alone = discover(written, times, {"n": n}, automatic=False,
+                     families=[FamilyCandidates("n", n, (steps,), (digit,)),
+                               FamilyCandidates("n", n, (hinges,), (logn,))])
+    assert alone.error_after > found.error_after + 0.01
+
+
+def test_a_two_family_term_parses_into_its_base_and_families():
+    library = parse_syntax(DESCRIPTION.replace("+ hinges(width at 4 .. 8 *= 2)",
+                                               "+ n * iter * steps(bpd) * hinges(log2(n))"), "demo.hl")
+    time = library.interfaces[0].implementations[0].model("time")
+    last = time.families[-1]
+    assert unparse(last.base) == "n * iter" and [family_text(f) for f in last.families] == \
+        ["steps(bpd)", "hinges(log2(n))"]
+    assert "n * iter * steps(bpd) * hinges(log2(n))" in describe(library)
 
 
 def test_a_family_member_reads_in_words():

@@ -872,7 +872,7 @@ MALFORMED = [
             for i in 4 .. 10 ++
             keys = random_keys(1 << i, 8, seed)
         """, 6, 27, "a family (steps, hinges) must be a factor of a term"),
-    case("two-families-in-one-term", """\
+    case("two-families-of-one-expression", """\
         library demo
         from "sort/support.py" import random_keys
         interface sort(keys: int[])
@@ -882,7 +882,19 @@ MALFORMED = [
           profile
             for i in 4 .. 10 ++
             keys = random_keys(1 << i, 8, seed)
-        """, 6, 31, "a term may hold only one"),
+        """, 6, 31, "the two families of a term must be of different expressions: both are of 'n'"),
+    case("three-families-in-one-term", """\
+        library demo
+        from "sort/support.py" import random_keys
+        interface sort(keys: int[])
+          n = len(keys)
+          width = bitwidth(keys)
+          impl numpy = numpy.sort
+            time ~ 1 + n * steps(width) * hinges(log2(n)) * steps(n)
+          profile
+            for i in 4 .. 10 ++
+            keys = random_keys(1 << i, 8, seed)
+        """, 7, 53, "a term may hold at most 2 families"),
     case("family-in-a-precondition", """\
         library demo
         from "sort/support.py" import random_keys
