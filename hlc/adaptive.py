@@ -15,6 +15,9 @@ points; an adaptive profile measures a part of it, chosen in rounds:
 3. then, round after round, fit the samples so far (searching the terms
    again whenever the points have doubled, else refitting the
    coefficients of the terms found last) and add
+   * the points measured before whose decision is uncertain between
+     alternatives one of which was never timed there (the models of that
+     round thought it could not win), at those alternatives only;
    * the points whose decision is uncertain: the two fastest predicted
      alternatives (implementations, and a parameterized implementation at
      each setting the dispatcher chooses among) lie within each other's
@@ -37,11 +40,11 @@ points; an adaptive profile measures a part of it, chosen in rounds:
 
    each round spending about a fifth of what is left of the fitting budget
    (three quarters of the whole), as the models predict it, and timing at
-   each point only the candidates that may win there (``WORTH``), and each
-   implementation that no point within one step has timed yet, at its
-   predicted best setting: every model is then measured over its whole
+   each point only the candidates that may win there (``WORTH``), and the
+   settings of each implementation that no point within one step has
+   timed near (``covering``): every model is then measured over its whole
    domain, not only where it wins, and predicts there without
-   extrapolating (``covering``);
+   extrapolating;
 4. once every point is measured, rounds with budget left measure the
    points whose decision is uncertain again, up to ``MOST_TAKES`` times;
 5. stop when there is nothing left to take or the fitting budget is spent;
@@ -112,6 +115,9 @@ WORTH = 2.0
 MOST_TAKES = 3
 #: The share of a round that the midpoints of measured boundaries may fill, with the uncertain decisions.
 BISECTING_SHARE = 0.75
+#: Covering: each neighbourhood of sites times an implementation at
+#: settings this many places apart at most in its list of settings.
+SETTING_REACH = 2
 #: Timings of one candidate's block, each as long as a call or the clock's minimum.
 TIMINGS = 4  # k = 3, plus a cold one or a retake now and then
 
@@ -161,12 +167,17 @@ def takes_of(records: Samples) -> dict[tuple[str, int, int], int]:
     return takes
 
 
-def timed_sites(records: Samples) -> dict[str, set[tuple[str, int, int]]]:
-    """The fitting points (interface, P, index) at which each implementation was timed."""
-    timed: dict[str, set[tuple[str, int, int]]] = defaultdict(set)
+def timed_settings(records: Samples, grid: Grid) -> dict[str, dict[tuple, set[int]]]:
+    """Per implementation, the grid's sites at which it was timed, and there
+    the positions of the settings timed in the site's list of them."""
+    timed: dict[str, dict[tuple, set[int]]] = defaultdict(lambda: defaultdict(set))
     for sample in records.samples:
-        if not sample.verify:
-            timed[sample.implementation].add((sample.interface, sample.P, sample.index))
+        key = (sample.interface, sample.P, sample.index)
+        if sample.verify or key not in grid.by_key:
+            continue
+        settings = grid.by_key[key].settings.get(sample.implementation, [])
+        if sample.parameters in settings:
+            timed[sample.implementation][key].add(settings.index(sample.parameters))
     return timed
 
 
@@ -183,6 +194,7 @@ class Grid:
         self.groups: dict[tuple[str, int], list[tuple]] = defaultdict(list)
         for site in self.sites:
             self.groups[site.interface, site.P].append(site.key)
+        self._neighbours: dict[tuple, list[tuple]] = {}
         self.ranks: dict[tuple, tuple[int, ...]] = {}  # steps along each loop
         self.places: dict[tuple, tuple[float, ...]] = {}  # the same, scaled to 0 .. 1
         for keys in self.groups.values():
@@ -203,10 +215,16 @@ class Grid:
 
     def covered(self, key: tuple, taken: set[tuple]) -> bool:
         """Whether a taken site lies within one step of ``key`` along every loop."""
-        mine = self.ranks[key]
-        return any(other in taken and max((abs(a - b) for a, b in zip(mine, self.ranks[other], strict=True)),
-                                          default=0) <= 1
-                   for other in self.group(key))
+        return any(other in taken for other in self.neighbours(key))
+
+    def neighbours(self, key: tuple) -> list[tuple]:
+        """The sites within one step of ``key`` along every loop, itself included."""
+        if key not in self._neighbours:
+            mine = self.ranks[key]
+            self._neighbours[key] = [other for other in self.group(key)
+                                     if max((abs(a - b) for a, b in zip(mine, self.ranks[other], strict=True)),
+                                            default=0) <= 1]
+        return self._neighbours[key]
 
     def farthest_first(self, taken: set[tuple], count: int, frugal: bool = False) -> list[Site]:
         """Greedy maximin: up to ``count`` untaken sites, each the farthest from
@@ -459,39 +477,80 @@ def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float,
                     "spread": len(chosen) - uncertain_or_gaps, "boundaries": bisected}
 
 
-def covering(grid: Grid, batch: Sequence[Site], plan: Mapping[tuple, Candidates | None], judge: Judge,
-             timed: Mapping[str, set[tuple]]) -> tuple[dict[tuple, Candidates | None], int]:
-    """The plan of a round with, at each of its sites, every implementation
-    that no site within one step has timed (nor an earlier site of the
-    round), at its predicted best setting.  An implementation that cannot
-    win in a region is otherwise never timed there, and its model, fitted
-    elsewhere, extrapolates into it: one setting per neighbourhood keeps
-    every model measured over its whole domain, at little cost, as the
-    slowest candidates are timed once at most.  Returns the plan and how
-    many candidates it added."""
-    covered = {name: set(keys) for name, keys in timed.items()}
+def covering(grid: Grid, batch: Sequence[Site], plan: Mapping[tuple, Candidates | None],
+             timed: Mapping[str, Mapping[tuple, set[int]]]) -> tuple[dict[tuple, Candidates | None], int]:
+    """The plan of a round with, at each of its grid sites, the settings of
+    each implementation that nothing timed near: no site within one step
+    (the round's earlier sites included) timed a setting within
+    SETTING_REACH places of it in the site's list of settings, or the
+    setting itself for the first and the last of the list.  ``timed``:
+    per implementation, the positions of the settings timed at each site.
+
+    An implementation, or a setting, that cannot win in a region is
+    otherwise never timed there, and its model, fitted elsewhere,
+    extrapolates into it: a radix sort of 2^21 keys one bit per digit was
+    predicted 30% fast, its slowdown at that size fitted on wide digits
+    only.  Each neighbourhood times it once, at settings SETTING_REACH apart
+    at most, so every model is measured over its whole domain.  Returns
+    the plan and how many candidates it added."""
+    covered = {name: {key: set(positions) for key, positions in sites.items()} for name, sites in timed.items()}
     extended: dict[tuple, Candidates | None] = {}
     added = 0
     for site in batch:
         candidates = plan[site.key]
-        if candidates is None or site.key not in grid.ranks:  # every candidate, or a point between the grid's
+        if site.key not in grid.ranks:  # a point between the grid's, bisecting a boundary: next to measured ones
             extended[site.key] = candidates
-            for name in site.settings if candidates is None else ():
-                covered.setdefault(name, set()).add(site.key)
             continue
-        candidates = {name: list(settings) for name, settings in candidates.items()}
+        chosen = {name: list(settings) for name, settings in (site.settings if candidates is None
+                                                               else candidates).items()}
         for name, settings_list in site.settings.items():
-            mine = covered.setdefault(name, set())
-            if name not in candidates and settings_list and not grid.covered(site.key, mine):
-                predicted = [(found[0], i) for i, settings in enumerate(settings_list)
-                             if (found := judge.widened(name, {**site.variables, **settings})) is not None]
-                best = min(predicted)[1] if predicted else 0
-                candidates[name] = [settings_list[best]]
-                added += 1
-            if name in candidates:
-                mine.add(site.key)
-        extended[site.key] = candidates
+            mine = covered.setdefault(name, {})
+            near = {p for other in grid.neighbours(site.key) for p in mine.get(other, ())}
+            positions = {i for i, settings in enumerate(settings_list) if settings in chosen.get(name, ())}
+            last = len(settings_list) - 1
+            for i in range(len(settings_list)):
+                reach = 0 if i in (0, last) else SETTING_REACH  # the ends, where a model extrapolates furthest
+                if all(abs(i - p) > reach for p in near | positions):
+                    positions.add(i if reach == 0 else min(i + reach, last))  # covering the most not yet covered
+                    added += 1
+            if positions:
+                chosen[name] = [settings_list[i] for i in sorted(positions)]
+                mine.setdefault(site.key, set()).update(positions)
+        extended[site.key] = None if candidates is None else chosen
     return extended, added
+
+
+def untimed_rivals(grid: Grid, taken: set[tuple], judge: Judge, timed: Mapping[str, Mapping[tuple, set[int]]],
+                   seconds: float) -> dict[tuple, Candidates]:
+    """Measured sites whose decision is uncertain between alternatives of
+    which one or both were never timed there, with those alternatives, most
+    uncertain first, within about ``seconds``.  A site is measured once, at
+    the candidates the models of that round thought might win; models fitted
+    later may find a candidate left out then to be a rival of the fastest,
+    and the decision there then rests on a prediction alone.  ``timed``: as
+    for :func:`covering`."""
+    scored = []
+    for site in grid.sites:
+        if site.key not in taken or (uncertainty := judge.uncertainty(site)) <= 0:
+            continue
+        missing: Candidates = {}
+        for alternative in judge.alternatives(site)[:2]:
+            settings_list = site.settings.get(alternative.implementation, [])
+            if alternative.settings in settings_list and settings_list.index(alternative.settings) \
+                    not in timed.get(alternative.implementation, {}).get(site.key, ()):
+                missing.setdefault(alternative.implementation, []).append(alternative.settings)
+        if missing:
+            scored.append((uncertainty, site, missing))
+    scored.sort(key=lambda entry: (-entry[0], grid.order[entry[1].key]))
+    chosen: dict[tuple, Candidates] = {}
+    spent = 0.0
+    for _, site, missing in scored:
+        cost = judge.cost(site, missing)
+        if chosen and spent + cost > seconds:
+            continue
+        chosen[site.key] = missing
+        spent += cost
+    return chosen
 
 
 def retakes(grid: Grid, takes: Mapping[tuple, int], judge: Judge, seconds: float) -> dict[tuple, Candidates]:
@@ -527,7 +586,8 @@ class Round:
     spread: int = 0  # taken to fill the nest, with room left in the round
     retaken: int = 0  # measured before, measured again: their decisions are uncertain
     boundaries: int = 0  # between the grid's points, bisecting towards a boundary
-    covering: int = 0  # implementations timed where no site near had timed them (covering)
+    covering: int = 0  # settings timed where no site near had timed them (covering)
+    rivals: int = 0  # measured points taken again, at uncertain rivals never timed there (untimed_rivals)
 
 
 def default_budget(compile_seconds: float) -> float:
@@ -612,13 +672,20 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                 records, bisecting = midpoints(records)
                 with spent.spending("planning"):
                     judge = Judge(library, models, used_models, values)
-                    batch, by_rule = next_round(grid, taken, judge, min(max(ROUND_SHARE * left, overhead), left),
-                                                bisecting)
+                    timed = timed_settings(records, grid)
+                    seconds = min(max(ROUND_SHARE * left, overhead), left)
+                    rivals = untimed_rivals(grid, taken, judge, timed, seconds / 2)
+                    seconds -= sum(judge.cost(grid.by_key[key], candidates) for key, candidates in rivals.items())
+                    batch, by_rule = next_round(grid, taken, judge, max(seconds, 0.0), bisecting)
                     plan = {site.key: judge.worth_timing(site) for site in batch}
                     if affordable(judge, left):  # narrowing would only save time there is room for
                         plan = {site.key: site.settings for site in batch}
                     else:
-                        plan, by_rule["covering"] = covering(grid, batch, plan, judge, timed_sites(records))
+                        plan, by_rule["covering"] = covering(grid, batch, plan, timed)
+                    if rivals:  # measured before: only the rivals never timed there
+                        batch = [grid.by_key[key] for key in rivals] + batch
+                        plan.update(rivals)
+                        by_rule["rivals"] = len(rivals)
                     if not batch:  # every point is measured: the uncertain decisions again, in one
                         # round with all that is left (a refit between retakes changes little)
                         plan = retakes(grid, takes_of(records), judge, left)
@@ -659,21 +726,25 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
             retaken = by_rule.get("retaken", 0)
             rounds.append(Round(len(batch), by_rule["uncertain"], by_rule["gaps"],
                                 time.monotonic() - round_started, by_rule["spread"], retaken,
-                                by_rule.get("boundaries", 0), by_rule.get("covering", 0)))
+                                by_rule.get("boundaries", 0), by_rule.get("covering", 0),
+                                by_rule.get("rivals", 0)))
             if retaken:
                 what = f"{retaken} points again, their decisions uncertain"
             else:
                 spread = f", {by_rule['spread']} spread" if by_rule["spread"] else ""
                 bisected = f", {by_rule['boundaries']} bisecting boundaries" if by_rule.get("boundaries") else ""
-                covered = (f"; {by_rule['covering']} implementations timed where none near had been"
+                covered = (f"; {by_rule['covering']} settings timed where none near had been"
                            if by_rule.get("covering") else "")
+                covered += (f"; {by_rule['rivals']} measured points again, at rivals never timed there"
+                            if by_rule.get("rivals") else "")
                 what = (f"{len(batch)} points ({by_rule['uncertain']} uncertain{bisected}, "
                         f"{by_rule['gaps']} in gaps{spread}){covered}")
             say(f"round {len(rounds)}: {what}, {time.monotonic() - round_started:.1f} s; "
                 f"{len(taken & grid.by_key.keys())} of {len(sites)} grid points measured")
             if cut:
                 return True
-            if taken == before and not retaken:  # nothing measured: the same round again would be no better
+            # nothing measured: the same round again would be no better
+            if taken == before and not retaken and not by_rule.get("rivals"):
                 say("a round measured nothing: stopping")
                 return False
 

@@ -23,6 +23,7 @@ from hlc.adaptive import (
     profile_adaptively,
     read_sites,
     retakes,
+    untimed_rivals,
 )
 from hlc.artefacts.models import TimeModel
 from hlc.model.calibration import Samples, calibrate
@@ -96,30 +97,52 @@ def test_a_site_times_only_the_candidates_that_may_win_there():
     assert judge.worth_timing(place, math.inf) == place.settings
 
 
-def test_an_implementation_that_cannot_win_is_still_timed_once_in_each_neighbourhood():
-    """Covering: where no site within one step has timed an implementation,
-    a round times it at its predicted best setting, once per neighbourhood;
-    elsewhere it stays out of the plan."""
-    judge = Judge.__new__(Judge)
-    judge.widened = lambda name, environment: (abs(environment["bpd"] - 3) + 1.0, 0.0)
-    sites = [Site("f", 1, i, {"i": i}, {"i": i}, {"fast": [{}], "radix": [{"bpd": b} for b in (1, 2, 3, 4)]}, {})
-             for i in range(8)]
+def test_settings_that_cannot_win_are_still_timed_once_in_each_neighbourhood():
+    """Covering: where no site within one step has timed an implementation
+    at a setting within SETTING_REACH places, a round times it there, at
+    settings that cover the list with the fewest; elsewhere the plan stays."""
+    reach = adaptive_profile.SETTING_REACH
+    radix = [{"bpd": b} for b in range(1, 11)]
+    sites = [Site("f", 1, i, {"i": i}, {"i": i}, {"fast": [{}], "radix": radix}, {}) for i in range(8)]
     grid = Grid(sites)
     plan = {site.key: {"fast": [{}]} for site in sites}
-    timed = {"fast": {site.key for site in sites}, "radix": {sites[7].key}}
+    timed = {"fast": {site.key: {0} for site in sites}, "radix": {sites[7].key: set(range(10))}}
     batch = sites[:7]
-    extended, added = covering(grid, batch, plan, judge, timed)
+    extended, added = covering(grid, batch, plan, timed)
     with_radix = [site.index for site in batch if "radix" in extended[site.key]]
     # 0 is far from 7, which timed radix; 1 neighbours 0, 3 neighbours 2, 5 neighbours 4, 6 neighbours 7
-    assert with_radix == [0, 2, 4] and added == 3
-    assert all(extended[sites[i].key]["radix"] == [{"bpd": 3}] for i in with_radix)
+    assert with_radix == [0, 2, 4]
+    # both ends of the ten settings, and each other within `reach` places of one taken: positions 0, 5 and 9
+    assert extended[sites[0].key]["radix"] == [radix[i] for i in (0, 2 * reach + 1, 9)] and added == 9
     assert extended[sites[1].key] == {"fast": [{}]}
-    assert covering(grid, batch, {site.key: None for site in batch}, judge, timed) == (
-        {site.key: None for site in batch}, 0)
+    # a site that times a setting already covers the settings near it
+    near = {sites[0].key: {"fast": [{}], "radix": [radix[4]]}}
+    assert covering(grid, sites[:1], near, timed)[0][sites[0].key]["radix"] == [radix[i] for i in (0, 4, 9)]
+    # a site whose every candidate is timed adds nothing, and covers its neighbours
+    everything = {site.key: None for site in batch}
+    assert covering(grid, batch, everything, timed) == (everything, 0)
     # a point between the grid's, bisecting a boundary, lies next to measured ones: its plan stays
     between = Site("f", 1, 8, {"i": 3}, {"i": 3.5}, sites[0].settings, {}, refined=True)
-    assert covering(grid, [between], {between.key: {"fast": [{}]}}, judge, {}) == (
-        {between.key: {"fast": [{}]}}, 0)
+    assert covering(grid, [between], {between.key: {"fast": [{}]}}, {}) == ({between.key: {"fast": [{}]}}, 0)
+
+
+def test_a_measured_point_is_taken_again_when_a_rival_never_timed_there_turns_uncertain():
+    """Untimed rivals: a site measured at the candidates an early round thought
+    could win, whose decision the later models find uncertain between an
+    alternative timed there and one that was not, is measured again at the
+    one that was not; a clear decision, a decision between timed rivals and
+    a site not measured yet are left alone."""
+    gaps = {0: 0.1, 1: 0.1, 2: 5.0, 3: 0.1}  # how far the second alternative lies behind the first
+    judge = Judge.__new__(Judge)
+    judge.entries = {name: TimeModel("fitted", mre=1.0) for name in ("a", "b")}
+    judge.implementations = {"a": None, "b": None}
+    judge.worth, judge.ranked = {}, {}
+    judge.predicted = lambda name, environment: (1.0 if name == "a" else 1.0 + gaps[environment["i"]], 0.5)
+    sites = [Site("f", 1, i, {"i": i}, {"i": i}, {"a": [{}], "b": [{}]}, {"a": [{}], "b": [{}]}) for i in range(4)]
+    grid = Grid(sites)
+    timed = {"a": {site.key: {0} for site in sites[:3]}, "b": {sites[1].key: {0}}}
+    taken = {site.key for site in sites[:3]}
+    assert untimed_rivals(grid, taken, judge, timed, math.inf) == {sites[0].key: {"b": [{}]}}
 
 
 def test_once_every_point_is_measured_the_uncertain_decisions_are_measured_again():
