@@ -4,6 +4,11 @@ discovery, as a build fits it) and its choices are replayed against every
 alternative the stored exhaustive evaluations timed.  Nothing is timed.
 
     python benchmarks/sort_descriptions.py
+    python benchmarks/sort_descriptions.py --samples build/sort/samples.jsonl EVALUATION.json ...
+
+The second form judges this machine's build: its samples, and the
+exhaustive evaluations of it (`hlc evaluate build/sort --params exhaustive
+--json E.json`, one per seed).
 
 Before: tests/data/sort/before.hl, one machine's cache steps placed by hand
 (42 terms for the radix sort).  After: libraries/sort.hl, the algorithm's
@@ -12,6 +17,7 @@ terms (at most 8 per implementation) and families.
 
 from __future__ import annotations
 
+import argparse
 import tempfile
 import time
 from pathlib import Path
@@ -50,8 +56,14 @@ def figures(models: Models, evaluation: Path) -> dict[str, float]:
 
 
 def main() -> None:
-    samples = Samples.read(DATA / "samples.jsonl")
-    evaluations = sorted(DATA.glob("evaluation-*.json"))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--samples", type=Path, default=DATA / "samples.jsonl",
+                        help="the samples both descriptions are fitted to (a build's samples.jsonl)")
+    parser.add_argument("evaluations", nargs="*", type=Path,
+                        help="exhaustive evaluations to replay (default: the stored ones beside the samples)")
+    options = parser.parse_args()
+    samples = Samples.read(options.samples)
+    evaluations = options.evaluations or sorted(DATA.glob("evaluation-*.json"))
     rows = {}
     for label, description in DESCRIPTIONS.items():
         started = time.perf_counter()
@@ -66,7 +78,8 @@ def main() -> None:
         print(f"{name:<16} {cells[0]:>14} {cells[1]:>14}")
     print(f"{'fit seconds':<16} {rows['before'][1]:>14.1f} {rows['after'][1]:>14.1f}")
     for evaluation in evaluations:
-        print(f"\nchoices at one rank against {evaluation.relative_to(ROOT)} (replayed, nothing timed)")
+        shown = evaluation.relative_to(ROOT) if evaluation.is_relative_to(ROOT) else evaluation
+        print(f"\nchoices at one rank against {shown} (replayed, nothing timed)")
         print(f"{'':<8} {'points':>6} {'right':>7} {'expected':>9} {'worst':>7} {'digit optimal':>14}")
         for label in DESCRIPTIONS:
             f = figures(rows[label][0], evaluation)
