@@ -116,8 +116,10 @@ MOST_TAKES = 3
 #: The share of a round that the midpoints of measured boundaries may fill, with the uncertain decisions.
 BISECTING_SHARE = 0.75
 #: Covering: each neighbourhood of sites times an implementation at
-#: settings this many places apart at most in its list of settings.
+#: settings this many places apart at most in its list of settings ...
 SETTING_REACH = 2
+#: ... adding at most this share of the round's predicted seconds to it.
+COVERING_SHARE = 0.5
 #: Timings of one candidate's block, each as long as a call or the clock's minimum.
 TIMINGS = 4  # k = 3, plus a cold one or a retake now and then
 
@@ -478,7 +480,8 @@ def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float,
 
 
 def covering(grid: Grid, batch: Sequence[Site], plan: Mapping[tuple, Candidates | None],
-             timed: Mapping[str, Mapping[tuple, set[int]]]) -> tuple[dict[tuple, Candidates | None], int]:
+             timed: Mapping[str, Mapping[tuple, set[int]]], cost: Callable[[Site, Candidates], float] | None = None,
+             seconds: float = math.inf) -> tuple[dict[tuple, Candidates | None], int]:
     """The plan of a round with, at each of its grid sites, the settings of
     each implementation that nothing timed near: no site within one step
     (the round's earlier sites included) timed a setting within
@@ -491,11 +494,15 @@ def covering(grid: Grid, batch: Sequence[Site], plan: Mapping[tuple, Candidates 
     extrapolates into it: a radix sort of 2^21 keys one bit per digit was
     predicted 30% fast, its slowdown at that size fitted on wide digits
     only.  Each neighbourhood times it once, at settings SETTING_REACH apart
-    at most, so every model is measured over its whole domain.  Returns
-    the plan and how many candidates it added."""
+    at most, so every model is measured over its whole domain.  With
+    ``cost`` (the predicted seconds of timing candidates at a site), what
+    it adds stays within about ``seconds``, the batch's sites first in
+    order: a round's own choices come first.  Returns the plan and how
+    many candidates it added."""
     covered = {name: {key: set(positions) for key, positions in sites.items()} for name, sites in timed.items()}
     extended: dict[tuple, Candidates | None] = {}
     added = 0
+    spent = 0.0
     for site in batch:
         candidates = plan[site.key]
         if site.key not in grid.ranks:  # a point between the grid's, bisecting a boundary: next to measured ones
@@ -507,12 +514,19 @@ def covering(grid: Grid, batch: Sequence[Site], plan: Mapping[tuple, Candidates 
             mine = covered.setdefault(name, {})
             near = {p for other in grid.neighbours(site.key) for p in mine.get(other, ())}
             positions = {i for i, settings in enumerate(settings_list) if settings in chosen.get(name, ())}
+            new: set[int] = set()
             last = len(settings_list) - 1
             for i in range(len(settings_list)):
                 reach = 0 if i in (0, last) else SETTING_REACH  # the ends, where a model extrapolates furthest
-                if all(abs(i - p) > reach for p in near | positions):
-                    positions.add(i if reach == 0 else min(i + reach, last))  # covering the most not yet covered
-                    added += 1
+                if all(abs(i - p) > reach for p in near | positions | new):
+                    new.add(i if reach == 0 else min(i + reach, last))  # covering the most not yet covered
+            if new and cost is not None:
+                extra = cost(site, {name: [settings_list[i] for i in sorted(new)]})
+                if spent + extra > seconds:  # left for a later round, when the budget may allow it
+                    new = set()
+                spent += extra if new else 0.0
+            added += len(new)
+            positions |= new
             if positions:
                 chosen[name] = [settings_list[i] for i in sorted(positions)]
                 mine.setdefault(site.key, set()).update(positions)
@@ -681,7 +695,8 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                     if affordable(judge, left):  # narrowing would only save time there is room for
                         plan = {site.key: site.settings for site in batch}
                     else:
-                        plan, by_rule["covering"] = covering(grid, batch, plan, timed)
+                        plan, by_rule["covering"] = covering(grid, batch, plan, timed, judge.cost,
+                                                             COVERING_SHARE * seconds)
                     if rivals:  # measured before: only the rivals never timed there
                         batch = [grid.by_key[key] for key in rivals] + batch
                         plan.update(rivals)

@@ -118,6 +118,9 @@ def test_settings_that_cannot_win_are_still_timed_once_in_each_neighbourhood():
     # a site that times a setting already covers the settings near it
     near = {sites[0].key: {"fast": [{}], "radix": [radix[4]]}}
     assert covering(grid, sites[:1], near, timed)[0][sites[0].key]["radix"] == [radix[i] for i in (0, 4, 9)]
+    # with a cost, what covering adds stays within the seconds given: the first site's settings only
+    capped, count = covering(grid, batch, plan, timed, lambda site, candidates: 1.0, 1.5)
+    assert [site.index for site in batch if "radix" in capped[site.key]] == [0] and count == 3
     # a site whose every candidate is timed adds nothing, and covers its neighbours
     everything = {site.key: None for site in batch}
     assert covering(grid, batch, everything, timed) == (everything, 0)
