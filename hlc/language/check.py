@@ -12,6 +12,7 @@ name is instead of just "undefined".
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 from hlc.language import ast
 from hlc.language.errors import Diagnostic, HLError, make_diagnostic
 from hlc.language.expressions import EvaluationError, calls, evaluate, names, unparse, walk
-from hlc.language.families import MOST_KNOTS, family_knots
+from hlc.language.families import MOST_KNOTS, MOST_MEMBERS, family_knots
 from hlc.language.functions import ARGUMENT, BUILTINS, GLOBALS, MATH
 from hlc.language.machine import MACHINE_CONSTANTS
 from hlc.language.nest import NestError, constant_values, count_points, is_integer, relevant_loops
@@ -454,25 +455,29 @@ class Checker:
         are constants, a non-empty range advancing upward."""
         if term.base is not None:
             self.check_expression(term.base, scope)
-        for family in term.families:
-            self.check_family_knots(family, scope)
+        counts = [self.check_family_knots(family, scope) for family in term.families]
+        if len(counts) > 1 and all(counts) and math.prod(counts) > MOST_MEMBERS:
+            self.error(term, f"the families of this term offer {math.prod(counts)} products of their knots; at "
+                             f"most {MOST_MEMBERS} are offered to the fitter")
 
-    def check_family_knots(self, family: ast.Family, scope: Scope) -> None:
+    def check_family_knots(self, family: ast.Family, scope: Scope) -> int | None:
+        """Check one family; the number of its written knots (None: the samples place them, or an error)."""
         self.check_expression(family.expression, scope)
         if family.knots is None:
-            return
+            return None
         try:
             knots = family_knots(family, self.constants)
         except (EvaluationError, ValueError) as error:
             self.error(family.knots, f"the knots of {family.kind}() must be constants (library constants and "
                                      f"machine constants): {error}")
-            return
+            return None
         if not knots:
             self.error(family.knots, f"{family.kind}() has no knots: {unparse(family.knots.low)} .. "
                                      f"{unparse(family.knots.high)} is empty")
         elif len(knots) > MOST_KNOTS:
             self.error(family.knots, f"{family.kind}() has {len(knots)} knots; at most {MOST_KNOTS} are offered "
                                      f"to the fitter")
+        return len(knots) or None
 
     def check_optimization(self, implementation: ast.Implementation, optimization: ast.Optimization,
                            context: dict[str, str], scope_names: dict[str, str],

@@ -17,6 +17,8 @@ from hlc.language.expressions import evaluate
 
 #: Knots one family may offer: more is a grid to search, not a family.
 MOST_KNOTS = 256
+#: Members a term with two families may offer (the products of their knots).
+MOST_MEMBERS = 4096
 FAMILY_KINDS = ("steps", "hinges")
 
 

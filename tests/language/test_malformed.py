@@ -883,6 +883,18 @@ MALFORMED = [
             for i in 4 .. 10 ++
             keys = random_keys(1 << i, 8, seed)
         """, 6, 31, "the two families of a term must be of different expressions: both are of 'n'"),
+    case("two-families-with-too-many-products", """\
+        library demo
+        from "sort/support.py" import random_keys
+        interface sort(keys: int[])
+          n = len(keys)
+          width = bitwidth(keys)
+          impl numpy = numpy.sort
+            time ~ 1 + n * steps(width at 1 .. 100) * hinges(log2(n) at 1 .. 21 += 0.25)
+          profile
+            for i in 4 .. 10 ++
+            keys = random_keys(1 << i, 8, seed)
+        """, 7, 16, "the families of this term offer 8100 products of their knots; at most 4096"),
     case("three-families-in-one-term", """\
         library demo
         from "sort/support.py" import random_keys
