@@ -556,13 +556,19 @@ def untimed_rivals(grid: Grid, taken: set[tuple], judge: Judge, timed: Mapping[s
         if missing:
             scored.append((uncertainty, site, missing))
     scored.sort(key=lambda entry: (-entry[0], grid.order[entry[1].key]))
+    return within_seconds([(site, missing) for _, site, missing in scored], judge, seconds)
+
+
+def within_seconds(ranked: Sequence[tuple[Site, Candidates]], judge: Judge, seconds: float) -> dict[tuple, Candidates]:
+    """The ``ranked`` sites with their candidates, in order, each that still
+    fits in about ``seconds`` of predicted profiling (the first always does)."""
     chosen: dict[tuple, Candidates] = {}
     spent = 0.0
-    for _, site, missing in scored:
-        cost = judge.cost(site, missing)
+    for site, candidates in ranked:
+        cost = judge.cost(site, candidates)
         if chosen and spent + cost > seconds:
             continue
-        chosen[site.key] = missing
+        chosen[site.key] = candidates
         spent += cost
     return chosen
 
@@ -578,15 +584,7 @@ def retakes(grid: Grid, takes: Mapping[tuple, int], judge: Judge, seconds: float
               if 0 < takes.get(site.key, 0) < MOST_TAKES]
     scored = [entry for entry in scored if entry[1] > 0]
     scored.sort(key=lambda e: (-e[0], takes[e[2].key], -e[1], grid.order[e[2].key]))
-    chosen: dict[tuple, Candidates] = {}
-    spent = 0.0
-    for _, _, site in scored:
-        cost = judge.cost(site)
-        if chosen and spent + cost > seconds:
-            continue
-        chosen[site.key] = judge.worth_timing(site)
-        spent += cost
-    return chosen
+    return within_seconds([(site, judge.worth_timing(site)) for _, _, site in scored], judge, seconds)
 
 
 @dataclass
