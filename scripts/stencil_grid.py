@@ -57,7 +57,8 @@ ROOT = Path(__file__).resolve().parent.parent
 TOLERANCE = 0.03
 #: The share of trials whose extra rows and columns must be right.
 REQUIRED = 0.95
-#: The extra rows (columns) each sweep times, besides the chosen value and its neighbours.
+#: The extra rows (columns) each sweep times, besides the chosen value and its neighbours:
+#: from the bottom to the top of the parameters' range in stencil.hl (0 .. 64).
 LADDER = (0, 1, 2, 4, 8, 16, 32, 64)
 #: A timed block repeats the call until it lasts this long (one call of a small grid is short).
 SHORTEST_BLOCK = 0.004
@@ -115,9 +116,11 @@ def effective(extra: int, interior: int, parts: int) -> int:
 
 
 def sweep(chosen: int, interior: int, parts: int) -> list[int]:
-    """The distinct extra values a sweep times: the ladder, the choice and its neighbours."""
+    """The distinct extra values a sweep times: the ladder, the choice and its
+    neighbours within the parameter's range (a value the dispatcher may not
+    choose is no rival)."""
     values = set(LADDER) | {chosen - 1, chosen, chosen + 1}
-    return sorted({effective(v, interior, parts) for v in values if v >= 0})
+    return sorted({effective(v, interior, parts) for v in values if LADDER[0] <= v <= LADDER[-1]})
 
 
 def draw_point(rng: random.Random, least: int, largest: int, fewest: int, most: int) -> tuple[int, int, int]:
@@ -329,6 +332,21 @@ def strips_gain(summary: dict[str, Any], found: dict[str, dict]) -> str:
     return line
 
 
+def machine() -> dict[str, Any]:
+    """The processor, its core count and caches: the machine constants a
+    description may use, and the processor's name from /proc/cpuinfo."""
+    import platform
+
+    from hlc.language.machine import machine_constants
+
+    name = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        name = next((line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+                     if line.startswith("model name")), name)
+    return {"processor": name, **machine_constants()}
+
+
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     options.add_argument("--procs", type=int, default=9, help="ranks of the process grid (default 9: 3 × 3)")
@@ -349,7 +367,9 @@ def main() -> None:
     if (os.cpu_count() or 1) < options.procs:
         print(f"warning: {os.cpu_count()} cores for {options.procs} ranks: the timings share cores", flush=True)
     options.out.mkdir(parents=True, exist_ok=True)
-    summary: dict[str, Any] = {"procs": options.procs, "trials": options.trials, "seed": options.seed}
+    summary: dict[str, Any] = {"procs": options.procs, "trials": options.trials, "seed": options.seed,
+                               "machine": machine()}
+    print(f"machine: {summary['machine']['processor']}, {summary['machine']['cores']} cores", flush=True)
     lines = []
     maps: dict[str, dict] = {}
     for platform in options.platforms.split(","):
