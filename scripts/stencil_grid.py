@@ -20,9 +20,10 @@ and ``HLC_PLATFORM=lan``):
    so that an edge block has room for extra cells), it times the three
    layouts and the blocks at extra rows and columns around the chosen ones
    (a sweep of each with the other held at its choice), round after round in
-   a shuffled order, and judges the choice as ``hlc evaluate`` does: right
-   when within 3% of the fastest, by the median over rounds of the paired
-   ratios.
+   a shuffled order.  These survey rounds name the fastest blocks and the
+   fastest layout; then the choice and those rivals are timed again side by
+   side, and the choice is right when, by the median over these confirming
+   rounds of the paired ratios, it is within 3% of its rival.
 
 It prints, per platform, the builds' times, the layouts' shares, the trials,
 and last whether the chosen extra rows and columns were measured-optimal
@@ -61,10 +62,9 @@ REQUIRED = 0.95
 #: from the bottom to the top of the parameters' range in stencil.hl (0 .. 64).
 LADDER = (0, 1, 2, 4, 8, 16, 32, 64)
 #: A timed block repeats the call until it lasts this long (one call of a small grid is short).
-SHORTEST_BLOCK = 0.004
-#: Candidates within this fraction of the fastest are timed CONFIRM_ROUNDS more rounds (hlc evaluate's rule).
-CLOSE = 0.10
-CONFIRM_ROUNDS = 6
+SHORTEST_BLOCK = 0.01
+#: The rounds that time the chosen candidates against the fastest of the survey, side by side.
+CONFIRM_ROUNDS = 8
 #: The iteration counts at which the layouts' shares are read.
 SHARE_ITERATIONS = (1, 4, 16, 64)
 LAYOUTS = ("uniprocessor", "strips", "blocks")
@@ -73,12 +73,15 @@ LAYOUTS = ("uniprocessor", "strips", "blocks")
 # ---- building and reading the builds -----------------------------------------------
 
 
-def build(description: str, out: Path, procs: int, platform: str, budget: float | None) -> dict[str, Any]:
+def build(description: str, out: Path, procs: int, platform: str, budget: float | None,
+          grid: bool = False) -> dict[str, Any]:
     """Build one library on a platform; its wall time and measuring share."""
     command = [sys.executable, "-m", "hlc", "build", str(ROOT / "libraries" / description),
                "--procs", f"1,{procs}", "--out", str(out)]
     if budget is not None:
         command += ["--budget", f"{budget:g}"]
+    if grid:
+        command.append("--grid")
     started = time.monotonic()
     subprocess.run(command, check=True, env={**os.environ, "HLC_PLATFORM": platform})
     wall = time.monotonic() - started
@@ -166,8 +169,9 @@ def trials(folder: Path, count: int, rounds: int, seed: int, least: int, out: Pa
                                                                    extra_rows=r, extra_cols=c)
             chosen_blocks = f"blocks({rows},{cols})"
             dispatched = chosen_blocks if choice.implementation == "blocks" else choice.implementation
-            timings = _time(team, candidates, rounds, random.Random(f"{seed}/{trial}"), [chosen_blocks, dispatched])
-            line = _judge(timings, chosen_blocks, dispatched)
+            timings, rivals = _time(team, candidates, rounds, random.Random(f"{seed}/{trial}"),
+                                    [chosen_blocks, dispatched])
+            line = _judge(timings, rivals, chosen_blocks, dispatched, rounds)
             lines.write(json.dumps({"trial": trial, "height": height, "width": width, "iters": iterations,
                                     "chosen": choice.implementation, "extra_rows": rows, "extra_cols": cols,
                                     **line, "seconds": {k: statistics.median(v.values())
@@ -191,12 +195,18 @@ def _domain(folder: Path) -> dict[str, tuple[float, float]]:
 
 
 def _time(team: Any, candidates: dict[str, Any], rounds: int, rng: random.Random,
-          chosen: list[str]) -> dict[str, dict[int, float]]:
-    """Seconds per call of each candidate in each round (the slowest rank's),
-    the candidates in a new shuffled order every round; then CONFIRM_ROUNDS
-    more rounds of the contenders of the ``chosen`` candidates.
-    Each candidate is called once untimed first, and a timed block repeats a
-    short call until it lasts SHORTEST_BLOCK."""
+          chosen: list[str]) -> tuple[dict[str, dict[int, float]], dict[str, str]]:
+    """Seconds per call of each candidate in each round (the slowest rank's).
+
+    First ``rounds`` survey rounds time every candidate, in a new shuffled
+    order each round; they name the rivals: the fastest blocks and the fastest
+    of everything.  Then CONFIRM_ROUNDS rounds time only the chosen candidates
+    and those rivals, side by side, and the verdict comes from these alone.
+    The fastest of many noisy candidates is mostly one timed at a lucky
+    moment: judged on the rounds that picked it, it would look faster than it
+    is, and a right choice would be judged wrong.  Each candidate is called
+    once untimed first, and a timed block repeats a short call until it
+    lasts SHORTEST_BLOCK."""
     import numpy as np
 
     names = list(candidates)
@@ -226,46 +236,41 @@ def _time(team: Any, candidates: dict[str, Any], rounds: int, rng: random.Random
                 found[name][round_] = float(seconds)
 
     time_rounds(names, rounds, 0)
-    # The reduced timings are the same on every rank, and so are the contenders.
-    time_rounds(sorted(contenders(found, chosen)), CONFIRM_ROUNDS, rounds)
-    return found
+    # The reduced timings are the same on every rank, and so are the rivals.
+    rivals = {"blocks": fastest(found, [name for name in names if name.startswith("blocks(")]),
+              "all": fastest(found, names)}
+    time_rounds(sorted(set(chosen) | set(rivals.values())), CONFIRM_ROUNDS, rounds)
+    return found, rivals
 
 
-def ratio(timings: dict[str, dict[int, float]], a: str, b: str) -> float:
-    """t_a / t_b: the median over the rounds that timed both of their ratio in that round."""
+def fastest(timings: dict[str, dict[int, float]], names: list[str]) -> str:
+    """The candidate of ``names`` with the least median time over the survey rounds."""
+    return min(names, key=lambda name: statistics.median(timings[name].values()))
+
+
+def ratio(timings: dict[str, dict[int, float]], a: str, b: str, rounds: range | None = None) -> float:
+    """t_a / t_b: the median over the rounds that timed both (of ``rounds``, when
+    given) of their ratio in that round."""
     shared = timings[a].keys() & timings[b].keys()
+    if rounds is not None:
+        shared &= set(rounds)
     return statistics.median(timings[a][r] / timings[b][r] for r in shared)
 
 
-def contenders(timings: dict[str, dict[int, float]], chosen: list[str]) -> set[str]:
-    """What the confirming rounds time again: the chosen candidates, those
-    within CLOSE of the fastest (of all, and of the blocks), and those faster
-    than a chosen one round by round.  The fastest of many noisy candidates
-    tends to be one timed at a lucky moment; timed again side by side, the
-    verdict is about the candidates rather than the noise."""
-    medians = {name: statistics.median(values.values()) for name, values in timings.items()}
-    found = set(chosen)
-    for group in (list(medians), [name for name in medians if name.startswith("blocks(")]):
-        fastest = min(medians[name] for name in group)
-        found.update(name for name in group if medians[name] <= (1 + CLOSE) * fastest)
-    for name in chosen:
-        found.update(other for other in timings if ratio(timings, name, other) > 1)
-    return found
-
-
-def _judge(timings: dict[str, dict[int, float]], chosen_blocks: str, dispatched: str) -> dict[str, Any]:
-    """Paired-ratio judgement of the extra cells (among the blocks timed) and of
-    the layout (among everything timed)."""
-    blocks = [name for name in timings if name.startswith("blocks(")]
-    best_blocks = max(blocks, key=lambda name: ratio(timings, chosen_blocks, name))
-    fastest = max(timings, key=lambda name: ratio(timings, dispatched, name))
-    extras_penalty = ratio(timings, chosen_blocks, best_blocks) - 1
-    layout_penalty = ratio(timings, dispatched, fastest) - 1
-    return {"best_blocks": best_blocks, "extras_penalty": round(extras_penalty, 4),
+def _judge(timings: dict[str, dict[int, float]], rivals: dict[str, str], chosen_blocks: str, dispatched: str,
+           survey: int) -> dict[str, Any]:
+    """The extra cells against the fastest blocks, and the layout against the
+    fastest of everything, each by the median paired ratio over the
+    confirming rounds (those after the ``survey`` rounds that named the rivals)."""
+    confirming = range(survey, survey + CONFIRM_ROUNDS)
+    extras_penalty = max(ratio(timings, chosen_blocks, rivals["blocks"], confirming) - 1, 0.0)
+    layout_penalty = max(ratio(timings, dispatched, rivals["all"], confirming) - 1, 0.0)
+    return {"best_blocks": rivals["blocks"], "extras_penalty": round(extras_penalty, 4),
             "extras_right": extras_penalty <= TOLERANCE,
-            "extras_gain": round(ratio(timings, "blocks(0,0)", best_blocks) - 1, 4) if "blocks(0,0)" in timings
-            else None,
-            "fastest": fastest, "layout_penalty": round(layout_penalty, 4), "layout_right": layout_penalty <= TOLERANCE}
+            "extras_gain": round(ratio(timings, "blocks(0,0)", rivals["blocks"], range(survey)) - 1, 4)
+            if "blocks(0,0)" in timings else None,
+            "fastest": rivals["all"], "layout_penalty": round(layout_penalty, 4),
+            "layout_right": layout_penalty <= TOLERANCE}
 
 
 # ---- the experiment -----------------------------------------------------------------
@@ -354,6 +359,9 @@ def main() -> None:
     options.add_argument("--out", type=Path, default=ROOT / "build" / "stencil-grid")
     options.add_argument("--budget", type=float, default=None, help="each build's profiling budget (hlc's default)")
     options.add_argument("--runtime-budget", type=float, default=None, help="the runtime's builds' (default: --budget)")
+    options.add_argument("--runtime-grid", action="store_true",
+                         help="build the runtime from a random part of its grid rather than adaptively, so that "
+                              "every primitive gets its share of the budget")
     options.add_argument("--trials", type=int, default=20)
     options.add_argument("--rounds", type=int, default=5, help="timing rounds per trial")
     options.add_argument("--seed", type=int, default=1)
@@ -375,7 +383,8 @@ def main() -> None:
     for platform in options.platforms.split(","):
         base = options.out / platform
         runtime_budget = options.budget if options.runtime_budget is None else options.runtime_budget
-        builds = {"runtime": build("runtime.hl", base / "runtime", options.procs, platform, runtime_budget),
+        builds = {"runtime": build("runtime.hl", base / "runtime", options.procs, platform, runtime_budget,
+                                   options.runtime_grid),
                   "stencil": build("stencil.hl", base / "stencil", options.procs, platform, options.budget)}
         found = shares(base / "stencil", options.procs, options.out / f"stencil-map-{platform}-P{options.procs}.png")
         started = time.monotonic()
