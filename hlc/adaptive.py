@@ -102,6 +102,10 @@ LEAST_ROUND_SHARE = 4.0
 WIDENINGS = (2.0, 4.0)
 #: The fitter searches the terms again when the measured points have grown by this factor.
 REDISCOVER = 2.0
+#: A round's search cross-validates this many candidates a step, fewer than the
+#: final fit's (hlc.model.discover.SHORTLIST): its models only say where to
+#: measure next, and its seconds are not spent measuring.
+ROUND_SHORTLIST = 6
 #: After the start, a site's candidate is timed only where it may lie within
 #: this factor of the fastest predicted alternative there (its band's lower
 #: edge), or next to its own predicted best setting: the settings that cannot
@@ -676,7 +680,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                     # between, a round refits the coefficients of the terms found last.
                     search = searched is None or len(taken) >= REDISCOVER * searched[0]
                     models = calibrate(library, records, models_of=models_of,
-                                       terms_of=None if search else searched[1])
+                                       terms_of=None if search else searched[1], shortlist=ROUND_SHORTLIST)
                     if search:
                         searched = (len(taken), models)
                 # Outside the planning account: surveying new midpoints is the

@@ -28,7 +28,7 @@ from hlc.language import ast
 from hlc.language.expressions import EvaluationError, calls, evaluate, unparse
 from hlc.language.families import family_knots
 from hlc.language.parse import parse_file
-from hlc.model.discover import FamilyCandidates, discover, family_factors
+from hlc.model.discover import SHORTLIST, FamilyCandidates, discover, family_factors
 from hlc.model.fingerprint import fingerprint
 from hlc.model.fit import CONSTANT, Fit, FitError, RankWarning, aliased_text, fit, mean_relative_error
 from hlc.model.predict import ModelUnavailable, Predictor, term_values
@@ -148,7 +148,7 @@ def _families(predictor: Predictor, implementation: ast.Implementation, model: a
 
 def _discovered(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
                 columns: dict[str, np.ndarray], times: np.ndarray, samples: list[Sample],
-                relative: bool, automatic: bool) -> tuple[Discovered, ...]:
+                relative: bool, automatic: bool, shortlist: int = SHORTLIST) -> tuple[Discovered, ...]:
     """The terms discovery adds to the written ones (hlc.model.discover):
     members of the model's families, and with
     ``automatic`` steps and hinges of the interface's variables, the
@@ -165,14 +165,14 @@ def _discovered(predictor: Predictor, implementation: ast.Implementation, model:
     written = ({CONSTANT: np.ones_like(times)} if model.constant else {}) | columns
     found = discover(written, times, variables, integers=[p.name for p in implementation.parameters],
                      relative=relative, families=_families(predictor, implementation, model, samples),
-                     automatic=automatic)
+                     automatic=automatic, shortlist=shortlist)
     return tuple(found.terms)
 
 
 def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
              fitting: list[Sample], verification: list[Sample], relative: bool,
              confidence: float, tolerance: float = HOST_TOLERANCE, discovering: bool = True,
-             discovered: tuple[Discovered, ...] | None = None) -> TimeModel:
+             discovered: tuple[Discovered, ...] | None = None, shortlist: int = SHORTLIST) -> TimeModel:
     fitting, verification, disturbed = _steady(fitting, verification, tolerance)
     counts = {"samples": len(fitting), "verification_samples": len(verification),
               "noisy_samples": sum(1 for s in fitting + verification if s.noisy),
@@ -187,7 +187,7 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
     columns, times = _columns(predictor, implementation, list(model.terms), fitting)
     if discovered is None:
         discovered = (_discovered(predictor, implementation, model, columns, times, fitting, relative,
-                                  discovering) if discovering or model.families else ())
+                                  discovering, shortlist) if discovering or model.families else ())
     terms = model_terms(model, discovered)
     columns, times = _columns(predictor, implementation, terms, fitting)
     with warnings.catch_warnings(record=True) as caught:
@@ -222,13 +222,15 @@ def used_predictors(library: ast.Library, models_of: Mapping[str, Path]) -> dict
 
 def calibrate(library: ast.Library, samples: Samples, *, relative: bool = True, confidence: float = 0.95,
               models_of: Mapping[str, Path] | None = None, quick: bool = False,
-              discovering: bool = True, terms_of: Models | None = None) -> Models:
+              discovering: bool = True, terms_of: Models | None = None, shortlist: int = SHORTLIST) -> Models:
     """Fit and verify every implementation: the models artefact.
     With ``discovering``, the fitter adds the steps and hinges the samples
     show to the written terms (hlc.model.discover).  ``terms_of``: earlier
     models whose discovered terms are kept instead of searched again, for an
     implementation they fitted (a refit of the coefficients only, a fraction
     of a search's time: what an adaptive profile's rounds need).
+    ``shortlist``: the candidates the search cross-validates at each step
+    (hlc.model.discover.SHORTLIST; fewer for a quicker, narrower search).
 
     The fitter's matrices are small (samples × terms): BLAS threads gain
     nothing on them and, on a busy host, wait for each other — a QR of
@@ -236,12 +238,12 @@ def calibrate(library: ast.Library, samples: Samples, *, relative: bool = True, 
     one.  The fit runs with one."""
     with threadpool_limits(limits=1, user_api="blas"):
         return _calibrate(library, samples, relative=relative, confidence=confidence, models_of=models_of,
-                          quick=quick, discovering=discovering, terms_of=terms_of)
+                          quick=quick, discovering=discovering, terms_of=terms_of, shortlist=shortlist)
 
 
 def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confidence: float,
                models_of: Mapping[str, Path] | None, quick: bool, discovering: bool,
-               terms_of: Models | None) -> Models:
+               terms_of: Models | None, shortlist: int = SHORTLIST) -> Models:
     times: dict[str, TimeModel] = {}  # the predictor's, filled in as the models are fitted
     predictor = Predictor(library, times, used_predictors(library, models_of or {}))
     excluded = {(f.interface, f.implementation): f for f in samples.failures}
@@ -262,7 +264,8 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
             previous = terms_of.time(implementation.name) if terms_of else None
             entry = _fit_one(predictor, implementation, model, fitting, verification, relative, confidence,
                              _host_tolerance(samples), discovering,
-                             previous.discovered if previous and previous.status == "fitted" else None)
+                             previous.discovered if previous and previous.status == "fitted" else None,
+                             shortlist)
         except (FitError, EvaluationError, ModelUnavailable) as error:
             times[implementation.name] = TimeModel("unfitted", cause=str(error))
             continue

@@ -254,19 +254,21 @@ def _clearly_better(new: np.ndarray, old: np.ndarray) -> bool:
 
 def discover(written: Mapping[str, np.ndarray], times: np.ndarray, variables: Mapping[str, np.ndarray], *,
              integers: Sequence[str] = (), relative: bool = True, most: int | None = None,
-             families: Sequence[FamilyCandidates] = (), automatic: bool = True) -> Discovery:
+             families: Sequence[FamilyCandidates] = (), automatic: bool = True,
+             shortlist: int = SHORTLIST) -> Discovery:
     """Terms to add to the ``written`` terms (text → values, the constant as
     "1" when the model has one) so that they predict ``times`` better, found
     from the ``variables`` (name → values) of the same samples, and among the
     members of the ``families`` the description writes.  Without
-    ``automatic``, only family members are candidates.
+    ``automatic``, only family members are candidates.  ``shortlist``: the
+    candidates cross-validated at each step (SHORTLIST; fewer search faster).
 
     The search runs from the best first term, then again from each of the
-    next SHORTLIST - 1 (a greedy first choice can be a hinge between two
+    next ``shortlist`` - 1 (a greedy first choice can be a hinge between two
     steps that later terms cannot undo); another start's result replaces the
     first only when it is clearly better (:func:`_clearly_better`)."""
     search = _Search(written, np.asarray(times, dtype=float), variables if automatic else {}, integers, relative,
-                     most, families)
+                     most, families, shortlist)
     result = Discovery(error_before=search.error_of([]))
     if not written or not (search.factors or search.members) or search.limit == 0:
         return result
@@ -274,7 +276,7 @@ def discover(written: Mapping[str, np.ndarray], times: np.ndarray, variables: Ma
     result.candidates = len(firsts)
     found = search.run([])
     errors = search.errors_of(found)
-    for first, _ in firsts[1:SHORTLIST]:
+    for first, _ in firsts[1:shortlist]:
         other = search.run([first])
         other_errors = search.errors_of(other)
         if _clearly_better(other_errors, errors):
@@ -292,7 +294,8 @@ class _Search:
 
     def __init__(self, written: Mapping[str, np.ndarray], times: np.ndarray, variables: Mapping[str, np.ndarray],
                  integers: Sequence[str], relative: bool, most: int | None,
-                 families: Sequence[FamilyCandidates] = ()):
+                 families: Sequence[FamilyCandidates] = (), shortlist: int = SHORTLIST):
+        self.shortlist = shortlist
         self.written = {name: np.asarray(values, dtype=float) for name, values in written.items()}
         self.times = times
         self.weights = times / times.mean() if relative else np.ones_like(times)
@@ -381,12 +384,12 @@ class _Search:
         return self.refine(found)
 
     def forward(self, found: list[Discovered]) -> list[Discovered]:
-        """Add the best of the SHORTLIST candidates that explain the most
+        """Add the best of the ``shortlist`` candidates that explain the most
         residual while it is clearly better (:func:`_clearly_better`)."""
         errors = self.errors_of(found)
         while len(found) < self.limit:
             best = None
-            for term, _ in self.ranked(found)[:SHORTLIST]:
+            for term, _ in self.ranked(found)[:self.shortlist]:
                 trial = self.errors_of([*found, term])
                 if best is None or np.mean(trial) < np.mean(best[0]):
                     best = (trial, term)
@@ -403,7 +406,7 @@ class _Search:
         error = self.error_of(found)
         for k in [k for _ in range(2) for k in range(len(found))]:
             others = found[:k] + found[k + 1:]
-            found, error = self.replaced(found, k, [term for term, _ in self.ranked(others)[:SHORTLIST]], error)
+            found, error = self.replaced(found, k, [term for term, _ in self.ranked(others)[:self.shortlist]], error)
         return found
 
     def replaced(self, found: list[Discovered], k: int, candidates: Sequence[Discovered], error: float,
