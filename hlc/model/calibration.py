@@ -28,7 +28,7 @@ from hlc.language import ast
 from hlc.language.expressions import EvaluationError, calls, evaluate, unparse
 from hlc.language.families import family_knots
 from hlc.language.parse import parse_file
-from hlc.model.discover import SHORTLIST, FamilyCandidates, discover, family_factors
+from hlc.model.discover import FamilyCandidates, discover, family_factors
 from hlc.model.fingerprint import fingerprint
 from hlc.model.fit import CONSTANT, Fit, FitError, RankWarning, aliased_text, fit, mean_relative_error
 from hlc.model.predict import ModelUnavailable, Predictor, term_values
@@ -148,7 +148,7 @@ def _families(predictor: Predictor, implementation: ast.Implementation, model: a
 
 def _discovered(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
                 columns: dict[str, np.ndarray], times: np.ndarray, samples: list[Sample],
-                relative: bool, automatic: bool, shortlist: int = SHORTLIST) -> tuple[Discovered, ...]:
+                relative: bool, automatic: bool, shortlist: int | None = None) -> tuple[Discovered, ...]:
     """The terms discovery adds to the written ones (hlc.model.discover):
     members of the model's families, and with
     ``automatic`` steps and hinges of the interface's variables, the
@@ -172,7 +172,7 @@ def _discovered(predictor: Predictor, implementation: ast.Implementation, model:
 def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
              fitting: list[Sample], verification: list[Sample], relative: bool,
              confidence: float, tolerance: float = HOST_TOLERANCE, discovering: bool = True,
-             discovered: tuple[Discovered, ...] | None = None, shortlist: int = SHORTLIST) -> TimeModel:
+             discovered: tuple[Discovered, ...] | None = None, shortlist: int | None = None) -> TimeModel:
     fitting, verification, disturbed = _steady(fitting, verification, tolerance)
     counts = {"samples": len(fitting), "verification_samples": len(verification),
               "noisy_samples": sum(1 for s in fitting + verification if s.noisy),
@@ -222,7 +222,7 @@ def used_predictors(library: ast.Library, models_of: Mapping[str, Path]) -> dict
 
 def calibrate(library: ast.Library, samples: Samples, *, relative: bool = True, confidence: float = 0.95,
               models_of: Mapping[str, Path] | None = None, quick: bool = False,
-              discovering: bool = True, terms_of: Models | None = None, shortlist: int = SHORTLIST) -> Models:
+              discovering: bool = True, terms_of: Models | None = None, shortlist: int | None = None) -> Models:
     """Fit and verify every implementation: the models artefact.
     With ``discovering``, the fitter adds the steps and hinges the samples
     show to the written terms (hlc.model.discover).  ``terms_of``: earlier
@@ -243,7 +243,7 @@ def calibrate(library: ast.Library, samples: Samples, *, relative: bool = True, 
 
 def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confidence: float,
                models_of: Mapping[str, Path] | None, quick: bool, discovering: bool,
-               terms_of: Models | None, shortlist: int = SHORTLIST) -> Models:
+               terms_of: Models | None, shortlist: int | None = None) -> Models:
     times: dict[str, TimeModel] = {}  # the predictor's, filled in as the models are fitted
     predictor = Predictor(library, times, used_predictors(library, models_of or {}))
     excluded = {(f.interface, f.implementation): f for f in samples.failures}

@@ -255,18 +255,19 @@ def _clearly_better(new: np.ndarray, old: np.ndarray) -> bool:
 def discover(written: Mapping[str, np.ndarray], times: np.ndarray, variables: Mapping[str, np.ndarray], *,
              integers: Sequence[str] = (), relative: bool = True, most: int | None = None,
              families: Sequence[FamilyCandidates] = (), automatic: bool = True,
-             shortlist: int = SHORTLIST) -> Discovery:
+             shortlist: int | None = None) -> Discovery:
     """Terms to add to the ``written`` terms (text → values, the constant as
     "1" when the model has one) so that they predict ``times`` better, found
     from the ``variables`` (name → values) of the same samples, and among the
     members of the ``families`` the description writes.  Without
     ``automatic``, only family members are candidates.  ``shortlist``: the
-    candidates cross-validated at each step (SHORTLIST; fewer search faster).
+    candidates cross-validated at each step (default SHORTLIST; fewer search faster).
 
     The search runs from the best first term, then again from each of the
     next ``shortlist`` - 1 (a greedy first choice can be a hinge between two
     steps that later terms cannot undo); another start's result replaces the
     first only when it is clearly better (:func:`_clearly_better`)."""
+    shortlist = shortlist or SHORTLIST
     search = _Search(written, np.asarray(times, dtype=float), variables if automatic else {}, integers, relative,
                      most, families, shortlist)
     result = Discovery(error_before=search.error_of([]))
