@@ -213,23 +213,29 @@ def held_out_errors(columns: Sequence[np.ndarray], times: np.ndarray, weights: n
     design = design / scale
     target = times / weights
     gram, moment = design.T @ design, design.T @ target
+    folds = _folds(times.size)
+    parts = [design[held] for held in folds]
+    betas = _solve_small(np.stack([gram - part.T @ part for part in parts]),
+                         np.stack([moment - part.T @ target[held] for part, held in zip(parts, folds, strict=True)]))
     logs = np.empty_like(times)
-    for held in _folds(times.size):
-        part = design[held]
-        beta = _solve_small(gram - part.T @ part, moment - part.T @ target[held])
+    for held, part, beta in zip(folds, parts, betas, strict=True):
         predicted = (part @ beta) * weights[held]
         logs[held] = np.log1p(np.abs((times[held] - predicted) / times[held]))
     return logs
 
 
 def _solve_small(gram: np.ndarray, moment: np.ndarray) -> np.ndarray:
-    """The minimum-norm solution of gram · β = moment; directions whose
-    singular value is below GRAM_TOLERANCE of the largest (the design's
-    below its square root) are left out, as rounding would make them."""
+    """The minimum-norm solutions of gram · β = moment, for a stack of
+    Gram matrices and moments (one decomposition call for all folds);
+    directions whose singular value is below GRAM_TOLERANCE of the largest
+    (the design's below its square root) are left out, as rounding would
+    make them."""
     u, singular, vt = np.linalg.svd(gram, hermitian=True)
-    keep = singular > GRAM_TOLERANCE * (singular[0] if singular.size else 0.0)
+    largest = singular[..., :1] if singular.shape[-1] else np.zeros(singular.shape[:-1] + (1,))
+    keep = singular > GRAM_TOLERANCE * largest
     inverse = np.where(keep, 1.0 / np.where(keep, singular, 1.0), 0.0)
-    return vt.T @ (inverse * (u.T @ moment))
+    projected = (np.swapaxes(u, -1, -2) @ moment[..., None])[..., 0]
+    return (np.swapaxes(vt, -1, -2) @ (inverse * projected)[..., None])[..., 0]
 
 
 def cross_validated_error(columns: Sequence[np.ndarray], times: np.ndarray, weights: np.ndarray) -> float:
@@ -321,6 +327,10 @@ class _Search:
         self.limit = most if most is not None else max(0, min(3 * count + 6, times.size // 5 - count)) * some
         self._columns: dict[Discovered, np.ndarray] = {}
         self._marks: dict[Discovered, bytes | None] = {}
+        # Each step offers the members and each held term's products again:
+        # their terms and fingerprints are made once (hashing a term is the
+        # search's most frequent operation otherwise).
+        self._offers: dict[Discovered | None, list[tuple[Discovered, bytes | None, np.ndarray]]] = {}
 
     def column(self, term: Discovered) -> np.ndarray:
         if term not in self._columns:
@@ -337,6 +347,21 @@ class _Search:
             column = self.column(term)
             self._marks[term] = None if np.ptp(column) == 0 else _fingerprint(column)
         return self._marks[term]
+
+    def offers(self, parent: Discovered | None) -> list[tuple[Discovered, bytes | None, np.ndarray]]:
+        """The candidates a held term offers, with their fingerprints and columns: the
+        term times a factor of another variable (None: the family members)."""
+        found = self._offers.get(parent)
+        if found is None:
+            if parent is None:
+                terms = self.members
+            elif len(parent.factors) >= MAX_DEGREE:
+                terms = []
+            else:
+                terms = [Discovered(parent.base, (*parent.factors, factor)) for factor in self.factors
+                         if not any(f.variable == factor.variable for f in parent.factors)]
+            found = self._offers[parent] = [(term, self._mark(term), self.column(term)) for term in terms]
+        return found
 
     def columns(self, found: Sequence[Discovered]) -> list[np.ndarray]:
         return [*self.written.values(), *(self.column(term) for term in found)]
@@ -357,24 +382,12 @@ class _Search:
         seen = {self._mark(term) for term in found} | {_fingerprint(c) for c in self.written.values()}
         held = [Discovered(name, ()) for name in self.written] + list(found)
         offered: list[tuple[Discovered, np.ndarray]] = []
-        for term in self.members:
-            mark = self._mark(term)
-            if mark is None or mark in seen:
-                continue
-            seen.add(mark)
-            offered.append((term, self.column(term)))
-        for parent in held:
-            if len(parent.factors) >= MAX_DEGREE:
-                continue
-            for factor in self.factors:
-                if any(f.variable == factor.variable for f in parent.factors):
-                    continue
-                term = Discovered(parent.base, (*parent.factors, factor))
-                mark = self._mark(term)
+        for parent in [None, *held]:
+            for term, mark, column in self.offers(parent):
                 if mark is None or mark in seen:
                     continue
                 seen.add(mark)
-                offered.append((term, self.column(term)))
+                offered.append((term, column))
         return _rank(offered, columns, self.times, self.weights)
 
     def run(self, start: list[Discovered]) -> list[Discovered]:
