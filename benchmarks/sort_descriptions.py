@@ -63,7 +63,7 @@ def main() -> None:
                         help="exhaustive evaluations to replay (default: the stored ones beside the samples)")
     options = parser.parse_args()
     samples = Samples.read(options.samples)
-    evaluations = options.evaluations or sorted(DATA.glob("evaluation-*.json"))
+    evaluations = options.evaluations or sorted(options.samples.parent.glob("evaluation-*.json"))
     rows = {}
     for label, description in DESCRIPTIONS.items():
         started = time.perf_counter()
