@@ -3,7 +3,9 @@
 # network (scripts/stencil_grid.py says what it measures), from a checkout on
 # a bare machine with at least nine cores:
 #
-#   bash scripts/stencil-grid.sh [--procs 9] [--trials 20] [--budget SECONDS]
+#   bash scripts/stencil-grid.sh [--procs 9] [--trials 20] [--budget SECONDS] [--runtime-grid]
+#
+# (scripts/stencil_grid.py says which budgets a slow nine-rank profile needs.)
 #
 # It sets up .venv with `make setup` first, unless HLC_PYTHON names a Python
 # that already has hlc installed.

@@ -31,6 +31,13 @@ within 3% in at least 95% of the trials.  Everything goes to ``--out``
 (``summary.json``, the builds, ``trials-<platform>.jsonl``, the maps).
 
     scripts/stencil-grid.sh [--procs 9] [--trials 20] [--platforms native,lan] [--budget SECONDS]
+                            [--runtime-budget SECONDS] [--runtime-grid]
+
+On a machine where a nine-rank profile spends little of its time measuring,
+the default budgets leave the builds too few samples: give the stencil 90 s
+or more, and build the runtime from its grid, which shares its budget among
+the primitives (an adaptive runtime build once left the halo transfer two
+samples at nine ranks, and every root then fell to the top of its range).
 
 The timings mean something only with a core for every rank: run it on a
 machine with at least P cores (it warns otherwise).
