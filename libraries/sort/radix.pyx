@@ -7,11 +7,13 @@ key, so only the bits of the span actually present are sorted (key width w).
 Offsets of spans up to 32 bits are held in uint32: half the memory traffic.
 
 Radix sort makes ceil(w / bpd) passes, each a stable counting sort on one
-digit: count → prefix sums → scatter.  The passes share the bits evenly: a
-digit has ceil(w / passes) bits, at most bpd (31 bits at bpd 10 are four
-digits of 8, 8, 8 and 7 bits, not 10, 10, 10 and 1), so that no pass has
-more counters and write streams than its number of passes needs; bpd
-values that give as many passes sort alike.  The counts of every digit
+digit: count → prefix sums → scatter.  The passes share the bits evenly:
+their digits differ by one bit at most, the widest ceil(w / passes) bits,
+at most bpd (31 bits at bpd 10 are four digits of 8, 8, 8 and 7 bits, not
+10, 10, 10 and 1; 22 bits at bpd 8 are 8, 7 and 7, not 8, 8 and 6), so that
+no pass has more counters and write streams than its number of passes
+needs, none has far fewer, and every pass is one that the digit width
+describes; bpd values that give as many passes sort alike.  The counts of every digit
 are taken in one read of the input; the first pass reads the caller's keys
 and the last writes the result in the caller's dtype, so no pass is spent on
 conversions, and a pass whose digit is the same for every key is skipped.
@@ -194,36 +196,49 @@ cdef inline uint64_t _as_u64(key_t key) noexcept nogil:
 # ---- the passes ----------------------------------------------------------------------------
 
 
-cdef inline void _count_passes(key_t[::1] keys, uint64_t low, int passes, int bpd,
+cdef inline int _pass_bits(int passes, int bpd, int width, int p) noexcept nogil:
+    """Bits of pass p's digit when ``passes`` passes of at most ``bpd`` bits
+    share ``width`` bits evenly: the first width - passes * (bpd - 1) passes
+    take bpd bits, the others one less."""
+    return bpd if p < width - passes * (bpd - 1) else bpd - 1
+
+
+cdef inline void _count_passes(key_t[::1] keys, uint64_t low, int passes, int bpd, int width,
                                Py_ssize_t *counts) noexcept nogil:
     cdef Py_ssize_t i, bins = (<Py_ssize_t>1) << bpd
-    cdef uint64_t offset, mask = <uint64_t>(bins - 1)
+    cdef uint64_t offset
+    cdef uint64_t masks[64]
+    cdef int shifts[64]
     cdef Py_ssize_t *table
     cdef int p
+    for p in range(passes):
+        shifts[p] = _pass_bits(passes, bpd, width, p)
+        masks[p] = (<uint64_t>1 << shifts[p]) - 1
     for i in range(keys.shape[0]):
         offset = _as_u64(keys[i]) - low
         table = counts
         for p in range(passes):  # the digits from the lowest: shift the offset, move to the next table
-            table[offset & mask] += 1
-            offset >>= bpd
+            table[offset & masks[p]] += 1
+            offset >>= shifts[p]
             table += bins
 
 
-cdef void _count_digits(key_t[::1] keys, uint64_t low, int passes, int bpd, Py_ssize_t *counts) noexcept nogil:
+cdef void _count_digits(key_t[::1] keys, uint64_t low, int passes, int bpd, int width,
+                        Py_ssize_t *counts) noexcept nogil:
     """counts[p * 2**bpd + d]: how many keys have digit d in pass p.  For up to
     four passes the count is a constant in the call, so that the compiler
     unrolls the loop over the digits: 1.9 -> 1.0 ns a key for four 8-bit
     digits of 10M keys."""
     if passes == 1:
-        _count_passes(keys, low, 1, bpd, counts)
+        _count_passes(keys, low, 1, bpd, width, counts)
     elif passes == 2:
-        _count_passes(keys, low, 2, bpd, counts)
+        _count_passes(keys, low, 2, bpd, width, counts)
     elif passes == 3:
-        _count_passes(keys, low, 3, bpd, counts)
+        _count_passes(keys, low, 3, bpd, width, counts)
     elif passes == 4:
-        _count_passes(keys, low, 4, bpd, counts)
+        _count_passes(keys, low, 4, bpd, width, counts)
     else:
-        _count_passes(keys, low, passes, bpd, counts)
+        _count_passes(keys, low, passes, bpd, width, counts)
 
 
 cdef bint _to_starts(Py_ssize_t *counts, Py_ssize_t bins, Py_ssize_t n) noexcept nogil:
@@ -307,18 +322,18 @@ cdef void _sort_local(key_t[::1] keys, key_t[::1] out, offset_t[::1] one, offset
     one scatter per pass that moves something: the first from ``keys``, the
     last into ``out``.  In the scratch, the run of digit d starts d * pad
     items after its place (see PAD_BYTES)."""
-    cdef int passes = (width + bpd - 1) // bpd, p, active = 0, done = 0
-    cdef Py_ssize_t n = keys.shape[0], bins = (<Py_ssize_t>1) << bpd, d
-    cdef uint64_t mask = <uint64_t>(bins - 1)
+    cdef int passes = (width + bpd - 1) // bpd, p, active = 0, done = 0, shift = 0, bits
+    cdef Py_ssize_t n = keys.shape[0], bins = (<Py_ssize_t>1) << bpd, d, digits
+    cdef uint64_t mask
     cdef offset_t[::1] source = one
     cdef offset_t[::1] target = two
     cdef offset_t[::1] swap
     cdef Py_ssize_t *ends = NULL  # where the runs of the pass that filled ``source`` end
     cdef Py_ssize_t *starts
-    cdef Py_ssize_t runs = bins if pad else 1  # unpadded, the source is one run of n items
-    _count_digits(keys, low, passes, bpd, counts)
+    cdef Py_ssize_t runs = 1  # the source's runs: one of n items, unpadded
+    _count_digits(keys, low, passes, bpd, width, counts)
     for p in range(passes):  # counts → starts; a skipped pass keeps its first count at n
-        if _to_starts(counts + p * bins, bins, n):
+        if _to_starts(counts + p * bins, (<Py_ssize_t>1) << _pass_bits(passes, bpd, width, p), n):
             active += 1
         else:
             counts[p * bins] = -1
@@ -326,24 +341,29 @@ cdef void _sort_local(key_t[::1] keys, key_t[::1] out, offset_t[::1] one, offset
         out[:] = keys
         return
     for p in range(passes):
+        bits = _pass_bits(passes, bpd, width, p)
+        digits = (<Py_ssize_t>1) << bits
+        mask = <uint64_t>(digits - 1)
+        shift += bits
         starts = counts + p * bins
         if starts[0] == -1:
             continue
         done += 1
         if done < active and pad:  # into the scratch: spread the runs' starts
-            for d in range(1, bins):
+            for d in range(1, digits):
                 starts[d] += d * pad
         if done == 1 and active == 1:
-            _scatter_direct(keys, out, low, p * bpd, mask, starts)
+            _scatter_direct(keys, out, low, shift - bits, mask, starts)
         elif done == 1:
-            _scatter_keys(keys, source, low, p * bpd, mask, starts)
+            _scatter_keys(keys, source, low, shift - bits, mask, starts)
         elif done == active:
-            _scatter_back(source, out, low, p * bpd, mask, starts, ends if pad else &n, runs, pad)
+            _scatter_back(source, out, low, shift - bits, mask, starts, ends if pad else &n, runs, pad)
         else:
-            _scatter_offsets(source, target, p * bpd, mask, starts, ends if pad else &n, runs, pad)
+            _scatter_offsets(source, target, shift - bits, mask, starts, ends if pad else &n, runs, pad)
             swap = source
             source = target
             target = swap
+        runs = digits if pad else 1
         ends = starts  # after the scatter, each start has moved to its run's end
 
 
@@ -479,13 +499,16 @@ def _radix_parallel(array, low, int width, int bpd, team):
     _offsets(array, low, offsets)
     local = _kept_array("second", n, np.uint64)      # each pass's keys ordered by digit
     arrived = _kept_array("received", n, np.uint64)  # as many keys as this rank holds, every pass
-    for shift in range(0, width, bpd):
-        counts = _digit_counts(offsets, shift, bpd)
+    cdef int passes = (width + bpd - 1) // bpd, bits, shift = 0, p
+    for p in range(passes):
+        bits = _pass_bits(passes, bpd, width, p)
+        shift += bits
+        counts = _digit_counts(offsets, shift - bits, bits)
         before = team.scan(counts)        # keys with each digit on the ranks before this one
         totals = team.reduce(counts)      # keys with each digit on all ranks
         if totals.max() == total:    # one digit everywhere: nothing moves
             continue
-        _by_digit(offsets, shift, bpd, counts, local)
+        _by_digit(offsets, shift - bits, bits, counts, local)
         # This rank's keys of digit d take the global positions starts[d] ..
         # starts[d] + counts[d] - 1, increasing along ``local``: digit by digit,
         # and within a digit rank by rank.  So each destination rank receives
@@ -495,7 +518,7 @@ def _radix_parallel(array, low, int width, int bpd, team):
         received = team.alltoallv(local, np.diff(below), out=arrived)
         # What arrived is ordered by source rank, each source's keys by digit:
         # a stable sort on the digit puts them in global order.
-        _by_digit(received, shift, bpd, _digit_counts(received, shift, bpd), offsets)
+        _by_digit(received, shift - bits, bits, _digit_counts(received, shift - bits, bits), offsets)
     out = np.empty_like(array)
     _keys_from(offsets, out, low)
     return out
@@ -505,17 +528,28 @@ def _radix_parallel(array, low, int width, int bpd, team):
 
 
 def digit_bits(int width, int bpd):
-    """Bits per digit of a sort of ``width``-bit keys with at most ``bpd`` bits
-    a digit: the passes ceil(width / bpd) share the bits evenly."""
+    """Bits of the widest digit of a sort of ``width``-bit keys with at most
+    ``bpd`` bits a digit: the passes ceil(width / bpd) share the bits evenly,
+    their digits one bit narrower at most."""
     if width <= 0:
         return bpd
     cdef int passes = (width + bpd - 1) // bpd
     return (width + passes - 1) // passes
 
 
+def pass_digits(int width, int bpd):
+    """Bits of each pass's digit, from the lowest, in a sort of ``width``-bit
+    keys with at most ``bpd`` bits a digit."""
+    cdef int digit = digit_bits(width, bpd), passes, p
+    if width <= 0:
+        return []
+    passes = (width + digit - 1) // digit
+    return [_pass_bits(passes, digit, width, p) for p in range(passes)]
+
+
 def radix_sort(keys, int bpd=8):
     """Return ``keys`` (a 1-D integer array) sorted, at most ``bpd`` bits per
-    digit (ceil(width / bpd) passes over digits of equal width).
+    digit (ceil(width / bpd) passes over digits that differ by one bit at most).
 
     Under MPI each rank passes its keys and gets back as many: its part of the
     keys of all ranks, sorted, ranks in order.

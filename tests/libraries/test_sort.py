@@ -135,6 +135,17 @@ def test_radix_digits_are_the_narrowest_for_their_passes(sorts, width, bpd):
     assert digit == 1 or -(-width // (digit - 1)) > passes
 
 
+@given(width=st.integers(1, 64), bpd=st.integers(1, 16))
+def test_radix_passes_share_the_bits_evenly(sorts, width, bpd):
+    """Every pass's digit is the models' digit or one bit narrower, and the
+    digits cover the width: a pass the models do not describe (22 bits in
+    passes of 8, 8 and 6) would cost what they cannot know."""
+    radix, _ = sorts
+    digits = radix.pass_digits(width, bpd)
+    assert sum(digits) == width and len(digits) == -(-width // bpd)
+    assert max(digits) == radix.digit_bits(width, bpd) and max(digits) - min(digits) <= 1
+
+
 def test_the_radix_models_know_the_kernels_digits(sorts):
     """The models' helpers `iter` and `digit` are the kernel's passes and digit
     width at every width and bpd."""
