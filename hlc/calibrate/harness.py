@@ -305,6 +305,9 @@ class Profiler:
         self.interfaces = interfaces
         self.verification_only = options.verification_only
         self.fitting_only = options.fitting_only
+        # a serving command's share of the verification points still wanted,
+        # taken beside its fitting points (None: all of them)
+        self.verifying: float | None = None
         # --select: the fitting points to take, by interface and index (all when None)
         self.selected: dict[str, set[int]] | None = None
         if options.select:
@@ -341,7 +344,8 @@ class Profiler:
     def serve(self) -> int:
         """--serve: take one command after another from standard input, each a
         JSON line with the options it sets (``select``, ``settings``,
-        ``fitting_only``, ``verification_only``, ``survey``, ``refined``, ``deadline``), each
+        ``fitting_only``, ``verification_only``, ``verifying``, ``survey``, ``refined``,
+        ``deadline``), each
         ended like a run
         (its account, then a finished or budget event), until the input ends.
         An adaptive profile's rounds then cost one process start per rank
@@ -360,6 +364,8 @@ class Profiler:
                             for name, points in command.get("refined", {}).items()}
             self.fitting_only = bool(command.get("fitting_only", False))
             self.verification_only = bool(command.get("verification_only", False))
+            share = command.get("verifying")
+            self.verifying = None if share is None else min(max(float(share), 0.0), 1.0)
             self.surveying = bool(command.get("survey", False))
             self.program_run.deadline = command.get("deadline")
             self.take()
@@ -407,7 +413,9 @@ class Profiler:
 
     def plan(self, interface: Interface) -> list[tuple[bool, int, dict]]:
         """The fitting points in nest order (the refined ones a command names
-        last), then the verification points, each with its index."""
+        last), then the verification points, each with its index: all of
+        them, or the ``verifying`` share of those still wanted, the first
+        drawn first."""
         fitting = [] if self.verification_only else [
             (False, index, point)
             for index, point in [*enumerate(interface.points()), *self.refined.get(interface.name, {}).items()]
@@ -419,7 +427,13 @@ class Profiler:
                 draws.append(interface.random_point(rng))
             except ValueError:  # a range that is empty at this draw
                 continue
-        return fitting + [(True, index, point) for index, point in enumerate(draws)]
+        verification = [(True, index, point) for index, point in enumerate(draws)]
+        if self.verifying is not None and not self.fitting_only:
+            done = {index for index, _ in enumerate(draws)
+                    if (interface.name, self.context.size, True, index) in self.state.done}
+            wanted = max(interface.verify - len(done), 0)
+            verification = [item for item in verification if item[1] not in done][:math.ceil(self.verifying * wanted)]
+        return fitting + verification
 
     def sample_seed(self, interface: Interface, verify: bool, index: int) -> int:
         stream = random.Random(f"{self.program_run.seed}:{interface.name}:{'verify' if verify else 'fit'}:{index}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import json
+import math
 import random
 import re
 import runpy
@@ -276,6 +277,36 @@ def test_a_serving_command_can_narrow_the_candidates_of_a_point(tmp_path):
     assert timed[4] == {("dot", "{}"), ("chunked", '{"block": 9}')}
     assert {name for name, _ in timed[3]} == {"dot", "loop", "chunked"} and len(timed[3]) > 3
     assert [(r.index, r.implementation, r.parameters) for r in again] == [(4, "chunked", {"block": 6})]
+
+
+def test_a_serving_command_takes_a_share_of_the_verification_points_with_its_fitting_points(tmp_path):
+    """An adaptive round's command takes its fitting points and a share of
+    the verification points still wanted (``verifying``), new ones each
+    time, so that the verification samples are spread over the profile
+    instead of falling in its last seconds; verification_only takes the rest."""
+    library = hlc.parse_file(DESCRIPTIONS / "squares.hl")
+    samples = tmp_path / "samples.jsonl"
+    program = prepare(library, tmp_path / "build")
+    server = Server(program, samples, 1, 0, 60.0, None, Breakdown())
+    wanted = library.interfaces[0].profile.verify  # 5
+    try:
+        server.run({"select": {"square_sum": [0]}, "verifying": 0.5})
+        first = Samples.read(samples).points
+        server.run({"select": {"square_sum": [1]}, "verifying": 0.5})
+        second = Samples.read(samples).points[len(first):]
+        server.run({"select": {"square_sum": [2]}, "verifying": 0.0})
+        third = Samples.read(samples).points[len(first) + len(second):]
+        server.run({"verification_only": True})
+        records = Samples.read(samples)
+    finally:
+        server.close()
+    verified = [r.index for r in first if r.verify]
+    assert [r.index for r in first if not r.verify] == [0] and len(verified) == math.ceil(0.5 * wanted)
+    again = [r.index for r in second if r.verify]
+    assert len(again) == math.ceil(0.5 * (wanted - len(verified))) and not set(again) & set(verified)
+    assert [(r.index, r.verify) for r in third] == [(2, False)]
+    samples_of = collections.Counter(r.implementation for r in records.samples if r.verify)
+    assert samples_of and all(count >= wanted for count in samples_of.values())
 
 
 def test_a_serving_program_under_mpiexec_passes_its_commands_to_every_rank(tmp_path):
