@@ -244,16 +244,19 @@ class TimingEngine:
         (HostMeter), and again, up to HOST_RETAKES times, when it slowed down
         meanwhile; the timings of a dropped attempt count as retaken.  Returns
         the last attempt's outcome (None: it failed, and is not retaken) and
-        the host's slowdown during it, the slowest rank's."""
+        the host's slowdown during it, the slowest rank's: the core's, or the
+        memory's read after it, whichever is larger (the memory's spells are
+        recorded, not waited for)."""
         for attempt in range(HOST_RETAKES + 1):
             with self.spent.spending("host waits"):
                 slowdown = self.host.settle()
             before = self.spent.seconds.get(MEASURING, 0.0)
             outcome = measure(attempt)
             with self.spent.spending("host waits"):
-                slowdown = self.context.maximum(max(slowdown, self.host.slowdown()))
+                slowdown, memory = self.context.maxima(max(slowdown, self.host.slowdown()),
+                                                       self.host.memory_slowdown())
             if outcome is None or self.host.steady(slowdown) or attempt == HOST_RETAKES:
-                return outcome, slowdown
+                return outcome, max(slowdown, memory)
             self.spent.move(MEASURING, "retaken", self.spent.seconds.get(MEASURING, 0.0) - before)
         raise AssertionError("unreachable: the last attempt returns")
 

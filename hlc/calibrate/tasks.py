@@ -73,6 +73,12 @@ class Context:
     def maximum(self, value: float) -> float:
         return float(self.world.reduce(numpy.array([value], dtype=float), "max")[0])
 
+    def maxima(self, *values: float) -> list[float]:
+        """Each value's largest over the ranks, in one reduction."""
+        if self.size == 1:
+            return [float(v) for v in values]
+        return [float(v) for v in self.world.reduce(numpy.array(values, dtype=float), "max")]
+
     def agree_count(self, count: int) -> int:
         """The largest of the ranks' counts."""
         return count if self.size == 1 else int(self.maximum(float(count)))

@@ -8,7 +8,7 @@ from hlc.artefacts.samples import Sample, Samples
 from hlc.calibrate import harness, timing
 from hlc.calibrate.engine import HOST_RETAKES
 from hlc.calibrate.harness import Implementation, Interface
-from hlc.calibrate.host import HostMeter
+from hlc.calibrate.host import MEMORY_TOLERANCE, TOLERANCE, HostMeter
 
 
 class Scripted:
@@ -53,6 +53,25 @@ def test_the_best_pace_is_the_fastest_reading():
     assert host.slowdown() == 1.0 and host.slowdown() == 1.0 and host.slowdown() == 1.5
 
 
+def test_a_memory_spell_is_read_but_not_waited_for():
+    """The memory yardstick's slowdown counts beyond MEMORY_TOLERANCE, scaled
+    to the meter's tolerance; settle() reads the core's yardstick only."""
+    core = Scripted([1.0])
+    memory = Scripted([1.0, 1.0 + MEMORY_TOLERANCE, 2.0, 1.0])
+    host = HostMeter(reading=core.read, memory=memory.read, clock=core.clock)
+    assert host.memory_slowdown() == 1.0
+    assert host.memory_slowdown() == pytest.approx(1 + TOLERANCE)  # just steady
+    assert host.settle() == 1.0 and host.waited == 0.0
+    assert host.memory_slowdown() == pytest.approx(1 + TOLERANCE / MEMORY_TOLERANCE)
+    assert host.memory_slowdown() == 1.0
+
+
+def test_the_default_meter_watches_the_memory_too():
+    host = HostMeter()
+    assert host.memory is not None and host.memory_slowdown() == 1.0 and 0 < host.memory_best < 0.01
+    assert HostMeter(reading=lambda: 1.0).memory is None
+
+
 def test_a_host_that_stays_slow_costs_a_bounded_share_of_the_time():
     script = Scripted([1.0, 3.0], step=0.01)
     host = meter(script, patience=1.0, share=0.25, allowance=2.0)
@@ -69,8 +88,8 @@ def test_a_host_that_stays_slow_costs_a_bounded_share_of_the_time():
 # ---- in the profiler -------------------------------------------------------------------
 
 
-def profile_one_point(tmp_path, readings_after_calls, monkeypatch,
-                      host_slow_above: float = 1) -> tuple[list[Sample], list[float]]:
+def profile_one_point(tmp_path, readings_after_calls, monkeypatch, host_slow_above: float = 1,
+                      memory: float = 1.0) -> tuple[list[Sample], list[float]]:
     """Profile one implementation at one point; ``readings_after_calls(n)``: how
     many times slower than 2 ms the task's n-th call runs; the meter reads the
     host as slow just after a call more than ``host_slow_above`` times slower.
@@ -98,8 +117,12 @@ def profile_one_point(tmp_path, readings_after_calls, monkeypatch,
         slow, spell["pending"] = spell["pending"], False
         return 3.0 if slow else 1.0
 
-    monkeypatch.setattr(harness, "HostMeter", lambda tolerance: HostMeter(tolerance=tolerance, reading=reading,
-                                                                         patience=0.05))
+    def meter(tolerance: float) -> HostMeter:
+        host = HostMeter(tolerance=tolerance, reading=reading, patience=0.05, memory=lambda: memory)
+        host.memory_best = 1.0  # as if read at its best before: ``memory`` times slower now
+        return host
+
+    monkeypatch.setattr(harness, "HostMeter", meter)
     monkeypatch.setattr(timing.time, "perf_counter", perf_counter)
     implementation = Implementation("busy", task, lambda v: True, lambda p, v: [{}], lambda r, p, v: {})
     interface = Interface("f", lambda: iter([{"i": 0}]), lambda rng: {"i": 0}, lambda p, seed, size: (1,),
@@ -127,6 +150,16 @@ def test_a_block_is_taken_again_only_so_often(tmp_path, monkeypatch):
     assert len(calls) == 3 * (1 + HOST_RETAKES)
     (sample,) = samples
     assert min(sample.timings) > 5e-3 and sample.host == 3.0  # kept, and marked
+
+
+def test_a_block_in_a_memory_spell_is_kept_and_marked_not_taken_again(tmp_path, monkeypatch):
+    """The memory's spells are recorded in the sample (and the fit leaves it
+    out), not waited for nor retaken: waiting them out cost too much."""
+    samples, calls = profile_one_point(tmp_path, lambda n: 1, monkeypatch, memory=1.5)
+    assert len(calls) == 3
+    (sample,) = samples
+    assert sample.host == pytest.approx(1 + 0.5 * TOLERANCE / MEMORY_TOLERANCE, abs=1e-3)
+    assert sample.host > 1 + TOLERANCE
 
 
 def test_cold_timings_are_dropped_as_warm_up(tmp_path, monkeypatch):
