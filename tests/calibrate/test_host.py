@@ -58,12 +58,21 @@ def test_a_memory_spell_is_read_but_not_waited_for():
     to the meter's tolerance; settle() reads the core's yardstick only."""
     core = Scripted([1.0])
     memory = Scripted([1.0, 1.0 + MEMORY_TOLERANCE, 2.0, 1.0])
-    host = HostMeter(reading=core.read, memory=memory.read, clock=core.clock)
+    host = HostMeter(reading=core.read, memory=memory.read, clock=core.clock, memory_interval=0.0)
     assert host.memory_slowdown() == 1.0
     assert host.memory_slowdown() == pytest.approx(1 + TOLERANCE)  # just steady
     assert host.settle() == 1.0 and host.waited == 0.0
     assert host.memory_slowdown() == pytest.approx(1 + TOLERANCE / MEMORY_TOLERANCE)
     assert host.memory_slowdown() == 1.0
+
+
+def test_a_memory_reading_stands_for_its_interval():
+    core = Scripted([1.0])
+    memory = Scripted([1.0, 2.0])
+    host = HostMeter(reading=core.read, memory=memory.read, clock=core.clock, memory_interval=0.05)
+    assert host.memory_slowdown() == 1.0 and host.memory_slowdown() == 1.0  # one reading
+    core.now += 0.05
+    assert host.memory_slowdown() > 1.0
 
 
 def test_the_default_meter_watches_the_memory_too():
