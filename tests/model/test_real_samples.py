@@ -79,16 +79,16 @@ def epyc_models() -> Models:
 def test_the_models_of_a_second_machine_choose_right_against_its_evaluations(epyc_models, tmp_path, seed):
     """The same on another processor (tests/data/sort-epyc, a two-core AMD
     EPYC): its default build's samples refitted, and the choices replayed
-    against its own two evaluations (measured: 98.5% and 99.0% right,
-    expected penalty 0.35% and 0.22%; most of what is wrong is a radix sort
-    with a wide digit on half a million keys or more, whose time varies
-    most between the profile and the evaluation)."""
+    against its own two evaluations (measured: 99.0% right at both, expected
+    penalty 0.08% and 0.15%; what is wrong is a near tie between a radix
+    sort with a wide digit and narrow on half a million keys or more, whose
+    times the other tenants' memory traffic moves most)."""
     path = tmp_path / "models.json"
     epyc_models.save(path)
     entry = replay(path, EPYC / f"evaluation-{seed}.json").interfaces["sort"]
     assert entry.unmeasured == 0 and entry.summary.points == 200
-    assert entry.summary.right_share >= 0.97
-    assert entry.summary.expected_penalty <= 0.006
+    assert entry.summary.right_share >= 0.985
+    assert entry.summary.expected_penalty <= 0.003
     assert {name for name, model in epyc_models.fitted().items()} >= {"radix", "counting", "narrow", "numpy"}
 
 
