@@ -18,8 +18,8 @@ most ``share`` of the time since the meter started, so a host that stays
 slow costs a bounded part of the profiling time and no more.
 
 It also reads a second yardstick after each round (once per MEMORY_INTERVAL
-at most), which it does not wait for: a gather of doubles at random from an array larger than the private
-caches.  That one slows when the other tenants' traffic fills the shared
+at most), which it does not wait for: a gather of doubles at random from an
+array larger than the private caches.  That one slows when the other tenants' traffic fills the shared
 cache and the memory channels, which a sum in the core's own cache never
 sees, and which slows exactly the code whose cost is memory (a scatter, a
 table of counters).  On the development host, over one minute, a
@@ -50,7 +50,7 @@ ALLOWANCE = 2.0
 
 #: The memory yardstick's array: larger than any core's private caches.
 MEMORY_BYTES = 64 << 20
-#: Random elements it gathers per batch: tens of microseconds.
+#: Random elements it gathers per batch: about 100 µs.
 GATHERED = 16384
 #: Batches of indices it takes in turn.  A batch's lines have left the
 #: caches by the time it comes round again, as they have after a task that
@@ -89,7 +89,7 @@ def _yardstick() -> Callable[[], float]:
 
 def _memory_yardstick() -> Callable[[], float]:
     """Seconds of a short memory-bound task: the least of five gathers of
-    GATHERED doubles at random from MEMORY_BYTES, summed (about 20 µs each),
+    GATHERED doubles at random from MEMORY_BYTES, summed (about 100 µs each),
     each from the next of BATCHES batches of indices."""
     values = numpy.arange(MEMORY_BYTES // 8, dtype=numpy.float64)  # written: its pages are the host's memory
     batches = numpy.random.default_rng(0).integers(0, values.size, (BATCHES, GATHERED))
