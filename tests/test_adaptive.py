@@ -276,8 +276,28 @@ def test_what_the_verification_leaves_goes_back_to_the_fitting_points(tmp_path, 
     kinds = [r.verify for r in Samples.read(samples).samples]
     last_verified = len(kinds) - 1 - kinds[::-1].index(True)
     assert not any(kinds[last_verified + 1:]) and len(kinds) > last_verified + 1  # fitting samples came after
-    # taken with the rounds, among their fitting samples, not in one block at the end
-    assert not all(kinds[kinds.index(True):last_verified + 1])
+
+
+def test_the_rounds_take_a_share_of_the_verification_points(tmp_path, monkeypatch):
+    """Every fitting round's command asks for VERIFYING of the verification
+    points still wanted (the serving program takes them among the round's
+    fitting points: tests/calibrate/test_profile.py), so that the
+    verification samples are not all taken in the profile's last seconds."""
+    commands: list[dict] = []
+    run = adaptive_profile.Server.run
+
+    def recorded(self, command):
+        commands.append(dict(command))
+        return run(self, command)
+
+    monkeypatch.setattr(adaptive_profile.Server, "run", recorded)
+    library = hlc.parse_file(DESCRIPTIONS / "crossing.hl")
+    samples = tmp_path / "samples.jsonl"
+    profile_adaptively(library, samples, tmp_path, ranks=[1], budget=3.0, report=lambda line: None)
+    rounds = [c for c in commands if "select" in c]
+    assert rounds and all(c["verifying"] == adaptive_profile.VERIFYING and not c.get("fitting_only")
+                          for c in rounds)
+    assert any(r.verify for r in Samples.read(samples).samples)
 
 
 def test_refined_points_lie_between_neighbours_whose_winners_differ(adaptive):
