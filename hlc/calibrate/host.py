@@ -24,9 +24,7 @@ cache and the memory channels, which a sum in the core's own cache never
 sees, and which slows exactly the code whose cost is memory (a scatter, a
 table of counters).  On the development host, over one minute, a
 two-second window read the gather at 2.35 times its best while the sum read
-1.08; in one evaluation a radix sort with 11-bit digits took 4.1 ns a key
-where a quiet process took 2.3, and numpy.sort's time did not move.  Waiting
-such spells out cost a sort build 4.5 of its 52 seconds, and its share
+1.08.  Waiting such spells out cost a sort build 4.5 of its 52 seconds, and its share
 measuring fell from 52% to 47%; a sample taken in one says so instead (its
 ``host``), and the fit leaves it out.
 """

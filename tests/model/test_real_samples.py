@@ -82,7 +82,7 @@ def test_the_models_of_a_second_machine_choose_right_against_its_evaluations(epy
     against its own two evaluations (measured: 99.0% right at both, expected
     penalty 0.08% and 0.15%; what is wrong is a near tie between a radix
     sort with a wide digit and narrow on half a million keys or more, whose
-    times the other tenants' memory traffic moves most)."""
+    times move most between the build and the evaluation)."""
     path = tmp_path / "models.json"
     epyc_models.save(path)
     entry = replay(path, EPYC / f"evaluation-{seed}.json").interfaces["sort"]
