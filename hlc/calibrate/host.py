@@ -19,14 +19,15 @@ slow costs a bounded part of the profiling time and no more.
 
 It also reads a second yardstick after each round (once per MEMORY_INTERVAL
 at most), which it does not wait for: a gather of doubles at random from an
-array larger than the private caches.  That one slows when the other tenants' traffic fills the shared
-cache and the memory channels, which a sum in the core's own cache never
-sees, and which slows exactly the code whose cost is memory (a scatter, a
-table of counters).  On the development host, over one minute, a
-two-second window read the gather at 2.35 times its best while the sum read
-1.08.  Waiting such spells out cost a sort build 4.5 of its 52 seconds, and its share
-measuring fell from 52% to 47%; a sample taken in one says so instead (its
-``host``), and the fit leaves it out.
+array larger than the private caches.  That one slows when the other
+tenants' traffic fills the shared cache and the memory channels, which a
+sum in the core's own cache never sees, and which slows exactly the code
+whose cost is memory (a scatter, a table of counters).  On the development
+host, over one minute, a two-second window read the gather at 2.35 times
+its best while the sum read 1.08.  Waiting such spells out cost a sort
+build 4.5 of its 52 seconds, and its share measuring fell from 52% to 47%;
+a sample taken in one says so instead (its ``host``), and the fit leaves
+it out.
 """
 
 from __future__ import annotations
