@@ -71,7 +71,7 @@ class Context:
         self.world.barrier()
 
     def maximum(self, value: float) -> float:
-        return float(self.world.reduce(numpy.array([value], dtype=float), "max")[0])
+        return self.maxima(value)[0]
 
     def maxima(self, *values: float) -> list[float]:
         """Each value's largest over the ranks, in one reduction."""

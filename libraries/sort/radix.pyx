@@ -13,10 +13,11 @@ at most bpd (31 bits at bpd 10 are four digits of 8, 8, 8 and 7 bits, not
 10, 10, 10 and 1; 22 bits at bpd 8 are 8, 7 and 7, not 8, 8 and 6), so that
 no pass has more counters and write streams than its number of passes
 needs, none has far fewer, and every pass is one that the digit width
-describes; bpd values that give as many passes sort alike.  The counts of every digit
-are taken in one read of the input; the first pass reads the caller's keys
-and the last writes the result in the caller's dtype, so no pass is spent on
-conversions, and a pass whose digit is the same for every key is skipped.
+describes; bpd values that give as many passes sort alike.  The counts of
+every digit are taken in one read of the input; the first pass reads the
+caller's keys and the last writes the result in the caller's dtype, so no
+pass is spent on conversions, and a pass whose digit is the same for every
+key is skipped.
 
 Under MPI (thesis Fig. 4-11) each pass's counts are combined over the ranks
 with a vector scan and a reduce, which gives every key its global position;
