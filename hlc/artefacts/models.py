@@ -116,6 +116,9 @@ class TimeModel:
     warnings: tuple[str, ...] = ()
     verification_mre: float | None = None
     verification_mre_by_ranks: dict[str, float] = field(default_factory=dict)
+    # The typical deviation of the samples from the model, by term (hlc.model.deviation) ...
+    deviations: dict[str, float] = field(default_factory=dict)
+    risk: float | None = None  # ... and how many of them a decision adds to the prediction
     domain: dict[str, list[float]] = field(default_factory=dict)  # variable → [lowest, highest] profiled
     python: str | None = field(default=None, repr=False)
     c: str | None = field(default=None, repr=False)
@@ -124,6 +127,17 @@ class TimeModel:
     def usable(self) -> bool:
         """Whether the dispatcher may call the implementation."""
         return self.status in CALLABLE
+
+    @property
+    def planned_coefficients(self) -> dict[str, float]:
+        """The coefficients of the time a decision plans for: the prediction
+        plus ``risk`` typical deviations, a sum of the same terms."""
+        if not self.deviations or not self.risk:
+            return self.coefficients
+        planned = dict(self.coefficients)
+        for term, deviation in self.deviations.items():
+            planned[term] = planned.get(term, 0.0) + self.risk * deviation
+        return planned
 
     @property
     def has_band(self) -> bool:
@@ -158,7 +172,7 @@ class TimeModel:
                 value = tuple(str(v) for v in value)
             elif f.name == "residuals":
                 value = tuple(float(v) for v in value)
-            elif f.name in ("coefficients", "half_widths", "verification_mre_by_ranks"):
+            elif f.name in ("coefficients", "half_widths", "verification_mre_by_ranks", "deviations"):
                 value = {str(k): float(v) for k, v in value.items()}
             elif f.name in ("covariance", "aliases", "domain", "point") and not isinstance(value, dict):
                 raise ValueError(f"{key} is not an object")
@@ -175,10 +189,10 @@ _FIELDS_OF = {
     "factored": (*_COUNTS, "verification_mre", *_GENERATED),
     "fitted": (*_COUNTS, "discovered", "terms", "kept", "coefficients", "half_widths", "covariance", "quantile",
                "dropped", "aliases", "r2", "mre", "residuals", "warnings", "verification_mre",
-               "verification_mre_by_ranks", *_GENERATED),
+               "verification_mre_by_ranks", "deviations", "risk", *_GENERATED),
 }
 #: Fields left out of the file when empty.
-_OPTIONAL = ("verification_mre_by_ranks", "domain", "python", "c", "point")
+_OPTIONAL = ("verification_mre_by_ranks", "deviations", "risk", "domain", "python", "c", "point")
 
 
 #: What a models file without an entry for an implementation says of it.

@@ -12,7 +12,9 @@ works out what the template prints; the template says how it reads.
 Naming, so that no user name can collide with C or with another library:
 variables, parameters and helpers are ``v_<name>``; constants are
 ``hlc_const_<library>__<name>``; models are ``hlc_time_<library>__<impl>``
-and ``hlc_model_<library>__<name>``.
+and ``hlc_model_<library>__<name>``, and the time a decision plans for
+(hlc.model.deviation) ``hlc_planned_<library>__<impl>``, where it differs
+from the prediction.
 """
 
 from __future__ import annotations
@@ -54,6 +56,14 @@ class Library:
 
     def time_function(self, implementation: str) -> str:
         return f"hlc_time_{self.library.name}__{implementation}"
+
+    def planned_function(self, implementation: str) -> str:
+        """The function of the time a decision plans for: the time function
+        itself where the model knows no deviation."""
+        entry = self.calibration.get(implementation, NOT_CALIBRATED)
+        if entry.status == "fitted" and entry.usable and entry.planned_coefficients is not entry.coefficients:
+            return f"hlc_planned_{self.library.name}__{implementation}"
+        return self.time_function(implementation)
 
     def model_function(self, name: str) -> str:
         return f"hlc_model_{self.library.name}__{name}"
@@ -100,18 +110,26 @@ class Library:
         for interface in self.library.interfaces:
             for implementation in interface.implementations:
                 functions.append(self.time_model(interface, implementation))
+                if self.planned_function(implementation.name) != self.time_function(implementation.name):
+                    functions.append(self.time_model(interface, implementation, planned=True))
         return functions
 
-    def time_model(self, interface: ast.Interface, implementation: ast.Implementation) -> dict[str, Any]:
+    def time_model(self, interface: ast.Interface, implementation: ast.Implementation,
+                   planned: bool = False) -> dict[str, Any]:
         """An implementation's calibrated model: its helpers, then the sum of
-        its kept terms, one a line (a factored model: its expression)."""
+        its kept terms, one a line (a factored model: its expression).  With
+        ``planned``, the time its decisions plan for: the same terms, each
+        coefficient raised by ``risk`` times its typical deviation."""
         parameters = interface.signature(implementation)
         model = implementation.model("time")
         entry = self.calibration.get(implementation.name, NOT_CALIBRATED)
         status = entry.status
-        function = {"function": self.time_function(implementation.name), "parameters": _parameter_list(parameters),
-                    "doc": comment(f"{implementation.name}: {implementation.doc}" if implementation.doc
-                                   else implementation.name),
+        doc = f"{implementation.name}: {implementation.doc}" if implementation.doc else implementation.name
+        if planned:
+            doc = (f"{implementation.name}, as its decisions weigh it: the prediction plus {entry.risk:g} "
+                   f"typical deviations of its samples from it")
+        function = {"function": (self.planned_function if planned else self.time_function)(implementation.name),
+                    "parameters": _parameter_list(parameters), "doc": comment(doc),
                     "unavailable": False, "helpers": [], "terms": None, "body": None}
         if model is None or not entry.usable:
             function.update(unavailable=True, note=comment(f"{status}: {entry.cause or status}"))
@@ -124,7 +142,7 @@ class Library:
         if not model.fitted:
             function["body"] = self.c(model.body)
             return function
-        coefficients = entry.coefficients
+        coefficients = entry.planned_coefficients if planned else entry.coefficients
         terms = [("1", None)] if "1" in coefficients else []
         terms += [(unparse(term), term) for term in model_terms(model, entry.discovered)
                   if coefficients.get(unparse(term))]
@@ -217,6 +235,7 @@ class Interface:
                             "condition": " && ".join(f"({library.c(c)})" for c in implementation.requires) or "1"},
                 "searches": [self.search(implementation, p) for p in implementation.parameters],
                 "meanwhile": meanwhile, "model": library.time_function(implementation.name),
+                "planned": library.planned_function(implementation.name),
                 "arguments": ", ".join(arguments)}
 
     def search(self, implementation: ast.Implementation, parameter: ast.Parameter) -> dict[str, Any]:

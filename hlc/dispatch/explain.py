@@ -69,6 +69,17 @@ def composition(shares: list[tuple[str, float]], most: int = 6) -> list[str]:
     return lines
 
 
+def planned_time(predictor: Predictor, implementation: ast.Implementation, environment: Mapping[str, Any],
+                 predicted: float) -> float:
+    """The time the choice weighs for ``implementation``: its prediction
+    plus its typical deviations (hlc.model.deviation); ``predicted`` where
+    the model knows none."""
+    try:
+        return predictor.evaluate(implementation.name, environment, planned=True)
+    except (EvaluationError, ModelUnavailable, ArithmeticError, ValueError):
+        return predicted
+
+
 def weighed_values(predictor: Predictor, implementation: ast.Implementation, parameter: ast.Parameter,
                    variables: Mapping[str, Any], chosen: Mapping[str, int], most: int = 24) -> list[tuple[int, float]]:
     """The values of ``parameter`` the dispatcher's search weighs here (those
@@ -129,7 +140,10 @@ def explanation(library: ast.Library, models: Models, interface_name: str,
     shown = ", ".join(f"{k} = {v:g}" for k, v in variables.items())
     lines = [f"{interface_name}({shown})", ""]
     confidence = models.settings.confidence
-    lines.append(f"{'implementation':<18} {'predicted':>16} {f'± {confidence:.0%}':>12}   {'fit':>6} {'verified':>8}")
+    risky = any(models.time(i.name).planned_coefficients is not models.time(i.name).coefficients
+                for i in interface.implementations)
+    header = f"{'implementation':<18} {'predicted':>16} {f'± {confidence:.0%}':>12}"
+    lines.append(header + (f" {'planned':>12}" if risky else "") + f"   {'fit':>6} {'verified':>8}")
     for implementation in interface.implementations:
         entry = models.time(implementation.name)
         fit = f"{entry.mre:.3f}" if entry.mre is not None else "—"
@@ -137,16 +151,22 @@ def explanation(library: ast.Library, models: Models, interface_name: str,
         mark = "  ← chosen" if implementation.name == choice.implementation else ""
         status = "" if entry.usable else f"  ({entry.status})"
         predicted = choice.predicted.get(implementation.name, math.inf)
-        half = None
+        half, planned = None, predicted
         if math.isfinite(predicted) and (implementation.name in choice.settings or not implementation.parameters):
             settings = choice.parameters if implementation.name == choice.implementation else \
                 choice.settings.get(implementation.name, {})
             half = band_of(predictor, implementation, {**variables, **settings}, entry)
-        lines.append(f"{implementation.name:<18} {_seconds(predicted):>16} {_band(half):>12}   "
+            planned = planned_time(predictor, implementation, {**variables, **settings}, predicted)
+        column = f" {_seconds(planned):>12}" if risky else ""
+        lines.append(f"{implementation.name:<18} {_seconds(predicted):>16} {_band(half):>12}{column}   "
                      f"{fit:>6} {verified:>8}{mark}{status}")
     lines.append("(fit and verified are mean relative errors: 1.05 means 5% off on average;")
     lines.append(f" ± {confidence:.0%} is the half-width of the {confidence:.0%} confidence band of a fitted "
-                 "prediction, — where unknown)")
+                 "prediction, — where unknown" + (";" if risky else ")"))
+    if risky:
+        risk = max(models.time(i.name).risk or 0.0 for i in interface.implementations)
+        lines.append(f" planned is what the choice weighs: the prediction plus {risk:g} typical deviations of the "
+                     "model's samples from it)")
     if choice.implementation is None:
         lines.append("\nno implementation applies")
     else:

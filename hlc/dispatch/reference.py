@@ -9,7 +9,15 @@ This is the definition of what a generated dispatch module decides (thesis
 3. each parameterized implementation's parameters are set, in declaration
    order, by its ``choose`` rule (default: minimize ``time`` over the
    parameter's range) — the first pass;
-4. the implementation with the least predicted time wins — the second pass.
+4. the implementation with the least planned time wins — the second pass.
+
+Where a model knows how far its samples scatter (hlc.model.deviation), the
+second pass weighs the time it plans for, the prediction plus a few typical
+deviations, rather than the prediction alone; ``Choice.predicted`` reports
+the predictions.  The parameters are chosen by the predictions: among one
+implementation's settings the risk is alike, and weighing it there chose
+the radix sort's digit width worse (92.5% of the evaluation points within
+3% of the best width, against 95.5%).
 
 The compiled module mirrors this in C and a test compares their decisions.
 The same class serves as the dispatch module where no C compiler exists.
@@ -64,10 +72,12 @@ class Decider:
         environment = {**self.predictor.constants, **variables}
         return all(evaluate(condition, environment) for condition in implementation.requires)
 
-    def model(self, implementation: ast.Implementation, environment: Mapping[str, Any]) -> float:
-        """Predicted seconds; ∞ where the model cannot be evaluated."""
+    def model(self, implementation: ast.Implementation, environment: Mapping[str, Any],
+              planned: bool = False) -> float:
+        """Predicted seconds (with ``planned``, the seconds a decision plans
+        for); ∞ where the model cannot be evaluated."""
         try:
-            value = self.predictor.evaluate(implementation.name, environment)
+            value = self.predictor.evaluate(implementation.name, environment, planned=planned)
         except (EvaluationError, ModelUnavailable, ArithmeticError, ValueError):
             return INFINITY
         return value if math.isfinite(value) else INFINITY
@@ -124,18 +134,20 @@ class Decider:
         return integer_minimum(cost, low, high)
 
     def decide(self, interface: ast.Interface, variables: Mapping[str, Any]) -> Choice:
-        """Second pass: the least predicted time among the applicable implementations."""
+        """Second pass: the least planned time among the applicable implementations."""
         predicted: dict[str, float] = {}
+        planned: dict[str, float] = {}
         parameters: dict[str, dict[str, int]] = {}
         for implementation in interface.implementations:
             if not self.applies(implementation, variables):
-                predicted[implementation.name] = INFINITY
+                predicted[implementation.name] = planned[implementation.name] = INFINITY
                 continue
             chosen = self.parameters(implementation, variables) if implementation.parameters else {}
             parameters[implementation.name] = chosen
             predicted[implementation.name] = self.model(implementation, {**variables, **chosen})
-        best = min(predicted, key=predicted.__getitem__, default=None)
-        if best is None or predicted[best] == INFINITY:
+            planned[implementation.name] = self.model(implementation, {**variables, **chosen}, planned=True)
+        best = min(planned, key=planned.__getitem__, default=None)
+        if best is None or planned[best] == INFINITY:
             return Choice(None, {}, predicted)
-        settings = {name: values for name, values in parameters.items() if values and predicted[name] < INFINITY}
+        settings = {name: values for name, values in parameters.items() if values and planned[name] < INFINITY}
         return Choice(best, parameters[best], predicted, settings)

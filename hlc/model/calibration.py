@@ -28,6 +28,7 @@ from hlc.language import ast
 from hlc.language.expressions import EvaluationError, calls, evaluate, unparse
 from hlc.language.families import family_knots
 from hlc.language.parse import parse_file
+from hlc.model.deviation import RISK, fit_deviation
 from hlc.model.discover import FamilyCandidates, discover, family_factors
 from hlc.model.fingerprint import fingerprint
 from hlc.model.fit import CONSTANT, Fit, FitError, RankWarning, aliased_text, fit, mean_relative_error
@@ -203,12 +204,16 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
             notes.append(f"verification MRE {held_mre:.3f} exceeds {VERIFICATION_LIMIT}: the terms may miss a cost")
     else:
         notes.append("no verification samples")
+    fitted = {name: columns[name] if name in columns else np.ones_like(times)
+              for name, weight in result.coefficients.items() if weight and (name in columns or name == CONSTANT)}
+    deviations = fit_deviation(fitted, times, result.residuals, relative=relative)
     return TimeModel(
         "fitted", **counts, discovered=tuple(discovered), terms=tuple(result.terms), kept=tuple(result.kept),
         coefficients=dict(result.coefficients), half_widths=dict(result.half_widths), covariance=result.covariance,
         quantile=result.quantile, dropped=tuple(result.dropped), aliases=dict(result.aliases), r2=result.r2,
         mre=result.mre, residuals=tuple(float(r) for r in result.residuals), warnings=tuple(notes),
-        verification_mre=held_mre, verification_mre_by_ranks=by_ranks or {})
+        verification_mre=held_mre, verification_mre_by_ranks=by_ranks or {}, deviations=deviations,
+        risk=RISK if deviations else None)
 
 
 def used_predictors(library: ast.Library, models_of: Mapping[str, Path]) -> dict[str, Predictor]:

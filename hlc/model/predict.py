@@ -78,9 +78,11 @@ class Predictor:
         environment = {**self.constants, **context, **dict(zip(signature, arguments, strict=True))}
         return self.evaluate(name, environment, objective)
 
-    def evaluate(self, name: str, environment: Mapping[str, Any], objective: str = "time") -> float:
+    def evaluate(self, name: str, environment: Mapping[str, Any], objective: str = "time",
+                 planned: bool = False) -> float:
         """The implementation's model where variables and parameters are
-        given by name in ``environment``."""
+        given by name in ``environment``; with ``planned``, the time a
+        decision plans for (``TimeModel.planned_coefficients``)."""
         _, implementation = self._implementations[name]
         model = implementation.model(objective)
         if model is None:
@@ -91,7 +93,7 @@ class Predictor:
         entry = self.calibration.get(name) if objective == "time" else None
         if entry is None or entry.status != "fitted":
             raise ModelUnavailable(f"the {objective} model of {self.library.name}.{name} is not calibrated")
-        coefficients = entry.coefficients
+        coefficients = entry.planned_coefficients if planned else entry.coefficients
         kept = [term for term in model_terms(model, entry.discovered) if coefficients.get(unparse(term), 0.0)]
         environment = self.helpers(implementation, {**self.constants, **environment}, kept)
         functions = self.functions(environment)

@@ -30,7 +30,10 @@ pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C co
 
 
 def synthetic_models(library: hlc.Library, rng: random.Random, negative: float = 0.0) -> Models:
-    """A models artefact with random coefficients on most terms, a share ``negative`` of them negative."""
+    """A models artefact with random coefficients on most terms, a share
+    ``negative`` of them negative, and on most fitted models typical
+    deviations on some of their terms (hlc.model.deviation)."""
+    spread = random.Random(rng.random())  # the deviations' own draws
     implementations = {}
     constants = constant_values(library)
     for interface in library.interfaces:
@@ -50,6 +53,9 @@ def synthetic_models(library: hlc.Library, rng: random.Random, negative: float =
                 kept = [t for t in terms if rng.random() < 0.85] or ["1"]
                 entry = TimeModel("fitted", discovered=discovered, terms=tuple(terms), kept=tuple(kept), coefficients={
                     t: rng.uniform(1e-9, 1e-6) * (-1 if negative and rng.random() < negative else 1) for t in kept})
+                deviations = {t: spread.uniform(1e-10, 3e-7) for t in kept if spread.random() < 0.5}
+                if deviations and spread.random() < 0.8:
+                    entry = replace(entry, deviations=deviations, risk=2.0)
             implementations[implementation.name] = ImplementationModel(interface.name, entry)
     return Models(library.name, library.filename, implementations)
 
@@ -90,6 +96,7 @@ def test_compiled_and_python_decisions_agree_on_10000_random_calls(any_compiled)
     interface = library.interface("work")
     rng = random.Random(7)
     chosen = set()
+    steadier = 0  # decisions where the planned time chose other than the least prediction
     for _ in range(10_000):
         variables = random_variables(rng)
         expected = decider.decide(interface, variables)
@@ -99,7 +106,10 @@ def test_compiled_and_python_decisions_agree_on_10000_random_calls(any_compiled)
         for name, seconds in expected.predicted.items():
             assert actual.predicted[name] == pytest.approx(seconds, rel=1e-12), (variables, name)
         chosen.add(actual.implementation)
+        least = min(expected.predicted, key=expected.predicted.__getitem__)
+        steadier += expected.implementation is not None and expected.predicted[least] < expected.seconds
     assert len(chosen) >= 3  # the random models make several implementations win somewhere
+    assert steadier > 100  # and the deviations change some decisions
 
 
 def test_every_kind_of_parameter_search_is_exercised(compiled):
