@@ -185,6 +185,8 @@ class _Printer:
         # Operators C lacks become calls; their operands need no parentheses.
         plain_left, plain_right = self.print(node.left), self.print(node.right)
         if operator == "**":
+            if isinstance(node.left, Number) and node.left.value == 2:  # exp2 costs a fraction of pow
+                return f"exp2({plain_right})"
             return f"pow({plain_left}, {plain_right})"
         if operator == "//":
             return f"floor({plain_left} / {plain_right})"

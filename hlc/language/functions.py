@@ -103,7 +103,7 @@ class Function:
 
 
 def _fold(c_function: str, arguments: list[str]) -> str:
-    """``min(a, b, c)`` → ``fmin(fmin(a, b), c)``."""
+    """``min(a, b, c)`` → ``hlc_min(hlc_min(a, b), c)``."""
     text = arguments[0]
     for argument in arguments[1:]:
         text = f"{c_function}({text}, {argument})"
@@ -160,10 +160,12 @@ def python_call(function: Function, arguments: list[str]) -> str:
 
 def c_call(function: Function, arguments: list[str]) -> str:
     """Spell a call of a math function in C (all values are doubles)."""
+    # hlc_min and hlc_max (templates/hlc_dispatch.h) are fmin and fmax inline:
+    # the C library's are calls, and a decision makes dozens of them.
     if function.name == "min":
-        return _fold("fmin", arguments)
+        return _fold("hlc_min", arguments)
     if function.name == "max":
-        return _fold("fmax", arguments)
+        return _fold("hlc_max", arguments)
     if function.name == "log":
         if len(arguments) == 1:
             return f"log({arguments[0]})"

@@ -96,9 +96,11 @@ def test_fitted_formula_splits_at_top_level_plus():
 def test_c_spelling_of_operators_python_lacks_in_c():
     assert to_c(parse_expression("a // b")) == "floor(a / b)"
     assert to_c(parse_expression("a % b")) == "hlc_mod(a, b)"
-    assert to_c(parse_expression("2 ** bpd")) == "pow(2.0, bpd)"
+    assert to_c(parse_expression("2 ** bpd")) == "exp2(bpd)"
+    assert to_c(parse_expression("3 ** bpd")) == "pow(3.0, bpd)"
     assert to_c(parse_expression("1 << i")) == "ldexp(1.0, (int)(i))"
-    assert to_c(parse_expression("min(a, b, c)")) == "fmin(fmin(a, b), c)"
+    assert to_c(parse_expression("min(a, b, c)")) == "hlc_min(hlc_min(a, b), c)"
+    assert to_c(parse_expression("max(a, b)")) == "hlc_max(a, b)"
     assert to_c(parse_expression("not a < b")) == "!(a < b)"
     assert to_c(parse_expression("- -a")) == "-(-a)"
 
