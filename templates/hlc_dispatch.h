@@ -25,7 +25,7 @@ static inline double hlc_mod(double a, double b) {
 /* fmin and fmax, inline: the C library's are calls (they keep a number
  * over a NaN, as these do), and a decision evaluates dozens of them; with
  * them and exp2 for powers of two, a decision of the test library `vector`
- * took 68 ns instead of 118. */
+ * took 92 ns instead of 120 (in a C harness). */
 static inline double hlc_min(double a, double b) {
     return (a < b || b != b) ? a : b;
 }

@@ -129,10 +129,15 @@ class TimeModel:
         return self.status in CALLABLE
 
     @property
+    def weighs_deviations(self) -> bool:
+        """Whether a decision plans for more than the prediction (hlc.model.deviation)."""
+        return bool(self.deviations and self.risk)
+
+    @property
     def planned_coefficients(self) -> dict[str, float]:
         """The coefficients of the time a decision plans for: the prediction
         plus ``risk`` typical deviations, a sum of the same terms."""
-        if not self.deviations or not self.risk:
+        if not self.weighs_deviations:
             return self.coefficients
         planned = dict(self.coefficients)
         for term, deviation in self.deviations.items():

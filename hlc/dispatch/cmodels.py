@@ -61,7 +61,7 @@ class Library:
         """The function of the time a decision plans for: the time function
         itself where the model knows no deviation."""
         entry = self.calibration.get(implementation, NOT_CALIBRATED)
-        if entry.status == "fitted" and entry.usable and entry.planned_coefficients is not entry.coefficients:
+        if entry.status == "fitted" and entry.weighs_deviations:
             return f"hlc_planned_{self.library.name}__{implementation}"
         return self.time_function(implementation)
 

@@ -140,8 +140,7 @@ def explanation(library: ast.Library, models: Models, interface_name: str,
     shown = ", ".join(f"{k} = {v:g}" for k, v in variables.items())
     lines = [f"{interface_name}({shown})", ""]
     confidence = models.settings.confidence
-    risky = any(models.time(i.name).planned_coefficients is not models.time(i.name).coefficients
-                for i in interface.implementations)
+    risky = any(models.time(i.name).weighs_deviations for i in interface.implementations)
     header = f"{'implementation':<18} {'predicted':>16} {f'± {confidence:.0%}':>12}"
     lines.append(header + (f" {'planned':>12}" if risky else "") + f"   {'fit':>6} {'verified':>8}")
     for implementation in interface.implementations:

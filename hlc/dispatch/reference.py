@@ -72,15 +72,23 @@ class Decider:
         environment = {**self.predictor.constants, **variables}
         return all(evaluate(condition, environment) for condition in implementation.requires)
 
-    def model(self, implementation: ast.Implementation, environment: Mapping[str, Any],
-              planned: bool = False) -> float:
-        """Predicted seconds (with ``planned``, the seconds a decision plans
-        for); ∞ where the model cannot be evaluated."""
+    def model(self, implementation: ast.Implementation, environment: Mapping[str, Any]) -> float:
+        """Predicted seconds; ∞ where the model cannot be evaluated."""
         try:
-            value = self.predictor.evaluate(implementation.name, environment, planned=planned)
+            value = self.predictor.evaluate(implementation.name, environment)
         except (EvaluationError, ModelUnavailable, ArithmeticError, ValueError):
             return INFINITY
         return value if math.isfinite(value) else INFINITY
+
+    def models(self, implementation: ast.Implementation, environment: Mapping[str, Any]) -> tuple[float, float]:
+        """Predicted and planned seconds, the terms valued once; ∞ where the
+        model cannot be evaluated."""
+        try:
+            predicted, planned = self.predictor.prediction_and_planned(implementation.name, environment)
+        except (EvaluationError, ModelUnavailable, ArithmeticError, ValueError):
+            return INFINITY, INFINITY
+        return (predicted if math.isfinite(predicted) else INFINITY,
+                planned if math.isfinite(planned) else INFINITY)
 
     def parameters(self, implementation: ast.Implementation, variables: Mapping[str, Any]) -> dict[str, int]:
         """First pass: every parameter by its rule, in declaration order.  A
@@ -144,8 +152,8 @@ class Decider:
                 continue
             chosen = self.parameters(implementation, variables) if implementation.parameters else {}
             parameters[implementation.name] = chosen
-            predicted[implementation.name] = self.model(implementation, {**variables, **chosen})
-            planned[implementation.name] = self.model(implementation, {**variables, **chosen}, planned=True)
+            predicted[implementation.name], planned[implementation.name] = \
+                self.models(implementation, {**variables, **chosen})
         best = min(planned, key=planned.__getitem__, default=None)
         if best is None or planned[best] == INFINITY:
             return Choice(None, {}, predicted)

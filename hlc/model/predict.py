@@ -83,24 +83,42 @@ class Predictor:
         """The implementation's model where variables and parameters are
         given by name in ``environment``; with ``planned``, the time a
         decision plans for (``TimeModel.planned_coefficients``)."""
+        prediction, planned_time = self._sums(name, environment, objective, planned)
+        return planned_time if planned else prediction
+
+    def prediction_and_planned(self, name: str, environment: Mapping[str, Any]) -> tuple[float, float]:
+        """The predicted time and the time a decision plans for, the terms
+        valued once for both."""
+        return self._sums(name, environment, "time", True)
+
+    def _sums(self, name: str, environment: Mapping[str, Any], objective: str,
+              planned: bool) -> tuple[float, float]:
+        """The model's value, and with ``planned`` its planned time (else the value again)."""
         _, implementation = self._implementations[name]
         model = implementation.model(objective)
         if model is None:
             raise ModelUnavailable(f"{name} has no {objective} model")
         if not model.fitted:
             environment = self.helpers(implementation, {**self.constants, **environment}, [model.body])
-            return float(evaluate(model.body, environment, self.functions(environment)))
+            value = float(evaluate(model.body, environment, self.functions(environment)))
+            return value, value
         entry = self.calibration.get(name) if objective == "time" else None
         if entry is None or entry.status != "fitted":
             raise ModelUnavailable(f"the {objective} model of {self.library.name}.{name} is not calibrated")
-        coefficients = entry.planned_coefficients if planned else entry.coefficients
-        kept = [term for term in model_terms(model, entry.discovered) if coefficients.get(unparse(term), 0.0)]
+        coefficients = entry.coefficients
+        planned = planned and entry.weighs_deviations
+        plan = entry.planned_coefficients if planned else coefficients
+        kept = [term for term in model_terms(model, entry.discovered)
+                if coefficients.get(unparse(term), 0.0) or plan.get(unparse(term), 0.0)]
         environment = self.helpers(implementation, {**self.constants, **environment}, kept)
         functions = self.functions(environment)
-        total = coefficients.get("1", 0.0)
+        total, planned_total = coefficients.get("1", 0.0), plan.get("1", 0.0)
         for term in kept:
-            total += coefficients[unparse(term)] * float(evaluate(term, environment, functions))
-        return total
+            text = unparse(term)
+            value = float(evaluate(term, environment, functions))
+            total += coefficients.get(text, 0.0) * value
+            planned_total += plan.get(text, 0.0) * value
+        return total, (planned_total if planned else total)
 
     def helpers(self, implementation: ast.Implementation, environment: dict[str, Any],
                 needed_by: list[ast.Expression] | None = None) -> dict[str, Any]:
