@@ -53,6 +53,25 @@ def test_the_best_pace_is_the_fastest_reading():
     assert host.slowdown() == 1.0 and host.slowdown() == 1.0 and host.slowdown() == 1.5
 
 
+def test_the_best_pace_is_a_low_quantile_not_an_outlier():
+    """One reading far faster than the host ever runs again does not make
+    the host slow for the rest of the run: the best pace is the tenth
+    percentile of the readings, and the meter waits only while it has
+    fewer than ten readings that say so."""
+    script = Scripted([0.8] + [1.0] * 200)
+    host = meter(script)
+    assert host.slowdown() == 1.0
+    assert host.settle() == 1.0
+    assert host.waited <= 0.1 + 1e-9  # nine readings (0.09 s), then 1.0 is the tenth percentile
+    for _ in range(50):
+        assert host.settle() == 1.0
+    assert host.best == 1.0 and host.waited <= 0.1 + 1e-9
+    slow = meter(Scripted([1.0] * 50 + [1.3, 1.3, 1.0]))
+    for _ in range(50):
+        slow.slowdown()
+    assert slow.settle() == 1.0 and slow.waited == pytest.approx(0.02)  # a spell is still waited out
+
+
 def test_a_memory_spell_is_read_but_not_waited_for():
     """The memory yardstick's slowdown counts beyond MEMORY_TOLERANCE, scaled
     to the meter's tolerance; settle() reads the core's yardstick only."""
@@ -82,9 +101,12 @@ def test_the_default_meter_watches_the_memory_too():
 
 
 def test_a_host_that_stays_slow_costs_a_bounded_share_of_the_time():
-    script = Scripted([1.0, 3.0], step=0.01)
+    """A host that ran at its pace for ten seconds, then slows down for good."""
+    script = Scripted([1.0] * 1000 + [3.0], step=0.01)
     host = meter(script, patience=1.0, share=0.25, allowance=2.0)
-    host.slowdown()
+    for _ in range(1000):
+        host.slowdown()
+    script.now = host.started
     assert host.settle() == 3.0  # gives up after its patience
     assert host.waited == pytest.approx(1.0, abs=0.02)
     for _ in range(100):  # 100 rounds of 0.5 s of work, each preceded by a wait
@@ -92,6 +114,19 @@ def test_a_host_that_stays_slow_costs_a_bounded_share_of_the_time():
         host.settle()
         assert host.waited <= 2.0 + 0.25 * (script.now - host.started) + 0.02
     assert host.waited > 0.2 * script.now  # it did use what it was allowed
+
+
+def test_a_pace_the_host_keeps_becomes_its_best():
+    """Once nine readings in ten are slower, the slower pace is the host's
+    usual one: waiting for the old one would cost a share of the time on
+    every round of the rest of the run."""
+    script = Scripted([1.0] * 10 + [2.0], step=0.01)
+    host = meter(script, patience=10.0, share=1.0)
+    for _ in range(10):
+        host.slowdown()
+    assert host.settle() == 1.0  # 91 readings at 2.0 make it the tenth percentile: at it
+    assert host.waited == pytest.approx(0.9)
+    assert host.best == 2.0
 
 
 # ---- in the profiler -------------------------------------------------------------------
@@ -128,7 +163,7 @@ def profile_one_point(tmp_path, readings_after_calls, monkeypatch, host_slow_abo
 
     def meter(tolerance: float) -> HostMeter:
         host = HostMeter(tolerance=tolerance, reading=reading, patience=0.05, memory=lambda: memory)
-        host.memory_best = 1.0  # as if read at its best before: ``memory`` times slower now
+        host.memory_readings = [1.0]  # as if read at its best before: ``memory`` times slower now
         return host
 
     monkeypatch.setattr(harness, "HostMeter", meter)
