@@ -2,19 +2,16 @@
  *
  * The functions its cost models call (besides <math.h>), the integer
  * searches that choose parameters, and bitwidth() of an integer array.  A
- * dispatch module includes it first, after defining HLC_SCAN_LIMIT from
- * hlc.optimize.SCAN_LIMIT; its models and decisions follow in its own .pyx.
- * Each search mirrors the Python in hlc.optimize, step by step, so that the
- * compiled module and hlc.dispatch.reference decide alike.
+ * module's models and decisions (decisions_<library>.c) include it first,
+ * after defining HLC_SCAN_LIMIT from hlc.optimize.SCAN_LIMIT, which brings
+ * in the searches; its Cython includes it for bitwidth().  Each search
+ * mirrors the Python in hlc.optimize, step by step, so that the compiled
+ * module and hlc.dispatch.reference decide alike.
  */
 #ifndef HLC_DISPATCH_H
 #define HLC_DISPATCH_H
 
 #include <math.h>
-
-#ifndef HLC_SCAN_LIMIT
-#  error "define HLC_SCAN_LIMIT (hlc.optimize.SCAN_LIMIT) before including hlc_dispatch.h"
-#endif
 
 /* a mod b with the sign of b, as Python's % (the description language's). */
 static inline double hlc_mod(double a, double b) {
@@ -43,6 +40,7 @@ static inline long hlc_clamp(long value, long lo, long hi) {
     return value < lo ? lo : (value > hi ? hi : value);
 }
 
+#ifdef HLC_SCAN_LIMIT
 typedef double (*hlc_objective)(long, void *);
 
 /* Mirrors hlc.optimize.integer_minimum: every value of a short range, else
@@ -84,6 +82,7 @@ static long hlc_integer_root(hlc_objective f, long lo, long hi, void *state) {
     }
     return lo;
 }
+#endif /* HLC_SCAN_LIMIT */
 
 #ifdef Py_PYTHON_H
 /* bitwidth() of an integer array in one pass: the bits of max - min; the

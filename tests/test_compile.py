@@ -113,3 +113,43 @@ def test_a_negative_index_under_wraparound_false_fails_the_compile(tmp_path, cou
     source.write_text(WRAPPED.replace("values[-1]", "values[len(values) - 1]"))
     assert load(compile_extensions([source], tmp_path / "out"), "ends").last([1, 2, 3]) == 3
 
+
+
+MODULE = """
+cdef extern from "scale.h":
+    double hlc_scale(double x) nogil
+
+def scaled(double x):
+    return hlc_scale(x)
+"""
+
+
+def test_a_module_takes_its_cython_from_the_cache_and_compiles_its_c_afresh(tmp_path, counted):
+    """compile_module: the object of the .pyx (which changes with the
+    description only) is cached; the C beside it (the models, new with every
+    build) is compiled each time and linked in."""
+    source = tmp_path / "src" / "scaler.pyx"
+    source.parent.mkdir()
+    source.write_text(MODULE)
+    (source.parent / "scale.h").write_text("double hlc_scale(double x);\n")
+    models = source.parent / "models.c"
+    for factor, target in ((2, "first"), (5, "second")):
+        models.write_text(f'#include "scale.h"\ndouble hlc_scale(double x) {{ return {factor} * x; }}\n')
+        compiling.compile_module(source, [models], tmp_path / target)
+        assert load(tmp_path / target, "scaler").scaled(3.0) == 3.0 * factor
+    assert (tmp_path / "first" / "cython").is_dir()  # cythonized once ...
+    assert not (tmp_path / "second" / "cython").exists()  # ... and its object taken from the cache after
+    assert len(list((tmp_path / "cache").rglob("scaler.o"))) == 1
+    source.write_text(MODULE.replace("return hlc_scale(x)", "return hlc_scale(x) + 1"))
+    compiling.compile_module(source, [models], tmp_path / "third")
+    assert load(tmp_path / "third", "scaler").scaled(3.0) == 16.0  # a new .pyx: a new object
+    assert len(list((tmp_path / "cache").rglob("scaler.o"))) == 2
+
+
+def test_a_module_whose_c_does_not_compile_says_so(tmp_path, counted):
+    source = tmp_path / "scaler.pyx"
+    source.write_text(MODULE)
+    (tmp_path / "scale.h").write_text("double hlc_scale(double x);\n")
+    (tmp_path / "models.c").write_text('#include "scale.h"\ndouble hlc_scale(double x) { return x * ; }\n')
+    with pytest.raises(CompileError, match="compiling scaler.pyx failed"):
+        compiling.compile_module(source, [tmp_path / "models.c"], tmp_path / "out")

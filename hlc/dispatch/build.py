@@ -34,9 +34,9 @@ from hlc.artefacts.models import load as load_models
 from hlc.calibrate.breakdown import Breakdown
 from hlc.calibrate.generate import profiling_program
 from hlc.calibrate.run import Failure, ProfileResult, Progress, profile, profile_defaults
-from hlc.compile import compile_extensions
+from hlc.compile import compile_module
 from hlc.dispatch.bundle import SOURCE_FOLDER, copy_sources, description_of, write_package_files
-from hlc.dispatch.cmodels import HEADER
+from hlc.dispatch.cmodels import HEADER, c_header, c_source, decisions_name, header_name
 from hlc.dispatch.generate import dispatch_source
 from hlc.errors import UserError
 from hlc.language import ast
@@ -208,12 +208,17 @@ def package(library: ast.Library, models: Models, used_models: Mapping[str, Mode
     models.save(folder / "models.json")
     save_used(folder / "used_models.json", used_models)
     module = f"dispatch_{library.name}"
-    (folder / HEADER).write_text(read_text("templates", HEADER), encoding="utf-8")  # what the module includes
+    # The module's Cython and its header depend on the description alone, so
+    # their compiled object comes from the cache; the models' C is new.
+    (folder / HEADER).write_text(read_text("templates", HEADER), encoding="utf-8")
+    (folder / header_name(library.name)).write_text(c_header(library), encoding="utf-8")
+    decisions = folder / decisions_name(library.name)
+    decisions.write_text(c_source(library, models, used_models), encoding="utf-8")
     source = folder / f"{module}.pyx"
     source.write_text(dispatch_source(library, models, used_models, static), encoding="utf-8")
     compiled = has_compiler()
     if compiled:
-        compile_extensions([source], folder, cached=False)  # its models make every build's source new
+        compile_module(source, [decisions], folder)
         body = f"from .{module} import *  # noqa: F403\nfrom .{module} import __doc__, __models__  # noqa: F401\n"
     else:
         warnings.warn("no C compiler: the dispatch module runs its decisions in Python (same decisions, slower)",

@@ -188,7 +188,7 @@ package-dir = {{"{library.name}" = "."}}
 include-package-data = false
 
 [tool.setuptools.package-data]
-{library.name} = ["*.so", "*.pyd", "*.pyx", "*.h", "*.pyi", "py.typed", "*.json", "*.jsonl", "ext/*",
+{library.name} = ["*.so", "*.pyd", "*.pyx", "*.c", "*.h", "*.pyi", "py.typed", "*.json", "*.jsonl", "ext/*",
     "{SOURCE_FOLDER}/**/*"]
 """
 

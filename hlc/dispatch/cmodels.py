@@ -39,6 +39,16 @@ from hlc.optimize import SCAN_LIMIT
 HEADER = "hlc_dispatch.h"
 
 
+def header_name(library: str) -> str:
+    """The file name of a dispatch module's header (:func:`c_header`)."""
+    return f"dispatch_{library}.h"
+
+
+def decisions_name(library: str) -> str:
+    """The file name of a dispatch module's models and decisions (:func:`c_source`)."""
+    return f"decisions_{library}.c"
+
+
 def v(name: str) -> str:
     return f"v_{name}"
 
@@ -101,17 +111,20 @@ class Library:
         values = constant_values(self.library)
         return [(self.constant(name), repr(float(values.get(name, math.nan)))) for name in sorted(self.constants)]
 
-    def functions(self) -> list[dict[str, Any]]:
-        """Every model of the library: its own (``model``), then each implementation's."""
+    def functions(self, exported: bool = False) -> list[dict[str, Any]]:
+        """Every model of the library: its own (``model``), then each
+        implementation's; with ``exported``, the implementations' time
+        functions are the module's to call (declared in its header), the rest
+        are the decisions' own."""
         functions = [{"function": self.model_function(model.name), "parameters": _parameter_list(model.parameters),
-                      "doc": comment(model.doc) if model.doc else None, "note": None,
+                      "doc": comment(model.doc) if model.doc else None, "note": None, "exported": False,
                       "unavailable": False, "helpers": [], "terms": None, "body": self.c(model.body)}
                      for model in self.library.models]
         for interface in self.library.interfaces:
             for implementation in interface.implementations:
-                functions.append(self.time_model(interface, implementation))
+                functions.append({**self.time_model(interface, implementation), "exported": exported})
                 if self.planned_function(implementation.name) != self.time_function(implementation.name):
-                    functions.append(self.time_model(interface, implementation, planned=True))
+                    functions.append({**self.time_model(interface, implementation, planned=True), "exported": False})
         return functions
 
     def time_model(self, interface: ast.Interface, implementation: ast.Implementation,
@@ -306,9 +319,26 @@ class Interface:
                 "outside_tests": self.outside_tests()}
 
 
+def c_header(main: ast.Library) -> str:
+    """The header of a dispatch module's C (``templates/dispatch.h.j2``):
+    each interface's state and the functions the module calls.  It depends
+    on the description alone, as the module's Cython does, so that a build
+    compiles only the C of its models afresh (hlc.compile.compile_module)."""
+    top = Library(main, {}, {})
+    interfaces = [Interface(top, interface) for interface in main.interfaces]
+    return render("dispatch.h.j2", library=main.name, guard=f"HLC_DISPATCH_{main.name.upper()}_H",
+                  interfaces=[{"name": i.name, "state": i.state, "fields": i.fields(),
+                               "decide": f"hlc_decide_{main.name}__{i.name}",
+                               "outside": f"hlc_outside_{main.name}__{i.name}"} for i in interfaces],
+                  models=[{"function": top.time_function(implementation.name),
+                           "parameters": _parameter_list(interface.signature(implementation))}
+                          for interface in main.interfaces for implementation in interface.implementations])
+
+
 def c_source(main: ast.Library, models: Models, used_models: Mapping[str, Models]) -> str:
-    """All the C of a dispatch module: the header, the models of the library
-    and of those it uses, and each interface's decision."""
+    """The C of a dispatch module's decisions (``templates/decisions.c.j2``):
+    the models of the library and of those it uses, and each interface's
+    decision, after the header of :func:`c_header` (``header``)."""
     libraries: dict[str, Library] = {}
 
     def build(library: ast.Library, calibration: Mapping[str, TimeModel]) -> Library:
@@ -318,7 +348,8 @@ def c_source(main: ast.Library, models: Models, used_models: Mapping[str, Models
         return libraries[library.name]
 
     top = build(main, models.times())
-    return render("decisions.c.j2", scan_limit=SCAN_LIMIT,
+    return render("decisions.c.j2", scan_limit=SCAN_LIMIT, header=header_name(main.name),
                   libraries=[{"name": library.library.name, "constants": library.constant_lines(),
-                              "functions": library.functions()} for library in libraries.values()],
+                              "functions": library.functions(exported=library is top)}
+                             for library in libraries.values()],
                   interfaces=[Interface(top, interface).template_data() for interface in main.interfaces])

@@ -14,7 +14,7 @@ from typing import Any
 
 from hlc.artefacts.models import Models
 from hlc.codegen import import_loads, render, safe
-from hlc.dispatch.cmodels import Interface, Library, c_source, v
+from hlc.dispatch.cmodels import Interface, Library, decisions_name, header_name, v
 from hlc.language import ast
 from hlc.language.expressions import names, to_python
 
@@ -182,7 +182,7 @@ def dispatch_source(library: ast.Library, models: Models,
         "dispatch.pyx.j2",
         library=library.name, description=description,
         doc=(library.doc or f"The library {library.name}.").replace('"""', "'''"),
-        c_source=c_source(library, models, used_models), imports=import_lines,
+        header=header_name(library.name), decisions=decisions_name(library.name), imports=import_lines,
         interfaces=[{**_interface(top, i, imports), "static": decided.get(i.name)} for i in library.interfaces],
         models=_models(top), first=library.interfaces[0].name, dtypes=dtype_numbers(list(library.interfaces)),
     )

@@ -53,9 +53,9 @@ def test_build_makes_an_importable_package(built):
     folder, result = built
     package = folder / "vector"
     assert package.is_dir() and not package.is_symlink()
-    for name in ("__init__.py", "__init__.pyi", "py.typed", "pyproject.toml", "dispatch_vector.pyx", "models.json",
-                 "samples.jsonl", "profile_vector.py", "source/vector.hl", "source/vector/sums.py",
-                 "source/comm.hl"):
+    for name in ("__init__.py", "__init__.pyi", "py.typed", "pyproject.toml", "dispatch_vector.pyx",
+                 "dispatch_vector.h", "decisions_vector.c", "hlc_dispatch.h", "models.json", "samples.jsonl",
+                 "profile_vector.py", "source/vector.hl", "source/vector/sums.py", "source/comm.hl"):
         assert (package / name).exists(), name
     assert result.models.description == "source/vector.hl"
     assert result.models.origin == str(DESCRIPTIONS / "vector.hl")

@@ -156,19 +156,22 @@ def test_the_make_up_of_a_prediction_has_no_negative_share():
 
 
 def test_the_c_reads_one_term_a_line_and_stores_nothing_it_does_not_read(compiled, tmp_path):
-    """The decision's C, as the module embeds it: each model a sum written one
-    term a line with the term as the description writes it, and nothing that
-    gcc -Wall calls unused or set but not used."""
+    """The decision's C, as the build writes it beside the module: each model
+    a sum written one term a line with the term as the description writes
+    it, and nothing that gcc -Wall calls unused or set but not used.  The
+    module's Cython holds no models: it includes their header, which the
+    decisions' C includes too."""
     library, module, _ = compiled
-    source = Path(module.__file__).parent / "dispatch_decisions.pyx"
-    text = source.read_text()
-    block = textwrap.dedent(text.split('cdef extern from *:\n    """\n', 1)[1].split('\n    """', 1)[0])
-    assert re.search(r"^    seconds \+= -?[0-9.e+-]+ \* v_n;\s+/\* n \*/$", block, re.MULTILINE), block[:2000]
-    assert "#include \"hlc_dispatch.h\"" in block and "hlc_integer_minimum(hlc_objective" not in block
-    program = tmp_path / "decisions.c"
-    program.write_text(block)
-    compiler = subprocess.run(["cc", "-fsyntax-only", "-Wall", "-Werror", f"-I{source.parent}", str(program)],
-                              capture_output=True, text=True)
+    folder = Path(module.__file__).parent
+    text = (folder / "decisions_decisions.c").read_text()
+    assert re.search(r"^    seconds \+= -?[0-9.e+-]+ \* v_n;\s+/\* n \*/$", text, re.MULTILINE), text[:2000]
+    assert '#include "hlc_dispatch.h"\n#include "dispatch_decisions.h"' in text
+    assert "hlc_integer_minimum(hlc_objective" not in text
+    cython = (folder / "dispatch_decisions.pyx").read_text()
+    block = textwrap.dedent(cython.split('cdef extern from *:\n    """\n', 1)[1].split('\n    """', 1)[0])
+    assert block == '#include "hlc_dispatch.h"\n#include "dispatch_decisions.h"' and "seconds +=" not in cython
+    compiler = subprocess.run(["cc", "-fsyntax-only", "-Wall", "-Werror", f"-I{folder}",
+                               str(folder / "decisions_decisions.c")], capture_output=True, text=True)
     assert compiler.returncode == 0, compiler.stderr
 
 
