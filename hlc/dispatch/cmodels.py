@@ -44,6 +44,11 @@ def header_name(library: str) -> str:
     return f"dispatch_{library}.h"
 
 
+def predict_function(library: str, implementation: str) -> str:
+    """The name of the function that gives the module an implementation's prediction."""
+    return f"hlc_predict_{library}__{implementation}"
+
+
 def decisions_name(library: str) -> str:
     """The file name of a dispatch module's models and decisions (:func:`c_source`)."""
     return f"decisions_{library}.c"
@@ -111,21 +116,28 @@ class Library:
         values = constant_values(self.library)
         return [(self.constant(name), repr(float(values.get(name, math.nan)))) for name in sorted(self.constants)]
 
-    def functions(self, exported: bool = False) -> list[dict[str, Any]]:
-        """Every model of the library: its own (``model``), then each
-        implementation's; with ``exported``, the implementations' time
-        functions are the module's to call (declared in its header), the rest
-        are the decisions' own."""
+    def functions(self) -> list[dict[str, Any]]:
+        """Every model of the library: its own (``model``), then each implementation's."""
         functions = [{"function": self.model_function(model.name), "parameters": _parameter_list(model.parameters),
-                      "doc": comment(model.doc) if model.doc else None, "note": None, "exported": False,
+                      "doc": comment(model.doc) if model.doc else None, "note": None,
                       "unavailable": False, "helpers": [], "terms": None, "body": self.c(model.body)}
                      for model in self.library.models]
         for interface in self.library.interfaces:
             for implementation in interface.implementations:
-                functions.append({**self.time_model(interface, implementation), "exported": exported})
+                functions.append(self.time_model(interface, implementation))
                 if self.planned_function(implementation.name) != self.time_function(implementation.name):
-                    functions.append({**self.time_model(interface, implementation, planned=True), "exported": False})
+                    functions.append(self.time_model(interface, implementation, planned=True))
         return functions
+
+    def predictions(self) -> list[dict[str, str]]:
+        """What the module calls for predict(): a function per implementation
+        that returns its model's prediction.  The models themselves stay
+        static, which lets the compiler fold them into the decisions."""
+        return [{"function": predict_function(self.library.name, implementation.name),
+                 "model": self.time_function(implementation.name),
+                 "parameters": _parameter_list(interface.signature(implementation)),
+                 "arguments": ", ".join(v(n) for n in [*interface.signature(implementation), "P", "logP"])}
+                for interface in self.library.interfaces for implementation in interface.implementations]
 
     def time_model(self, interface: ast.Interface, implementation: ast.Implementation,
                    planned: bool = False) -> dict[str, Any]:
@@ -330,9 +342,7 @@ def c_header(main: ast.Library) -> str:
                   interfaces=[{"name": i.name, "state": i.state, "fields": i.fields(),
                                "decide": f"hlc_decide_{main.name}__{i.name}",
                                "outside": f"hlc_outside_{main.name}__{i.name}"} for i in interfaces],
-                  models=[{"function": top.time_function(implementation.name),
-                           "parameters": _parameter_list(interface.signature(implementation))}
-                          for interface in main.interfaces for implementation in interface.implementations])
+                  predictions=top.predictions())
 
 
 def c_source(main: ast.Library, models: Models, used_models: Mapping[str, Models]) -> str:
@@ -350,6 +360,6 @@ def c_source(main: ast.Library, models: Models, used_models: Mapping[str, Models
     top = build(main, models.times())
     return render("decisions.c.j2", scan_limit=SCAN_LIMIT, header=header_name(main.name),
                   libraries=[{"name": library.library.name, "constants": library.constant_lines(),
-                              "functions": library.functions(exported=library is top)}
-                             for library in libraries.values()],
+                              "functions": library.functions()} for library in libraries.values()],
+                  predictions=top.predictions(),
                   interfaces=[Interface(top, interface).template_data() for interface in main.interfaces])

@@ -14,7 +14,7 @@ from typing import Any
 
 from hlc.artefacts.models import Models
 from hlc.codegen import import_loads, render, safe
-from hlc.dispatch.cmodels import Interface, Library, decisions_name, header_name, v
+from hlc.dispatch.cmodels import Interface, Library, decisions_name, header_name, predict_function, v
 from hlc.language import ast
 from hlc.language.expressions import names, to_python
 
@@ -123,7 +123,7 @@ def _models(library: Library) -> list[dict[str, Any]]:
             names_ = list(interface.signature(implementation))
             models.append({
                 "implementation": implementation.name,
-                "function": library.time_function(implementation.name),
+                "function": predict_function(library.library.name, implementation.name),
                 "c_parameters": ", ".join("double" for _ in [*names_, "P", "logP"]),
                 "py_parameters": ", ".join([f"double {v(n)}" for n in names_] + ["double P", "double logP"]),
                 "call_arguments": ", ".join([v(n) for n in names_] + ["P", "logP"]),
