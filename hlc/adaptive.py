@@ -61,6 +61,7 @@ resumed profile continues from.
 from __future__ import annotations
 
 import math
+import subprocess
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -628,13 +629,14 @@ def default_budget(compile_seconds: float) -> float:
 def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence[int],
                        budget: float | None, seed: int = 0, timeout: float = 60.0, progress: Progress | None = None,
                        models_of: Mapping[str, Path] | None = None,
-                       report: Callable[[str], None] | None = None) -> tuple[ProfileResult, list[Round]]:
+                       report: Callable[[str], None] | None = None,
+                       meanwhile: subprocess.Popen | None = None) -> tuple[ProfileResult, list[Round]]:
     """Profile ``library`` into ``samples`` adaptively (module doc), within
     ``budget`` seconds of profiling (None: ``default_budget``); resumes from
-    what ``samples`` holds."""
+    what ``samples`` holds.  ``meanwhile``: see hlc.calibrate.run.prepare."""
     spent = Breakdown()
     compile_started = time.monotonic()
-    program = prepare(library, build, spent)
+    program = prepare(library, build, spent, meanwhile)
     # The budget is for profiling: compiling the description's sources (once,
     # then from the cache) is not part of it.
     started = time.monotonic()

@@ -120,6 +120,31 @@ def compile_module(source: Path, c_sources: Sequence[Path], target: Path) -> Pat
     return target
 
 
+def is_cached(source: Path) -> bool:
+    """Whether the extension compiled from ``source`` is in the cache."""
+    cache = cache_folder()
+    return cache is not None and (cache / cache_key(Path(source).resolve()) / _library_name(source)).is_file()
+
+
+def start_module_object(source: Path) -> subprocess.Popen | None:
+    """Start compiling the object of ``source`` (a module's ``.pyx``, see
+    :func:`compile_module`) into the cache, in a child process of its own;
+    None when it is cached already, or there is no cache.  A build starts it
+    beside the compile of its description's sources, which takes longer,
+    so that its later compile_module only compiles the models' C and links.
+    A child that fails leaves nothing: compile_module then compiles it and
+    reports the error."""
+    source = Path(source).resolve()
+    cache = cache_folder()
+    if cache is None:
+        return None
+    cached = cache / cache_key(source) / (extension_name(source) + ".o")
+    if cached.is_file():
+        return None
+    return subprocess.Popen([sys.executable, "-m", "hlc.compile", "--object", str(source), str(cached)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def cache_folder() -> Path | None:
     """Where compiled extensions are kept between builds; None when disabled."""
     setting = os.environ.get("HLC_CACHE")
@@ -224,7 +249,8 @@ def _build_module(target: Path, source: Path, cached: Path | None, c_sources: li
     includes = [numpy.get_include(), str(source.parent)]
 
     class Linked(build_ext):
-        """build_ext, with the module's own object compiled (or taken) first."""
+        """build_ext, with the module's own object compiled (or taken) first;
+        with no C sources, only that (into the cache)."""
 
         def build_extension(self, extension: Extension) -> None:
             if cached is not None and cached.is_file():
@@ -239,9 +265,11 @@ def _build_module(target: Path, source: Path, cached: Path | None, c_sources: li
                 extension.extra_objects = [built]
                 if cached is not None:
                     _keep(Path(built), cached.parent, cached.name)
-            super().build_extension(extension)
+            if c_sources:
+                super().build_extension(extension)
 
-    extension = Extension(name, [str(c) for c in c_sources], include_dirs=includes, extra_compile_args=["-g0"])
+    extension = Extension(name, [str(c) for c in c_sources] or ["none.c"], include_dirs=includes,
+                          extra_compile_args=["-g0"])
     command = Linked(Distribution({"ext_modules": [extension]}))
     command.build_lib = str(target)
     command.build_temp = str(target / "temp")
@@ -250,7 +278,10 @@ def _build_module(target: Path, source: Path, cached: Path | None, c_sources: li
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "--module":
+    if sys.argv[1] == "--object":  # start_module_object: into the cache, through a scratch folder
+        with tempfile.TemporaryDirectory() as scratch:
+            _build_module(Path(scratch), Path(sys.argv[2]), Path(sys.argv[3]), [])
+    elif sys.argv[1] == "--module":
         _build_module(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]) if sys.argv[4] else None,
                       [Path(p) for p in sys.argv[5:]])
     else:

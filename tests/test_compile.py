@@ -153,3 +153,20 @@ def test_a_module_whose_c_does_not_compile_says_so(tmp_path, counted):
     (tmp_path / "models.c").write_text('#include "scale.h"\ndouble hlc_scale(double x) { return x * ; }\n')
     with pytest.raises(CompileError, match="compiling scaler.pyx failed"):
         compiling.compile_module(source, [tmp_path / "models.c"], tmp_path / "out")
+
+
+def test_a_module_object_started_early_is_the_one_its_module_links(tmp_path, counted):
+    """start_module_object compiles the Cython's object into the cache in the
+    background (beside a build's compile of its kernels); compile_module then
+    only compiles the C and links.  Nothing is started when it is cached."""
+    source = tmp_path / "scaler.pyx"
+    source.write_text(MODULE)
+    (tmp_path / "scale.h").write_text("double hlc_scale(double x);\n")
+    (tmp_path / "models.c").write_text('#include "scale.h"\ndouble hlc_scale(double x) { return 7 * x; }\n')
+    process = compiling.start_module_object(source)
+    assert process is not None and process.wait() == 0
+    assert len(list((tmp_path / "cache").rglob("scaler.o"))) == 1
+    assert compiling.start_module_object(source) is None
+    compiling.compile_module(source, [tmp_path / "models.c"], tmp_path / "out")
+    assert not (tmp_path / "out" / "cython").exists()
+    assert load(tmp_path / "out", "scaler").scaled(2.0) == 14.0

@@ -60,13 +60,18 @@ class ProfileResult:
 Progress = Callable[[int, int, int], None]  # (P, done, total)
 
 
-def prepare(library: ast.Library, build: Path, spent: Breakdown | None = None) -> Path:
+def prepare(library: ast.Library, build: Path, spent: Breakdown | None = None,
+            meanwhile: subprocess.Popen | None = None) -> Path:
     """Compile the description's Cython sources and write its profiling
-    program into ``build``; returns the program's path."""
+    program into ``build``; returns the program's path.  ``meanwhile``: a
+    compile started beside this one (the dispatch module's), waited for
+    before anything is timed."""
     build.mkdir(parents=True, exist_ok=True)
     pyx = pyx_sources(library)
     with (spent or Breakdown()).spending("compile"):
         compiled = compile_extensions(pyx, build / "ext") if pyx else None
+        if meanwhile is not None:
+            meanwhile.wait()
     program = build / f"profile_{library.name}.py"
     program.write_text(profiling_program(library, compiled, program.name, build), encoding="utf-8")
     return program
@@ -100,11 +105,13 @@ def failures_in(samples: Path) -> list[Failure]:
 def profile(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence[int] | None = None,
             budget: float | None = None, resume: bool = False, seed: int = 0, timeout: float | None = None,
             progress: Progress | None = None, verification_only: bool = False,
-            implementations: Sequence[str] | None = None) -> ProfileResult:
-    """Profile every implementation of ``library`` into the samples file."""
+            implementations: Sequence[str] | None = None,
+            meanwhile: subprocess.Popen | None = None) -> ProfileResult:
+    """Profile every implementation of ``library`` into the samples file
+    (``meanwhile``: see :func:`prepare`)."""
     started = time.monotonic()
     spent = Breakdown()
-    program = prepare(library, build, spent)
+    program = prepare(library, build, spent, meanwhile)
     if not resume and samples.exists():
         samples.unlink()
     samples.parent.mkdir(parents=True, exist_ok=True)

@@ -19,6 +19,7 @@ import importlib.util
 import math
 import os
 import shutil
+import subprocess
 import sys
 import sysconfig
 import time
@@ -32,9 +33,9 @@ from typing import Any
 from hlc.artefacts.models import Models, load_each, load_used, save_used
 from hlc.artefacts.models import load as load_models
 from hlc.calibrate.breakdown import Breakdown
-from hlc.calibrate.generate import profiling_program
+from hlc.calibrate.generate import profiling_program, pyx_sources
 from hlc.calibrate.run import Failure, ProfileResult, Progress, profile, profile_defaults
-from hlc.compile import compile_module
+from hlc.compile import compile_module, is_cached, start_module_object
 from hlc.dispatch.bundle import SOURCE_FOLDER, copy_sources, description_of, write_package_files
 from hlc.dispatch.cmodels import HEADER, c_header, c_source, decisions_name, header_name
 from hlc.dispatch.generate import dispatch_source
@@ -208,17 +209,10 @@ def package(library: ast.Library, models: Models, used_models: Mapping[str, Mode
     models.save(folder / "models.json")
     save_used(folder / "used_models.json", used_models)
     module = f"dispatch_{library.name}"
-    # The module's Cython and its header depend on the description alone, so
-    # their compiled object comes from the cache; the models' C is new.
-    (folder / HEADER).write_text(read_text("templates", HEADER), encoding="utf-8")
-    (folder / header_name(library.name)).write_text(c_header(library), encoding="utf-8")
-    decisions = folder / decisions_name(library.name)
-    decisions.write_text(c_source(library, models, used_models), encoding="utf-8")
-    source = folder / f"{module}.pyx"
-    source.write_text(dispatch_source(library, models, used_models, static), encoding="utf-8")
+    source = write_dispatch_sources(library, models, used_models, folder, static)
     compiled = has_compiler()
     if compiled:
-        compile_module(source, [decisions], folder)
+        compile_module(source, [folder / decisions_name(library.name)], folder)
         body = f"from .{module} import *  # noqa: F403\nfrom .{module} import __doc__, __models__  # noqa: F401\n"
     else:
         warnings.warn("no C compiler: the dispatch module runs its decisions in Python (same decisions, slower)",
@@ -229,6 +223,21 @@ def package(library: ast.Library, models: Models, used_models: Mapping[str, Mode
         f'"""Library {library.name}, built by hlc — do not edit; rebuild with `hlc build`."""\n\n{body}',
         encoding="utf-8")
     return models, compiled
+
+
+def write_dispatch_sources(library: ast.Library, models: Models, used_models: Mapping[str, Models],
+                           folder: Path, static: Mapping[str, float] | None = None) -> Path:
+    """Write the dispatch module's sources into ``folder``: the Cython and
+    its header, which depend on the description alone (and the models of a
+    static build), so that their compiled object comes from the cache; the
+    C of the models and decisions, new with every build; the header every
+    module shares.  Returns the Cython's path."""
+    (folder / HEADER).write_text(read_text("templates", HEADER), encoding="utf-8")
+    (folder / header_name(library.name)).write_text(c_header(library), encoding="utf-8")
+    (folder / decisions_name(library.name)).write_text(c_source(library, models, used_models), encoding="utf-8")
+    source = folder / f"dispatch_{library.name}.pyx"
+    source.write_text(dispatch_source(library, models, used_models, static), encoding="utf-8")
+    return source
 
 
 def _new_version(link: Path) -> Path:
@@ -347,12 +356,15 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
         profiled = quick_profile(library) if quick else library
         samples = version / "samples.jsonl"
         rounds: list[str] = []
+        meanwhile = _start_dispatch_object(library, version / ".dispatch") if static is None else None
         if adaptive and refit is None and not quick:
             result = _profile_adaptively(profiled, samples, version, link, ranks=ranks, budget=budget, seed=seed,
-                                         timeout=timeout, progress=progress, report=rounds.append)
+                                         timeout=timeout, progress=progress, report=rounds.append,
+                                         meanwhile=meanwhile)
         else:
             result = profile(profiled, samples, version, ranks=ranks, budget=budget, seed=seed, timeout=timeout,
-                             progress=progress, implementations=refit)
+                             progress=progress, implementations=refit, meanwhile=meanwhile)
+        shutil.rmtree(version / ".dispatch", ignore_errors=True)
         spent = Breakdown()
         spent.merge(result.breakdown.closed())
         used_paths = _used_models(library, link.parent)
@@ -384,14 +396,28 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
 
 def _profile_adaptively(library: ast.Library, samples: Path, version: Path, link: Path, *,
                         ranks: Sequence[int] | None, budget: float | None, seed: int, timeout: float | None,
-                        progress: Progress | None, report: Callable[[str], None]) -> ProfileResult:
+                        progress: Progress | None, report: Callable[[str], None],
+                        meanwhile: subprocess.Popen | None) -> ProfileResult:
     from hlc import adaptive
 
     ranks, timeout = profile_defaults(library, ranks, timeout)
     result, _ = adaptive.profile_adaptively(
-        library, samples, version, ranks=ranks, budget=budget, seed=seed,
-        timeout=timeout, progress=progress, models_of=_used_models(library, link.parent), report=report)
+        library, samples, version, ranks=ranks, budget=budget, seed=seed, timeout=timeout, progress=progress,
+        models_of=_used_models(library, link.parent), report=report, meanwhile=meanwhile)
     return result
+
+
+def _start_dispatch_object(library: ast.Library, scratch: Path) -> subprocess.Popen | None:
+    """Start compiling the object of the dispatch module's Cython, which
+    depends on the description alone, beside the compile of the description's
+    own sources (hlc.compile.start_module_object): only where those are
+    compiled, which takes longer, and nothing is timed meanwhile.  None
+    where they come from the cache, or the object does."""
+    if not has_compiler() or all(is_cached(source) for source in pyx_sources(library)):
+        return None
+    scratch.mkdir(parents=True, exist_ok=True)
+    source = write_dispatch_sources(library, Models(library.name, "", {}), {}, scratch)
+    return start_module_object(source)
 
 
 def check_models(target: Path, *, ranks: Sequence[int] | None = None, seed: int = 1,
