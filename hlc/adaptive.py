@@ -46,7 +46,9 @@ points; an adaptive profile measures a part of it, chosen in rounds:
    domain, not only where it wins, and predicts there without
    extrapolating; and with them, in random order, a fifth of the
    verification points still wanted (``VERIFYING``), so that the
-   verification samples are taken throughout, as the fitting samples are;
+   verification samples are taken throughout, as the fitting samples are,
+   each implementation no more of them than it has fitting points
+   (``VERIFY_PER_FIT``);
 4. once every point is measured, rounds with budget left measure the
    points whose decision is uncertain again, up to ``MOST_TAKES`` times;
 5. stop when there is nothing left to take or the fitting budget is spent;
@@ -104,6 +106,11 @@ VERIFICATION_SHARE = 0.25
 #: 3% before) reported verification MREs of 1.10 to 1.15, where its fitting
 #: samples showed nothing of the kind.
 VERIFYING = 0.2
+#: An implementation gets at most this many verification samples per fitting
+#: point it was timed at (and at most the description's ``verify``): where
+#: a short budget or a busy host leaves few fitting points, the time goes to
+#: fitting the models rather than to judging them.
+VERIFY_PER_FIT = 1.0
 LEAST_ROUND = 1.0
 #: Points per interface and rank count of the space-filling start: enough
 #: for first models, whose predictions of cost and uncertainty lead the rest.
@@ -750,7 +757,8 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                 share = costs[size] / later if later > 0 else 1.0
                 deadline = time.time() + share * max(until - (time.monotonic() - started), 0.0)
                 coverage = servers[size].run({"select": chosen, "settings": narrowed, "refined": refined,
-                                              "verifying": VERIFYING, "deadline": deadline})
+                                              "verifying": VERIFYING, "verify_per_fit": VERIFY_PER_FIT,
+                                              "deadline": deadline})
                 if coverage is not None:
                     result.coverage = coverage
                     cut = True
@@ -820,7 +828,8 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
     left = max(budget - (verification_started - started), VERIFICATION_SHARE * budget)
     for position, size in enumerate(ranks):
         deadline = time.time() + max(left - (time.monotonic() - verification_started), 0.0) / (len(ranks) - position)
-        if servers[size].run({"verification_only": True, "deadline": deadline}) is not None:
+        if servers[size].run({"verification_only": True, "verify_per_fit": VERIFY_PER_FIT,
+                              "deadline": deadline}) is not None:
             result.coverage = "verification"
     say(f"verification: {time.monotonic() - verification_started:.1f} s")
     # What the verification left goes back to the fitting points: the fits use

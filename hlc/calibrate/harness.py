@@ -160,6 +160,7 @@ class State:
     done: set[tuple] = field(default_factory=set)  # (interface, P, verify, index)
     excluded: dict[tuple[str, str], str] = field(default_factory=dict)  # (interface, impl) → cause
     verified: dict[tuple[str, int, str], int] = field(default_factory=dict)  # (interface, P, impl) → samples
+    fitted: dict[tuple[str, int, str], set[int]] = field(default_factory=dict)  # (interface, P, impl) → points
     seed: int | None = None
 
 
@@ -170,9 +171,11 @@ def read_state(path: Path) -> State:
     for failure in found.failures:
         state.excluded.setdefault((failure.interface, failure.implementation), failure.cause)
     for sample in found.samples:
+        key = (sample.interface, sample.P, sample.implementation)
         if sample.verify:
-            key = (sample.interface, sample.P, sample.implementation)
             state.verified[key] = state.verified.get(key, 0) + 1
+        else:
+            state.fitted.setdefault(key, set()).add(sample.index)
     return state
 
 
@@ -308,6 +311,9 @@ class Profiler:
         # a serving command's share of the verification points still wanted,
         # taken beside its fitting points (None: all of them)
         self.verifying: float | None = None
+        # a serving command's cap on each implementation's verification samples:
+        # this many per fitting point it was timed at (None: the interface's verify)
+        self.verify_per_fit: float | None = None
         # --select: the fitting points to take, by interface and index (all when None)
         self.selected: dict[str, set[int]] | None = None
         if options.select:
@@ -366,6 +372,8 @@ class Profiler:
             self.verification_only = bool(command.get("verification_only", False))
             share = command.get("verifying")
             self.verifying = None if share is None else min(max(float(share), 0.0), 1.0)
+            per_fit = command.get("verify_per_fit")
+            self.verify_per_fit = None if per_fit is None else max(float(per_fit), 0.0)
             self.surveying = bool(command.get("survey", False))
             self.program_run.deadline = command.get("deadline")
             self.take()
@@ -428,6 +436,9 @@ class Profiler:
             except ValueError:  # a range that is empty at this draw
                 continue
         verification = [(True, index, point) for index, point in enumerate(draws)]
+        if not any(self.verification_needed(interface, implementation) for implementation in interface.implementations
+                   if (interface.name, implementation.name) not in self.state.excluded):
+            verification = []  # every implementation has what its cap allows for now
         if self.verifying is not None and not self.fitting_only:
             done = {index for index, _ in enumerate(draws)
                     if (interface.name, self.context.size, True, index) in self.state.done}
@@ -440,9 +451,20 @@ class Profiler:
         return stream.randrange(2**31) + 1_000_003 * self.context.rank
 
     def verification_needed(self, interface: Interface, implementation: Implementation) -> bool:
-        """Whether the implementation still lacks verification samples at this rank count."""
-        taken = self.state.verified.get((interface.name, self.context.size, implementation.name), 0)
-        return taken < interface.verify
+        """Whether the implementation still lacks verification samples at this
+        rank count: the interface's ``verify``, or with a serving command's
+        ``verify_per_fit``, no more than that many per fitting point it was
+        timed at so far.  An adaptive profile on a short budget, or on a
+        busy host, times an implementation at few fitting points where it
+        cannot win; a sort build of 30 s took 8 fitting samples of counting
+        sort and 40 verification samples, which judge the model but do not
+        fit it, and its model of a constant chose counting sort at 79 of 200
+        points, up to 300 times slower than the fastest."""
+        key = (interface.name, self.context.size, implementation.name)
+        wanted = interface.verify
+        if self.verify_per_fit is not None:
+            wanted = min(wanted, math.ceil(self.verify_per_fit * len(self.state.fitted.get(key, ()))))
+        return self.state.verified.get(key, 0) < wanted
 
     def inputs(self, interface: Interface, verify: bool, index: int, point: dict) -> tuple[int, tuple, dict]:
         """The seed, the arguments and the variables (agreed over the ranks) at a point."""
@@ -474,9 +496,11 @@ class Profiler:
             if (interface.name, implementation.name) in self.state.excluded:
                 continue
             timing = Timing(tuple(values), repeat)
+            key = (interface.name, size, implementation.name)
             if verify:
-                key = (interface.name, size, implementation.name)
                 self.state.verified[key] = self.state.verified.get(key, 0) + 1
+            else:
+                self.state.fitted.setdefault(key, set()).add(index)
             records.append(Sample(interface.name, implementation.name, verify, size, index, settings, variables,
                                   timing.seconds, seed, point, timing.timings, repeat, round(timing.spread, 4),
                                   not timing.settled, round(slowdown, 3)))
