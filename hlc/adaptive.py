@@ -83,17 +83,12 @@ from hlc.model.calibration import calibrate
 from hlc.model.predict import Predictor, band, band_of, sum_of_terms, term_values
 from hlc.model.terms import model_terms
 
-#: Seconds of profiling an adaptive build spends when no --budget is given ...
+#: Seconds of profiling an adaptive build spends when no --budget is given,
+#: a first build too: the compile of the description's sources (once, then
+#: from the cache) is not profiling.  A first build that took its 44 s of
+#: compiling out of its budget (down to 30 s of profiling) chose right at
+#: 77.5% of 200 points on a busy host, the next one with 45 s at 95.5%.
 BUDGET = 45.0
-#: ... less the seconds the compile of the description's sources took beyond
-#: this allowance (a first build's, before its extensions are cached), down
-#: to SMALLEST_BUDGET: a first build then waits less for its models, but no
-#: less than it takes to fit every implementation.  At 20 s, a first sort
-#: build on a busy two-core host (its kernels compiled in 56 s) measured 12
-#: of its 288 points and left three implementations without a model; at
-#: 30 s its choices are within a point of a full-grid build's.
-COMPILE_ALLOWANCE = 5.0
-SMALLEST_BUDGET = 30.0
 #: Share of the budget kept for the verification samples still wanted after
 #: the fitting rounds; what they leave of it goes to more fitting rounds, if
 #: at least LEAST_ROUND seconds.
@@ -628,18 +623,13 @@ class Round:
     rivals: int = 0  # measured points taken again, at uncertain rivals never timed there (untimed_rivals)
 
 
-def default_budget(compile_seconds: float) -> float:
-    """The profiling budget of a build given none (BUDGET, COMPILE_ALLOWANCE)."""
-    return max(SMALLEST_BUDGET, BUDGET - max(compile_seconds - COMPILE_ALLOWANCE, 0.0))
-
-
 def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence[int],
                        budget: float | None, seed: int = 0, timeout: float = 60.0, progress: Progress | None = None,
                        models_of: Mapping[str, Path] | None = None,
                        report: Callable[[str], None] | None = None,
                        meanwhile: subprocess.Popen | None = None) -> tuple[ProfileResult, list[Round]]:
     """Profile ``library`` into ``samples`` adaptively (module doc), within
-    ``budget`` seconds of profiling (None: ``default_budget``); resumes from
+    ``budget`` seconds of profiling (None: ``BUDGET``); resumes from
     what ``samples`` holds.  ``meanwhile``: see hlc.calibrate.run.prepare."""
     spent = Breakdown()
     compile_started = time.monotonic()
@@ -648,7 +638,7 @@ def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, rank
     # then from the cache) is not part of it.
     started = time.monotonic()
     if budget is None:
-        budget = default_budget(started - compile_started)
+        budget = BUDGET
     result = ProfileResult(samples=samples, program=program, ranks=list(ranks), breakdown=spent)
     servers = {size: Server(program, samples, size, seed, timeout, progress, spent) for size in ranks}
     try:

@@ -17,7 +17,6 @@ from hlc.adaptive import (
     Judge,
     Site,
     covering,
-    default_budget,
     measured_keys,
     next_round,
     profile_adaptively,
@@ -252,14 +251,6 @@ def test_a_build_says_what_its_rounds_did(tmp_path):
     assert json.loads((tmp_path / "crossing" / "breakdown.json").read_text())["seconds"]["measuring"] > 0
     module = hlc.load(tmp_path / "crossing")
     assert module.square_sum(__import__("numpy").ones(3)) == 3.0
-
-
-def test_a_first_builds_compile_comes_out_of_the_default_budget():
-    """Without --budget, a build profiles for BUDGET, less a compile's seconds
-    beyond COMPILE_ALLOWANCE, and never less than SMALLEST_BUDGET."""
-    assert default_budget(0.0) == default_budget(adaptive_profile.COMPILE_ALLOWANCE) == adaptive_profile.BUDGET
-    assert default_budget(adaptive_profile.COMPILE_ALLOWANCE + 12.0) == adaptive_profile.BUDGET - 12.0
-    assert default_budget(1e6) == adaptive_profile.SMALLEST_BUDGET
 
 
 def test_what_the_verification_leaves_goes_back_to_the_fitting_points(tmp_path, monkeypatch):

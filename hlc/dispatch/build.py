@@ -337,7 +337,7 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
     models from ``previous`` (a models artefact).  With ``adaptive`` (the
     default, as for `hlc build` without --grid), the profile measures where
     decisions are uncertain (hlc.adaptive), within ``budget`` seconds
-    (by default hlc.adaptive.default_budget); a quick build and a refit measure
+    (by default hlc.adaptive.BUDGET); a quick build and a refit measure
     their whole nest.  ``origin``: where the description came from, when it
     is a build's own copy (a recalibration)."""
     started = time.monotonic()
