@@ -38,13 +38,6 @@ from hlc.model.terms import model_terms
 
 # Verification MRE above which a model is reported as inaccurate (thesis: 10%).
 VERIFICATION_LIMIT = 1.10
-# The relevance test drops terms only where the samples are at least this
-# many times the terms: with fewer, the t quantile of the few degrees of
-# freedom left makes every term look irrelevant alone, however much they
-# explain together.  Counting sort's five terms on eight samples (three
-# degrees of freedom, t = 3.18) were dropped one after another down to the
-# constant, which predicted 7 µs where the sort took 34 ms.
-PRUNE_FROM = 2.0
 # Samples taken while the host ran slow are left out, unless they are more
 # than this share of an implementation's samples (then the host was slow
 # throughout, and its pace is what there is to model).
@@ -198,14 +191,10 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
                                   discovering, shortlist) if discovering or model.families else ())
     terms = model_terms(model, discovered)
     columns, times = _columns(predictor, implementation, terms, fitting)
-    prune = len(fitting) >= PRUNE_FROM * (len(terms) + model.constant)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RankWarning)
-        result = fit(columns, times, relative=relative, confidence=confidence, constant=model.constant, prune=prune)
+        result = fit(columns, times, relative=relative, confidence=confidence, constant=model.constant)
     notes = [aliased_text(term, others) for term, others in result.aliases.items()] + [str(w.message) for w in caught]
-    if not prune:
-        notes.append(f"{len(fitting)} samples are too few to test each of {len(terms) + model.constant} terms' "
-                     f"relevance: every term is kept")
     held_mre, by_ranks = None, {}
     if verification:
         held_columns, held_times = _columns(predictor, implementation, terms, verification)
