@@ -17,7 +17,9 @@ them from the cache.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import os
 import platform
 import shutil
@@ -79,7 +81,7 @@ def compile_extensions(sources: Sequence[Path], target: Path, *, cached: bool = 
     if result.returncode != 0:
         raise CompileError("compiling " + ", ".join(s.name for s in missing) + " failed:\n"
                            + "\n".join(output[-40:]))
-    undefined = [line for line in output if line.startswith("warning:") and any(u in line for u in _UNDEFINED)]
+    undefined = _undefined(output)
     if undefined:
         for source in missing:
             (target / _library_name(source)).unlink(missing_ok=True)
@@ -103,15 +105,14 @@ def compile_module(source: Path, c_sources: Sequence[Path], target: Path) -> Pat
     source = Path(source).resolve()
     target = Path(target).resolve()
     target.mkdir(parents=True, exist_ok=True)
-    cache = cache_folder()
-    cached = cache / cache_key(source) / (extension_name(source) + ".o") if cache else None
+    cached = _object_entry(source)
     result = subprocess.run([sys.executable, "-m", "hlc.compile", "--module", str(target), str(source),
                              str(cached or ""), *(str(Path(c).resolve()) for c in c_sources)],
                             capture_output=True, text=True)
     output = (result.stdout + result.stderr).strip().splitlines()
     if result.returncode != 0:
         raise CompileError(f"compiling {source.name} failed:\n" + "\n".join(output[-40:]))
-    undefined = [line for line in output if line.startswith("warning:") and any(u in line for u in _UNDEFINED)]
+    undefined = _undefined(output)
     if undefined:
         (target / _library_name(source)).unlink(missing_ok=True)
         if cached is not None:
@@ -134,15 +135,22 @@ def start_module_object(source: Path) -> subprocess.Popen | None:
     so that its later compile_module only compiles the models' C and links.
     A child that fails leaves nothing: compile_module then compiles it and
     reports the error."""
-    source = Path(source).resolve()
-    cache = cache_folder()
-    if cache is None:
-        return None
-    cached = cache / cache_key(source) / (extension_name(source) + ".o")
-    if cached.is_file():
+    cached = _object_entry(Path(source).resolve())
+    if cached is None or cached.is_file():
         return None
     return subprocess.Popen([sys.executable, "-m", "hlc.compile", "--object", str(source), str(cached)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _object_entry(source: Path) -> Path | None:
+    """Where the cache keeps the object of a module's Cython (compile_module); None without a cache."""
+    cache = cache_folder()
+    return cache / cache_key(source) / (extension_name(source) + ".o") if cache else None
+
+
+def _undefined(output: Sequence[str]) -> list[str]:
+    """Cython's warnings, among ``output``'s lines, of code whose result is undefined (_UNDEFINED)."""
+    return [line for line in output if line.startswith("warning:") and any(u in line for u in _UNDEFINED)]
 
 
 def cache_folder() -> Path | None:
@@ -258,12 +266,17 @@ def _build_module(target: Path, source: Path, cached: Path | None, c_sources: li
             else:
                 from Cython.Build import cythonize
 
-                [cythonized] = cythonize([Extension(name, [str(source)])], build_dir=str(target / "cython"),
-                                         quiet=True, compiler_directives={"language_level": 3})
+                # Cython's warnings are read here too: an object of undefined code
+                # is not kept, whoever started the compile (the parent reads them
+                # again from this process's output, and refuses the module).
+                with contextlib.redirect_stderr(io.StringIO()) as said, contextlib.redirect_stdout(said):
+                    [cythonized] = cythonize([Extension(name, [str(source)])], build_dir=str(target / "cython"),
+                                             quiet=True, compiler_directives={"language_level": 3})
+                sys.stderr.write(said.getvalue())
                 [built] = self.compiler.compile(cythonized.sources, output_dir=self.build_temp,
                                                 include_dirs=includes, extra_postargs=extension.extra_compile_args)
                 extension.extra_objects = [built]
-                if cached is not None:
+                if cached is not None and not _undefined(said.getvalue().splitlines()):
                     _keep(Path(built), cached.parent, cached.name)
             if c_sources:
                 super().build_extension(extension)

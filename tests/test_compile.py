@@ -170,3 +170,18 @@ def test_a_module_object_started_early_is_the_one_its_module_links(tmp_path, cou
     compiling.compile_module(source, [tmp_path / "models.c"], tmp_path / "out")
     assert not (tmp_path / "out" / "cython").exists()
     assert load(tmp_path / "out", "scaler").scaled(2.0) == 14.0
+
+
+def test_an_object_of_undefined_code_is_not_kept_even_when_started_early(tmp_path, counted):
+    """start_module_object discards the compiler's output; the object of code
+    whose result is undefined is still not cached, and the module's compile
+    then refuses it."""
+    source = tmp_path / "ends.pyx"
+    source.write_text(WRAPPED)
+    process = compiling.start_module_object(source)
+    assert process is not None and process.wait() == 0
+    assert not list((tmp_path / "cache").rglob("ends.o"))
+    (tmp_path / "none.c").write_text("int hlc_nothing(void) { return 0; }\n")
+    with pytest.raises(CompileError, match=r"ends\.pyx:3:\d+: the result of using negative indices"):
+        compiling.compile_module(source, [tmp_path / "none.c"], tmp_path / "out")
+    assert not list((tmp_path / "cache").rglob("ends.o")) and not list((tmp_path / "out").glob("ends.*so"))
