@@ -242,7 +242,8 @@ class TimingEngine:
     def at_usual_pace(self, measure: Callable[[int], Any]) -> tuple[Any, float]:
         """Run ``measure(attempt)`` when the host runs at its usual pace
         (HostMeter), and again, up to HOST_RETAKES times, when it slowed down
-        meanwhile; the timings of a dropped attempt count as retaken.  Returns
+        meanwhile and the meter's budget has room for another attempt on
+        every rank; the timings of a dropped attempt count as retaken.  Returns
         the last attempt's outcome (None: it failed, and is not retaken) and
         the host's slowdown during it, the slowest rank's: the core's, or the
         memory's read after it, whichever is larger (the memory's spells are
@@ -251,12 +252,16 @@ class TimingEngine:
             with self.spent.spending("host waits"):
                 slowdown = self.host.settle()
             before = self.spent.seconds.get(MEASURING, 0.0)
+            started = self.host.clock()
             outcome = measure(attempt)
+            took = self.host.clock() - started
             with self.spent.spending("host waits"):
-                slowdown, memory = self.context.maxima(max(slowdown, self.host.slowdown()),
-                                                       self.host.memory_slowdown())
-            if outcome is None or self.host.steady(slowdown) or attempt == HOST_RETAKES:
+                slowdown, memory, spent = self.context.maxima(max(slowdown, self.host.slowdown()),
+                                                              self.host.memory_slowdown(),
+                                                              0.0 if self.host.may_retake(took) else 1.0)
+            if outcome is None or self.host.steady(slowdown) or attempt == HOST_RETAKES or spent:
                 return outcome, max(slowdown, memory)
+            self.host.drop(took)
             self.spent.move(MEASURING, "retaken", self.spent.seconds.get(MEASURING, 0.0) - before)
         raise AssertionError("unreachable: the last attempt returns")
 

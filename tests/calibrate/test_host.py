@@ -116,6 +116,28 @@ def test_a_host_that_stays_slow_costs_a_bounded_share_of_the_time():
     assert host.waited > 0.2 * script.now  # it did use what it was allowed
 
 
+def test_rounds_taken_again_share_the_budget_with_waits():
+    """A host slow on every round: the rounds dropped and the waits together
+    stay within the budget, and once it is spent neither is allowed."""
+    script = Scripted([1.0] * 100 + [3.0], step=0.01)
+    host = meter(script, patience=1.0, share=0.25, allowance=2.0)
+    for _ in range(100):
+        host.slowdown()
+    script.now = host.started
+    assert host.may_retake(1.5) and not host.may_retake(2.5)
+    host.drop(1.5)
+    assert host.spare() == pytest.approx(0.5)
+    # what was left, and a quarter of the time waited: 0.5 / (1 - 0.25)
+    assert host.settle() == 3.0 and host.waited == pytest.approx(0.5 / 0.75, abs=0.02)
+    assert not host.may_retake(0.1)
+    script.now += 4.0  # four seconds of work give one second more
+    assert host.may_retake(0.9) and not host.may_retake(1.1)
+    while host.may_retake(0.3):
+        host.drop(0.3)
+        script.now += 0.3
+    assert host.waited + host.dropped <= 2.0 + 0.25 * (script.now - host.started) + 1e-9
+
+
 def test_a_pace_the_host_keeps_becomes_its_best():
     """Once nine readings in ten are slower, the slower pace is the host's
     usual one: waiting for the old one would cost a share of the time on
@@ -133,11 +155,12 @@ def test_a_pace_the_host_keeps_becomes_its_best():
 
 
 def profile_one_point(tmp_path, readings_after_calls, monkeypatch, host_slow_above: float = 1,
-                      memory: float = 1.0) -> tuple[list[Sample], list[float]]:
+                      memory: float = 1.0, budget: float = 2.0) -> tuple[list[Sample], list[float]]:
     """Profile one implementation at one point; ``readings_after_calls(n)``: how
     many times slower than 2 ms the task's n-th call runs; the meter reads the
     host as slow just after a call more than ``host_slow_above`` times slower.
-    Returns the samples and each call's duration.
+    Returns the samples and each call's duration.  ``budget``: the meter's
+    seconds for waits and rounds taken again (its allowance; no share).
 
     The timing clock is scripted: each reading moves it on by 0.1 µs, and a
     call by its duration, so the test does not depend on how busy the host
@@ -162,7 +185,8 @@ def profile_one_point(tmp_path, readings_after_calls, monkeypatch, host_slow_abo
         return 3.0 if slow else 1.0
 
     def meter(tolerance: float) -> HostMeter:
-        host = HostMeter(tolerance=tolerance, reading=reading, patience=0.05, memory=lambda: memory)
+        host = HostMeter(tolerance=tolerance, reading=reading, patience=0.05, memory=lambda: memory,
+                         share=0.0, allowance=budget)
         host.memory_readings = [1.0]  # as if read at its best before: ``memory`` times slower now
         return host
 
@@ -194,6 +218,14 @@ def test_a_block_is_taken_again_only_so_often(tmp_path, monkeypatch):
     assert len(calls) == 3 * (1 + HOST_RETAKES)
     (sample,) = samples
     assert min(sample.timings) > 5e-3 and sample.host == 3.0  # kept, and marked
+
+
+def test_a_block_is_not_taken_again_beyond_the_budget(tmp_path, monkeypatch):
+    """With no budget for the host, a block it slowed down is kept as it was, and marked."""
+    samples, calls = profile_one_point(tmp_path, lambda n: 3, monkeypatch, budget=0.0)
+    assert len(calls) == 3
+    (sample,) = samples
+    assert sample.host == 3.0
 
 
 def test_a_block_in_a_memory_spell_is_kept_and_marked_not_taken_again(tmp_path, monkeypatch):
