@@ -153,8 +153,8 @@ def _build_options(command: argparse.ArgumentParser) -> None:
                               "after round, where decisions are uncertain, where the measured points leave gaps "
                               "and then the rest, farthest first, timing at each point the candidates that may "
                               "win there, then measuring the uncertain decisions again, until nothing is left "
-                              "to take or --budget "
-                              "(default: 45 s, less a first build's compile beyond 5 s) is spent")
+                              "to take or --budget (default: 45 s of profiling, a first build's compile "
+                              "on top) is spent")
     command.add_argument("--quick", action="store_true", default=None,
                          help="a reduced loop nest, for a smoke build (recorded in the fingerprint)")
     command.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
