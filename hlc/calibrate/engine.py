@@ -288,6 +288,9 @@ class TimingEngine:
             if seconds is None:
                 return None
             values.append((seconds, ready[0][2]))
+        # A block keeps RETAKES × k timings at most, its last: the count of cold
+        # leading ones may shrink as later timings come in.
+        cold = max(cold, len(values) - wanted * RETAKES)
         for seconds, repeat in values[:cold]:
             self.spent.move(MEASURING, "warm-up", seconds * repeat)
         return [seconds for seconds, _ in values[cold:]]

@@ -247,3 +247,16 @@ def test_cold_timings_are_dropped_as_warm_up(tmp_path, monkeypatch):
     (sample,) = samples
     assert sample.timings == pytest.approx([2e-3] * 3, rel=1e-3)
     assert not sample.noisy
+
+
+def test_a_block_keeps_at_most_three_k_timings_when_its_cold_ones_turn_out_warm(tmp_path, monkeypatch):
+    """Timings that never settle: the first looks cold beside the next ones
+    until later ones are as slow, and then none is cold.  The block still
+    keeps its last 3k timings only, the others counted as warm-up."""
+    durations = [2.0, 1.0, 3.0, 2.0, 2.5, 1.0, 1.0, 3.0, 1.6, 2.5]
+    samples, calls = profile_one_point(tmp_path, lambda n: durations[min(n, len(durations)) - 1], monkeypatch,
+                                       host_slow_above=10)
+    assert len(calls) == len(durations)
+    (sample,) = samples
+    assert len(sample.timings) == 3 * timing.RETAKES
+    assert list(sample.timings) == pytest.approx(calls[-len(sample.timings):], rel=1e-3)
