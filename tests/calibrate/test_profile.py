@@ -200,7 +200,11 @@ def test_calibrated_models_predict_their_verification_samples(tmp_path):
     models = calibrate(library, Samples.read(samples))
     for name in ("good", "numpy"):
         entry = models.time(name)
-        assert entry.verification_samples == 5
+        taken = [s for s in Samples.read(samples).samples if s.implementation == name and s.verify]
+        assert len(taken) == 5
+        # each one verifies the model, unless a busy host disturbed it and the fit left it out
+        assert 0 < entry.verification_samples <= 5
+        assert entry.verification_samples + entry.disturbed_samples >= 5, entry
         assert entry.verification_mre < 1.5, entry
         assert "n" in entry.kept
 
