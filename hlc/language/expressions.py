@@ -14,6 +14,7 @@ language is meant for (shifts of non-negative integers, divisions by non-zero).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -185,8 +186,8 @@ class _Printer:
         # Operators C lacks become calls; their operands need no parentheses.
         plain_left, plain_right = self.print(node.left), self.print(node.right)
         if operator == "**":
-            if isinstance(node.left, Number) and node.left.value == 2:  # exp2 costs a fraction of pow
-                return f"exp2({plain_right})"
+            if isinstance(node.left, Number) and node.left.value == 2:  # exact and cheap at whole exponents
+                return f"hlc_exp2({plain_right})"
             return f"pow({plain_left}, {plain_right})"
         if operator == "//":
             return f"floor({plain_left} / {plain_right})"
@@ -196,11 +197,42 @@ class _Printer:
             return f"ldexp({plain_left}, (int)({plain_right}))"
         if operator == ">>":
             return f"floor(ldexp({plain_left}, -(int)({plain_right})))"
+        power = _power_of_two_comparison(node)
+        if power is not None:
+            argument, threshold = power
+            return f"{self.wrap(argument, _level(argument) <= PRECEDENCE['<<'])} {operator} {threshold!r}"
         symbol = {"and": "&&", "or": "||"}.get(operator, operator)
         if operator in COMPARISONS:  # C ranks == below <, so keep both sides atomic
             left = self.wrap(node.left, _level(node.left) <= PRECEDENCE["<<"])
             right = self.wrap(node.right, _level(node.right) <= PRECEDENCE["<<"])
         return f"{left} {symbol} {right}"
+
+
+def _power_of_two_comparison(node: Binary) -> tuple[Expression, float] | None:
+    """``log2(x) >= k`` as ``(x, 2 ** k)``, so that C compares ``x >= 2 ** k``.
+
+    A discovered step of a size (``n * (log2(n) >= 17.5)``) is evaluated at
+    every candidate of a decision's searches, and a logarithm costs more
+    than all the rest of such a term.  For ``>=`` and ``>`` the two forms
+    agree at zero, negatives and NaN (both false) and at every x but those
+    within an ulp or so of 2 ** k, where the logarithm rounds to k and the
+    comparison of x is the exact one: never at a whole x."""
+    if node.operator not in (">=", ">"):
+        return None
+    knot = node.right
+    sign = 1
+    if isinstance(knot, Unary) and knot.operator in "+-":
+        knot, sign = knot.operand, -1 if knot.operator == "-" else 1
+    if not (isinstance(node.left, Call) and node.left.function == "log2" and len(node.left.arguments) == 1
+            and isinstance(knot, Number)):
+        return None
+    try:
+        threshold = 2.0 ** (sign * knot.value)
+    except OverflowError:
+        return None
+    if not 0.0 < threshold < math.inf:
+        return None
+    return node.left.arguments[0], threshold
 
 
 def unparse(expression: Expression) -> str:

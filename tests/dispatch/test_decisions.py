@@ -68,6 +68,8 @@ def compile_synthetic(tmp_path_factory, negative: float):
     assert all(models.time(name).discovered for name in ("plain", "digits"))
     folder = tmp_path_factory.mktemp("decisions")
     assert package(library, models, used, folder)[1]
+    source = (folder / "decisions_decisions.c").read_text()
+    assert "(v_n >= " in source and "log2(v_n) >=" not in source  # the steps of the size, as powers of two
     with pytest.warns(hlc.StaleModelWarning):  # the synthetic models have no fingerprint
         module = load(folder)
     predictor = Predictor(library, models.times(), {"comm": Predictor(library.used["comm"], used["comm"].times())})

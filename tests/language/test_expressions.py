@@ -96,7 +96,10 @@ def test_fitted_formula_splits_at_top_level_plus():
 def test_c_spelling_of_operators_python_lacks_in_c():
     assert to_c(parse_expression("a // b")) == "floor(a / b)"
     assert to_c(parse_expression("a % b")) == "hlc_mod(a, b)"
-    assert to_c(parse_expression("2 ** bpd")) == "exp2(bpd)"
+    assert to_c(parse_expression("2 ** bpd")) == "hlc_exp2(bpd)"
+    assert to_c(parse_expression("a * (log2(n) >= 12)")) == "a * (n >= 4096.0)"
+    assert to_c(parse_expression("log2(n + 1) > 17.5")) == "n + 1.0 > 185363.80004736633"
+    assert to_c(parse_expression("log2(n) <= 12")) == "log2(n) <= 12.0"
     assert to_c(parse_expression("3 ** bpd")) == "pow(3.0, bpd)"
     assert to_c(parse_expression("1 << i")) == "ldexp(1.0, (int)(i))"
     assert to_c(parse_expression("min(a, b, c)")) == "hlc_min(hlc_min(a, b), c)"
@@ -156,3 +159,38 @@ def test_c_and_python_agree_on_random_expressions(tmp_path):
     for (expression, expected), printed in zip(cases, output, strict=True):
         assert math.isclose(float(printed), expected, rel_tol=1e-9, abs_tol=1e-9), (
             f"{unparse(expression)}: C {printed}, Python {expected}")
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_c_compares_with_a_power_of_two_where_the_description_compares_a_logarithm(tmp_path):
+    """``log2(x) >= k`` compiles to ``x >= 2 ** k``: the same truth as the
+    logarithm's at whole sizes around every knot, at zero, negatives, NaN
+    and infinity.  Within an ulp of 2 ** k the logarithm rounds to k, and
+    the comparison of x is the exact one."""
+    knots = [0, 1, 3, 12, 17.5, 18.25, -2, 0.5, 40]
+    sizes = [0.0, -1.0, -4096.0, 0.5, 1.0, 2.0, 3.0, 1e300, float("inf"), float("nan")]
+    for k in knots:
+        center = 2.0 ** k
+        sizes += [center, math.nextafter(center, 0), math.nextafter(center, math.inf), math.floor(center),
+                  math.ceil(center), math.floor(center) - 1, math.ceil(center) + 1]
+    lines = []
+    for k in knots:
+        for operator in (">=", ">"):
+            rewritten = to_c(parse_expression(f"log2(x) {operator} {k}"))
+            assert "log2" not in rewritten
+            logarithm = f"(int)(log2(x) {operator} {float(k)!r})"
+            lines.append(f'        printf("%g %.17g %d %d\\n", {float(k)!r}, x, {logarithm}, (int)({rewritten}));\n')
+    values = ", ".join("NAN" if math.isnan(x) else "INFINITY" if math.isinf(x) else repr(x) for x in sizes)
+    program = tmp_path / "steps.c"
+    program.write_text("#include <math.h>\n#include <stdio.h>\nint main(void) {\n"
+                       f"    double xs[] = {{{values}}};\n"
+                       "    for (unsigned i = 0; i < sizeof xs / sizeof xs[0]; i++) {\n        double x = xs[i];\n"
+                       f"{''.join(lines)}    }}\n    return 0;\n}}\n")
+    binary = tmp_path / "steps"
+    subprocess.run(["cc", "-O2", str(program), "-o", str(binary), "-lm"], check=True)
+    rows = subprocess.run([str(binary)], check=True, capture_output=True, text=True).stdout.splitlines()
+    assert len(rows) == len(sizes) * len(knots) * 2
+    differ = [(float(k), float(x)) for k, x, logarithm, power in map(str.split, rows) if logarithm != power]
+    rounding = [(k, x) for k, x in differ if math.isclose(x, 2.0 ** k, rel_tol=1e-15)
+                and (x != 2.0 ** k or not k.is_integer())]
+    assert differ == rounding
