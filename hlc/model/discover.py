@@ -283,7 +283,7 @@ def discover(written: Mapping[str, np.ndarray], times: np.ndarray, variables: Ma
     result.candidates = len(firsts)
     found = search.run([])
     errors = search.errors_of(found)
-    for first, _ in firsts[1:shortlist]:
+    for first in firsts[1:shortlist]:
         other = search.run([first])
         other_errors = search.errors_of(other)
         if _clearly_better(other_errors, errors):
@@ -328,9 +328,16 @@ class _Search:
         self._columns: dict[Discovered, np.ndarray] = {}
         self._marks: dict[Discovered, bytes | None] = {}
         # Each step offers the members and each held term's products again:
-        # their terms and fingerprints are made once (hashing a term is the
-        # search's most frequent operation otherwise).
-        self._offers: dict[Discovered | None, list[tuple[Discovered, bytes | None, np.ndarray]]] = {}
+        # their terms, fingerprints and weighted columns are made once
+        # (hashing a term is the search's most frequent operation otherwise,
+        # and stacking the columns its largest copy).
+        self._offers: dict[Discovered | None, tuple[list[Discovered], np.ndarray, np.ndarray]] = {}
+        self._mark_ids: dict[bytes, int] = {}
+        # The starts, exchanges and refinements come back to the same models
+        # again and again: each one's held-out errors and ranked candidates
+        # are computed once.
+        self._errors: dict[tuple[Discovered, ...], np.ndarray] = {}
+        self._ranked: dict[tuple[Discovered, ...], list[Discovered]] = {}
 
     def column(self, term: Discovered) -> np.ndarray:
         if term not in self._columns:
@@ -348,9 +355,11 @@ class _Search:
             self._marks[term] = None if np.ptp(column) == 0 else _fingerprint(column)
         return self._marks[term]
 
-    def offers(self, parent: Discovered | None) -> list[tuple[Discovered, bytes | None, np.ndarray]]:
-        """The candidates a held term offers, with their fingerprints and columns: the
-        term times a factor of another variable (None: the family members)."""
+    def offers(self, parent: Discovered | None) -> tuple[list[Discovered], np.ndarray, np.ndarray]:
+        """The candidates a held term offers, their fingerprints (as
+        ``_mark_id`` numbers them), and their columns divided by the weights,
+        one a row: the term times a factor of another variable (None: the
+        family members)."""
         found = self._offers.get(parent)
         if found is None:
             if parent is None:
@@ -360,35 +369,61 @@ class _Search:
             else:
                 terms = [Discovered(parent.base, (*parent.factors, factor)) for factor in self.factors
                          if not any(f.variable == factor.variable for f in parent.factors)]
-            found = self._offers[parent] = [(term, self._mark(term), self.column(term)) for term in terms]
+            rows = np.array([self.column(term) / self.weights for term in terms]) if terms \
+                else np.empty((0, self.times.size))
+            marks = np.array([self._mark_id(self._mark(term)) for term in terms], dtype=np.intp)
+            found = self._offers[parent] = (terms, marks, rows)
         return found
+
+    def _mark_id(self, mark: bytes | None) -> int:
+        """A small integer for each distinct fingerprint, -1 for a constant column."""
+        return -1 if mark is None else self._mark_ids.setdefault(mark, len(self._mark_ids))
 
     def columns(self, found: Sequence[Discovered]) -> list[np.ndarray]:
         return [*self.written.values(), *(self.column(term) for term in found)]
 
     def errors_of(self, found: Sequence[Discovered]) -> np.ndarray:
-        return held_out_errors(self.columns(found), self.times, self.weights)
+        key = tuple(found)
+        errors = self._errors.get(key)
+        if errors is None:
+            errors = self._errors[key] = held_out_errors(self.columns(found), self.times, self.weights)
+        return errors
 
     def error_of(self, found: Sequence[Discovered]) -> float:
         return float(np.mean(self.errors_of(found))) if self.written else math.nan
 
-    def ranked(self, found: Sequence[Discovered]) -> list[tuple[Discovered, np.ndarray]]:
+    def ranked(self, found: Sequence[Discovered]) -> list[Discovered]:
         """The candidates for one more term, by the share of the weighted
         residual each explains, most first: each term of the model (its
         written base and the factors it holds) times a factor of another
         variable; screened: not constant, not a duplicate of a column in or
         offered, not explained by the model's columns."""
+        key = tuple(found)
+        if key not in self._ranked:
+            self._ranked[key] = self._rank(found)
+        return self._ranked[key]
+
+    def _rank(self, found: Sequence[Discovered]) -> list[Discovered]:
         columns = self.columns(found)
-        seen = {self._mark(term) for term in found} | {_fingerprint(c) for c in self.written.values()}
         held = [Discovered(name, ()) for name in self.written] + list(found)
-        offered: list[tuple[Discovered, np.ndarray]] = []
-        for parent in [None, *held]:
-            for term, mark, column in self.offers(parent):
-                if mark is None or mark in seen:
-                    continue
-                seen.add(mark)
-                offered.append((term, column))
-        return _rank(offered, columns, self.times, self.weights)
+        offers = [self.offers(parent) for parent in [None, *held]]
+        seen = np.zeros(len(self._mark_ids), dtype=bool)
+        for mark in [self._mark(term) for term in found] + [_fingerprint(c) for c in self.written.values()]:
+            if mark in self._mark_ids:
+                seen[self._mark_ids[mark]] = True
+        offered: list[Discovered] = []
+        blocks = []
+        for terms, marks, whitened in offers:  # each fingerprint's first offer, if not in the model
+            usable = np.flatnonzero(marks >= 0)
+            usable = usable[~seen[marks[usable]]]
+            _, first = np.unique(marks[usable], return_index=True)
+            picked = usable[np.sort(first)]
+            seen[marks[picked]] = True
+            offered += [terms[i] for i in picked]
+            if picked.size:
+                blocks.append(whitened[picked])
+        block = np.ascontiguousarray(np.concatenate(blocks).T) if blocks else None
+        return _rank(offered, block, columns, self.times, self.weights)
 
     def run(self, start: list[Discovered]) -> list[Discovered]:
         found = self.forward(list(start))
@@ -403,7 +438,7 @@ class _Search:
         errors = self.errors_of(found)
         while len(found) < self.limit:
             best = None
-            for term, _ in self.ranked(found)[:self.shortlist]:
+            for term in self.ranked(found)[:self.shortlist]:
                 trial = self.errors_of([*found, term])
                 if best is None or np.mean(trial) < np.mean(best[0]):
                     best = (trial, term)
@@ -420,7 +455,7 @@ class _Search:
         error = self.error_of(found)
         for k in [k for _ in range(2) for k in range(len(found))]:
             others = found[:k] + found[k + 1:]
-            found, error = self.replaced(found, k, [term for term, _ in self.ranked(others)[:self.shortlist]], error)
+            found, error = self.replaced(found, k, self.ranked(others)[:self.shortlist], error)
         return found
 
     def replaced(self, found: list[Discovered], k: int, candidates: Sequence[Discovered], error: float,
@@ -479,17 +514,17 @@ def _fingerprint(column: np.ndarray) -> bytes:
     return np.round(column / scale, 9).tobytes() if scale > 0 else b"zero"
 
 
-def _rank(candidates: list[tuple[Discovered, np.ndarray]], columns: Sequence[np.ndarray], times: np.ndarray,
-          weights: np.ndarray) -> list[tuple[Discovered, np.ndarray]]:
+def _rank(candidates: list[Discovered], block: np.ndarray | None, columns: Sequence[np.ndarray], times: np.ndarray,
+          weights: np.ndarray) -> list[Discovered]:
     """The candidates by the share of the weighted residual each explains,
-    most first; those the model's terms explain already are left out."""
-    if not candidates:
+    most first; those the model's terms explain already are left out.
+    ``block`` holds the candidates' columns divided by the weights."""
+    if not candidates or block is None:
         return []
     design = _whitened_design(columns, weights)
     target = times / weights
     basis, _ = np.linalg.qr(design)
     residual = target - basis @ (basis.T @ target)
-    block = np.column_stack([column for _, column in candidates]) / weights[:, None]
     # With Q orthonormal, a column's part outside the model's span has the
     # squared norm |b|² - |Qᵀb|², and the residual (orthogonal to Q) meets
     # it as it meets b: no need to form the projected block.
