@@ -18,12 +18,14 @@ points; an adaptive profile measures a part of it, chosen in rounds:
    * the points measured before whose decision is uncertain between
      alternatives one of which was never timed there (the models of that
      round thought it could not win), at those alternatives only;
-   * the points whose decision is uncertain: the two fastest predicted
-     alternatives (implementations, and a parameterized implementation at
-     each setting the dispatcher chooses among) lie within each other's
+   * the points whose decision is uncertain: the fastest predicted
+     alternative (implementations, and a parameterized implementation at
+     each setting the dispatcher chooses among) lies within another's
      uncertainty, the confidence band of the predicted mean widened to the
-     model's own error on its samples (thesis Fig. 4-8: the wrong choices lie
-     at the region boundaries), most uncertain first;
+     model's own error on its samples and to what its discovered terms may
+     add or take away where the samples leave their knots loose
+     (hlc.model.knots) (thesis Fig. 4-8: the wrong choices lie at the
+     region boundaries), most uncertain first;
    * the points halfway between neighbouring measured points whose
      fastest measured alternatives differ (hlc.boundaries): points between
      the grid's, surveyed when first wanted, so that a boundary the grid
@@ -80,6 +82,7 @@ from hlc.calibrate.timing import MINIMUM_TIMING
 from hlc.language import ast
 from hlc.language.expressions import unparse
 from hlc.model.calibration import calibrate
+from hlc.model.knots import LooseKnot, knot_ambiguity, loose_knots
 from hlc.model.predict import Predictor, band, band_of, sum_of_terms, term_values
 from hlc.model.terms import model_terms
 
@@ -300,8 +303,11 @@ class Judge:
 
     def __init__(self, library: ast.Library, models: Models,
                  used_models: Mapping[str, Models] | None = None,
-                 values: dict[tuple, dict[str, float]] | None = None):
+                 values: dict[tuple, dict[str, float]] | None = None, records: Samples | None = None):
         self.library = library
+        self.records = records  # the samples the models were fitted to: where their knots are loose
+        self.loose: dict[str, list[LooseKnot]] = {}
+        self.ambiguities: dict[tuple, float] = {}
         self.entries = models.times()
         self.predictor = Predictor.of_models(library, models, used_models or {})
         self.implementations = {i.name: i for interface in library.interfaces for i in interface.implementations}
@@ -360,7 +366,26 @@ class Judge:
             return None
         seconds, half = predicted
         error = entry.mre if entry.mre is not None else 1.0
-        return seconds, max(half, max(error - 1.0, 0.0) * seconds)
+        return seconds, max(half, max(error - 1.0, 0.0) * seconds, self.ambiguity(name, environment))
+
+    def ambiguity(self, name: str, environment: dict[str, Any]) -> float:
+        """Seconds the model's discovered terms may add or take away at an
+        environment where the samples leave their knots loose
+        (hlc.model.knots): a prediction there is a guess, however narrow
+        its band, and measuring there is what pins the knot."""
+        if self.records is None:
+            return 0.0
+        if name not in self.loose:
+            fitted = [s for s in self.records.samples if s.implementation == name and not s.verify]
+            self.loose[name] = loose_knots(self.predictor, self.implementations[name], self.entries[name],
+                                           [s.environment for s in fitted], [s.seconds for s in fitted])
+        if not self.loose[name]:
+            return 0.0
+        key = (name, tuple(sorted(environment.items())))
+        if key not in self.ambiguities:
+            self.ambiguities[key] = knot_ambiguity(self.predictor, self.implementations[name], self.loose[name],
+                                                   environment)
+        return self.ambiguities[key]
 
     def alternatives(self, site: Site) -> list[Alternative]:
         """Every fitted alternative at the site, fastest predicted first (kept:
@@ -378,22 +403,23 @@ class Judge:
 
     def uncertainty(self, site: Site, widening: float = 1.0) -> float:
         """How uncertain the decision at the site is: 0 when the fastest
-        predicted alternative is clear of the second by more than their
-        uncertainties together (``widening`` times them), up to 1 when they
-        are predicted equal."""
+        predicted alternative is clear of every other by more than their
+        uncertainties together (``widening`` times them), up to 1 when two
+        are predicted equal.  Mostly the second fastest decides it; a
+        slower one whose prediction is loose (hlc.model.knots) may too."""
         best = self.alternatives(site)
-        if len(best) < 2:
-            return 0.0
-        first, second = best[0], best[1]
-        reach = widening * (first.uncertainty + second.uncertainty)
-        if reach <= 0:
-            return 0.0
-        return max(0.0, 1.0 - (second.seconds - first.seconds) / reach)
+        first, score = best[0] if best else None, 0.0
+        for other in best[1:]:
+            reach = widening * (first.uncertainty + other.uncertainty)
+            if reach > 0:
+                score = max(score, 1.0 - (other.seconds - first.seconds) / reach)
+        return score
 
     def worth_timing(self, site: Site, factor: float = WORTH) -> Candidates:
         """The candidates worth timing at a site, of those profiling would
         time there: each that may be within ``factor`` of the fastest
-        predicted alternative, and the settings next to each such
+        predicted alternative (of the most it may take, where its knots are
+        loose: hlc.model.knots), and the settings next to each such
         implementation's predicted best (the optimum of a searched parameter
         is then bracketed); every setting of an implementation its model
         cannot predict yet.  Kept, since a round costs a site before it
@@ -402,14 +428,16 @@ class Judge:
             return self.worth[site.key, factor]
         predicted: dict[str, list[tuple[dict[str, int], float, float]]] = {}
         unknown: set[str] = set()
+        fastest = math.inf  # the least seconds the fastest may take: where a knot is loose, the most it may
         for name, settings_list in site.settings.items():
             for settings in settings_list:
-                found = self.widened(name, {**site.variables, **settings})
+                environment = {**site.variables, **settings}
+                found = self.widened(name, environment)
                 if found is None:
                     unknown.add(name)
                     break
                 predicted.setdefault(name, []).append((settings, *found))
-        fastest = min((seconds for found in predicted.values() for _, seconds, _ in found), default=math.inf)
+                fastest = min(fastest, found[0] + self.ambiguity(name, environment))
         kept: Candidates = {}
         for name, settings_list in site.settings.items():
             if name in unknown:
@@ -700,7 +728,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                 # program's work, which it accounts for itself (inputs).
                 records, bisecting = midpoints(records)
                 with spent.spending("planning"):
-                    judge = Judge(library, models, used_models, values)
+                    judge = Judge(library, models, used_models, values, records)
                     timed = timed_settings(records, grid)
                     seconds = min(max(ROUND_SHARE * left, overhead), left)
                     rivals = untimed_rivals(grid, taken, judge, timed, seconds / 2)

@@ -85,6 +85,7 @@ def test_a_site_times_only_the_candidates_that_may_win_there():
                    ("radix", 6): 3.0, ("slow", None): 10.0, ("wide", None): 10.0}
     halves = {("wide", None): 9.0}
     judge = Judge.__new__(Judge)
+    judge.records = None  # no samples: every knot taken as the fit placed it
     judge.entries = {name: TimeModel("fitted", mre=1.0) for name in ("radix", "slow", "wide")}
     judge.implementations = dict.fromkeys(("radix", "slow", "wide", "new"))
     judge.worth = {}
@@ -136,6 +137,7 @@ def test_a_measured_point_is_taken_again_when_a_rival_never_timed_there_turns_un
     a site not measured yet are left alone."""
     gaps = {0: 0.1, 1: 0.1, 2: 5.0, 3: 0.1}  # how far the second alternative lies behind the first
     judge = Judge.__new__(Judge)
+    judge.records = None  # no samples: every knot taken as the fit placed it
     judge.entries = {name: TimeModel("fitted", mre=1.0) for name in ("a", "b")}
     judge.implementations = {"a": None, "b": None}
     judge.worth, judge.ranked = {}, {}
@@ -152,6 +154,7 @@ def test_once_every_point_is_measured_the_uncertain_decisions_are_measured_again
     first, at the candidates that may win there, up to MOST_TAKES in all."""
     gaps = {0: 0.1, 1: 1.0, 2: 5.0, 3: 0.2}  # how far the second alternative lies behind the first
     judge = Judge.__new__(Judge)
+    judge.records = None  # no samples: every knot taken as the fit placed it
     judge.entries = {name: TimeModel("fitted", mre=1.0) for name in ("a", "b")}
     judge.implementations = {"a": None, "b": None}
     judge.worth, judge.ranked = {}, {}

@@ -22,14 +22,17 @@ def _number(value: float) -> ast.Number:
     return ast.Number(0, 0, int(value) if float(value).is_integer() else float(value))
 
 
+def factor_variable(factor: Factor, expressions: Mapping[str, ast.Expression] | None = None) -> ast.Expression:
+    """What a factor steps or bends in: its variable (a name, or the text of
+    a family's expression, found in ``expressions``), in log2 for a log factor."""
+    x: ast.Expression = (expressions or {}).get(factor.variable) or ast.Name(0, 0, factor.variable)
+    return ast.Call(0, 0, "log2", (x,)) if factor.log else x
+
+
 def factor_expression(factor: Factor,
                       expressions: Mapping[str, ast.Expression] | None = None) -> ast.Expression:
-    """``(log2(n) >= 18.25)``, ``max(0, log2(n) - 18.25)`` or ``(bpd >= 9)``.
-    The variable is a name, or the text of a family's expression (found in
-    ``expressions``)."""
-    x: ast.Expression = (expressions or {}).get(factor.variable) or ast.Name(0, 0, factor.variable)
-    if factor.log:
-        x = ast.Call(0, 0, "log2", (x,))
+    """``(log2(n) >= 18.25)``, ``max(0, log2(n) - 18.25)`` or ``(bpd >= 9)``."""
+    x = factor_variable(factor, expressions)
     if factor.kind == "step":
         return ast.Binary(0, 0, ">=", x, _number(factor.knot), parenthesized=True)
     return ast.Call(0, 0, "max", (ast.Number(0, 0, 0), ast.Binary(0, 0, "-", x, _number(factor.knot))))

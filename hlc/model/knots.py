@@ -1,0 +1,150 @@
+"""Where a discovered knot is not pinned down by the samples.
+
+A discovered step ``n * (width >= 17)`` says the cost per key rises
+somewhere between the widths the samples hold on either side of 17.  When
+the samples that would show the rise (those where the term is a large part
+of the time) hold widths 16 and 19 only, a step at 17, 18 or 19 fits them
+alike, and the model's prediction at width 17 or 18 is a guess: the term
+may or may not apply there.  The fit's confidence band does not say so,
+since it takes the terms as given; a profile that trusts it never measures
+there, and a wrong guess stays (counting sort predicted five times too slow
+at 400,000 keys of 18 bits, never timed there, lost every decision there).
+
+:func:`loose_knots` finds, for each factor of each kept discovered term,
+the nearest values of its variable on either side of the knot among the
+samples that *see* it: where the term, its factor set to one (a hinge's
+to its distance from the knot, one at least), is at least ``SEEN`` of the
+sample's time.  :func:`knot_ambiguity` is then what the
+terms whose knot may lie on either side of a point could add to or take
+from its prediction: the adaptive profile widens the point's band by it,
+so that the point is measured where that could turn a decision.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hlc.artefacts.models import Discovered, Factor, TimeModel
+from hlc.language import ast
+from hlc.language.expressions import EvaluationError, evaluate, unparse
+from hlc.model.predict import Predictor
+from hlc.model.terms import factor_expression, factor_variable
+
+#: A sample sees a factor's knot when the term, the factor set to one (a
+#: hinge: to the sample's distance from the knot, one unit at least), is at
+#: least this share of its time: enough to stand out of a busy host's noise.
+SEEN = 0.25
+
+
+@dataclass(frozen=True)
+class LooseKnot:
+    """One factor of a kept discovered term, and the values of its variable
+    that pin its knot: the nearest seen on either side.  None: no sample
+    sees the term on that side, where it is then a small correction only,
+    pinned by many samples together if at all; such a knot is taken as it is."""
+
+    term: str  # the discovered term's text, as the model's coefficients name it
+    coefficient: float
+    rest: ast.Expression  # the term without this factor: its base times its other factors
+    factor: Factor
+    variable: ast.Expression  # what the factor steps or bends in (log2 of it for a log factor)
+    below: float | None
+    above: float | None
+
+    def ambiguity(self, rest: float, x: float) -> float:
+        """Seconds the term may add or take away at a point where the rest of
+        the term is ``rest`` and the variable ``x``: zero where the samples
+        pin the factor's value (x outside the open interval they leave)."""
+        if self.below is None or self.above is None or not self.below < x < self.above:
+            return 0.0
+        if self.factor.kind == "step":
+            return abs(self.coefficient * rest)
+        # A hinge whose knot lies anywhere in (below, above): from 0 to x - below past it.
+        return abs(self.coefficient * rest) * (x - self.below)
+
+
+def _rest(written: Mapping[str, ast.Expression], term: Discovered, skipped: int,
+          expressions: Mapping[str, ast.Expression]) -> ast.Expression:
+    """The discovered term without its factor at ``skipped``."""
+    factors = [factor_expression(f, expressions) for i, f in enumerate(term.factors) if i != skipped]
+    expression: ast.Expression | None = None if term.base == "1" else written[term.base]
+    for factor in factors:
+        expression = factor if expression is None else ast.Binary(0, 0, "*", expression, factor)
+    return expression if expression is not None else ast.Number(0, 0, 1)
+
+
+def _values(predictor: Predictor, implementation: ast.Implementation, expressions: Sequence[ast.Expression],
+            environment: Mapping[str, Any]) -> list[float]:
+    """The expressions' values at one environment (NaN where one cannot be had)."""
+    try:
+        scope = predictor.helpers(implementation, {**predictor.constants, **environment})
+        functions = predictor.functions(scope)
+    except (EvaluationError, ArithmeticError, LookupError, ValueError):
+        return [math.nan] * len(expressions)
+    values = []
+    for expression in expressions:
+        try:
+            values.append(float(evaluate(expression, scope, functions)))
+        except (EvaluationError, ArithmeticError, LookupError, ValueError):
+            values.append(math.nan)
+    return values
+
+
+def loose_knots(predictor: Predictor, implementation: ast.Implementation, entry: TimeModel,
+                environments: Sequence[Mapping[str, Any]], seconds: Sequence[float]) -> list[LooseKnot]:
+    """Each factor of each kept discovered term of ``entry``, with the values
+    of its variable that pin its knot among the fitting samples (their
+    ``environments`` and ``seconds``)."""
+    model = implementation.model("time")
+    found = entry.discovered
+    if model is None or not model.fitted or not found:
+        return []
+    written = {unparse(f.base): f.base for f in model.families if f.base is not None}
+    written.update({unparse(term): term for term in model.terms})
+    expressions = {unparse(family.expression): family.expression for f in model.families for family in f.families}
+    factors = []  # (term's name, coefficient, the factor's position, factor, rest, variable)
+    for term, name in zip(found, entry.terms[-len(found):], strict=True):
+        coefficient = entry.coefficients.get(name)
+        if coefficient:
+            factors += [(name, coefficient, factor, _rest(written, term, position, expressions),
+                         factor_variable(factor, expressions)) for position, factor in enumerate(term.factors)]
+    if not factors:
+        return []
+    wanted = [e for _, _, _, rest, variable in factors for e in (rest, variable)]
+    table = [_values(predictor, implementation, wanted, environment) for environment in environments]
+    knots = []
+    for k, (name, coefficient, factor, rest, variable) in enumerate(factors):
+        below, above = None, None
+        for values, time in zip(table, seconds, strict=True):
+            part, x = values[2 * k], values[2 * k + 1]
+            if not (math.isfinite(part) and math.isfinite(x)) or time <= 0:
+                continue
+            reach = 1.0 if factor.kind == "step" else max(1.0, abs(x - factor.knot))
+            if abs(coefficient * part) * reach < SEEN * time:
+                continue
+            if x < factor.knot:
+                below = x if below is None else max(below, x)
+            else:
+                above = x if above is None else min(above, x)
+        knots.append(LooseKnot(name, coefficient, rest, factor, variable, below, above))
+    return knots
+
+
+def knot_ambiguity(predictor: Predictor, implementation: ast.Implementation, knots: Sequence[LooseKnot],
+                   environment: Mapping[str, Any]) -> float:
+    """Seconds the discovered terms whose knots the samples leave loose at
+    ``environment`` may add to or take from its prediction (their sum)."""
+    loose = [knot for knot in knots if knot.below is not None and knot.above is not None]
+    if not loose:
+        return 0.0
+    values = _values(predictor, implementation, [e for knot in loose for e in (knot.rest, knot.variable)],
+                     environment)
+    total = 0.0
+    for k, knot in enumerate(loose):
+        part, x = values[2 * k], values[2 * k + 1]
+        if math.isfinite(part) and math.isfinite(x):
+            total += knot.ambiguity(part, x)
+    return total
