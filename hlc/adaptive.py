@@ -41,7 +41,8 @@ points; an adaptive profile measures a part of it, chosen in rounds:
      nest: a budget that allows the whole grid gets it;
 
    each round spending about a fifth of what is left of the fitting budget
-   (three quarters of the whole), as the models predict it, and timing at
+   (three quarters of the whole), as the models predict it and as the
+   rounds before took longer than predicted (``PACE_BOUNDS``), timing at
    each point only the candidates that may win there (``WORTH``), and the
    settings of each implementation that no point within one step has
    timed near (``covering``): every model is then measured over its whole
@@ -118,6 +119,13 @@ START_POINTS = 8
 #: that grow short as the budget runs out would spend it on planning.
 ROUND_SHARE = 0.2
 LEAST_ROUND_SHARE = 4.0
+#: A round is planned in predicted seconds of timed calls; the seconds it
+#: takes are more, by the checks, warm-ups, inputs and the host's retakes
+#: and waits.  The ratio the last rounds showed (their geometric mean with
+#: the one before), within these bounds, turns the round's share of the
+#: budget into predicted seconds: on a busy host a round planned at a fifth
+#: of what was left took all of it, and the profile re-planned once.
+PACE_BOUNDS = (1.0, 8.0)
 #: A round with room left takes the decisions uncertain at these multiples of the models' uncertainty.
 WIDENINGS = (2.0, 4.0)
 #: The fitter searches the terms again when the measured points have grown by this factor.
@@ -700,10 +708,33 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
     searched: tuple[int, Models] | None = None  # fitting points, and the models, of the last search
     values: dict[tuple, dict[str, float]] = {}  # the terms' values at the sites, for every round's Judge
     overhead = 0.0  # the least a round measures: a multiple of what fitting and planning the last one took
+    pace = PACE_BOUNDS[0]  # seconds a round takes per second of timed calls it was predicted to take
+    paced = False  # whether a round has shown its pace yet
+    previous: tuple[list[Site], dict, float, bool] | None = None  # the last round: sites, plan, seconds, cut short
+
+    def observe_pace(judge: Judge) -> None:
+        """The pace of the last round, its plan costed by the models fitted
+        to what it measured (the start has no earlier ones)."""
+        nonlocal pace, paced
+        if previous is None:
+            return
+        batch, plan, took, cut = previous
+        predicted = sum(judge.cost(site, site.settings if plan[site.key] is None else plan[site.key])
+                        for site in batch)
+        if predicted <= 0:
+            return
+        observed = min(max(took / predicted, PACE_BOUNDS[0]), PACE_BOUNDS[1])
+        if cut:  # stopped short of its plan: the pace is that at least
+            pace = max(pace, observed)
+        elif paced:
+            pace = math.sqrt(pace * observed)
+        else:
+            pace = observed
+        paced = True
 
     def fitting_rounds(until: float) -> bool:
         """Rounds until ``until`` seconds into the budget; whether that cut them short."""
-        nonlocal records, taken, searched, overhead
+        nonlocal records, taken, searched, overhead, previous
         while True:
             left = until - (time.monotonic() - started)
             if not taken:
@@ -729,8 +760,9 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                 records, bisecting = midpoints(records)
                 with spent.spending("planning"):
                     judge = Judge(library, models, used_models, values, records)
+                    observe_pace(judge)
                     timed = timed_settings(records, grid)
-                    seconds = min(max(ROUND_SHARE * left, overhead), left)
+                    seconds = min(max(ROUND_SHARE * left, overhead), left) / pace
                     rivals = untimed_rivals(grid, taken, judge, timed, seconds / 2)
                     seconds -= sum(judge.cost(grid.by_key[key], candidates) for key, candidates in rivals.items())
                     batch, by_rule = next_round(grid, taken, judge, max(seconds, 0.0), bisecting)
@@ -782,6 +814,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                     cut = True
             records = Samples.read(samples)
             before, taken = taken, measured_keys(records)
+            previous = (batch, plan, time.monotonic() - round_started, cut)
             retaken = by_rule.get("retaken", 0)
             rounds.append(Round(len(batch), by_rule["uncertain"], by_rule["gaps"],
                                 time.monotonic() - round_started, by_rule["spread"], retaken,
