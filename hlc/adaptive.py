@@ -436,7 +436,7 @@ class Judge:
             return self.worth[site.key, factor]
         predicted: dict[str, list[tuple[dict[str, int], float, float]]] = {}
         unknown: set[str] = set()
-        fastest = math.inf  # the least seconds the fastest may take: where a knot is loose, the most it may
+        fastest = math.inf  # the fastest prediction; where its knots are loose, the most it may take
         for name, settings_list in site.settings.items():
             for settings in settings_list:
                 environment = {**site.variables, **settings}
