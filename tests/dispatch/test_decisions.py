@@ -93,13 +93,13 @@ def random_variables(rng: random.Random) -> dict:
             "P": ranks, "logP": math.log2(ranks)}
 
 
-def test_compiled_and_python_decisions_agree_on_10000_random_calls(any_compiled):
+def test_compiled_and_python_decisions_agree_on_5000_random_calls(any_compiled):
     library, module, decider = any_compiled
     interface = library.interface("work")
     rng = random.Random(7)
     chosen = set()
     steadier = 0  # decisions where the planned time chose other than the least prediction
-    for _ in range(10_000):
+    for _ in range(5_000):
         variables = random_variables(rng)
         expected = decider.decide(interface, variables)
         actual = module.choose_work_at(**variables)
@@ -111,7 +111,7 @@ def test_compiled_and_python_decisions_agree_on_10000_random_calls(any_compiled)
         least = min(expected.predicted, key=expected.predicted.__getitem__)
         steadier += expected.implementation is not None and expected.predicted[least] < expected.seconds
     assert len(chosen) >= 3  # the random models make several implementations win somewhere
-    assert steadier > 100  # and the deviations change some decisions
+    assert steadier > 50  # and the deviations change some decisions
 
 
 def test_every_kind_of_parameter_search_is_exercised(compiled):
