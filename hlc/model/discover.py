@@ -338,6 +338,7 @@ class _Search:
         # are computed once.
         self._errors: dict[tuple[Discovered, ...], np.ndarray] = {}
         self._ranked: dict[tuple[Discovered, ...], list[Discovered]] = {}
+        self._written_marks = [_fingerprint(column) for column in self.written.values()]
 
     def column(self, term: Discovered) -> np.ndarray:
         if term not in self._columns:
@@ -400,15 +401,15 @@ class _Search:
         offered, not explained by the model's columns."""
         key = tuple(found)
         if key not in self._ranked:
-            self._ranked[key] = self._rank(found)
+            self._ranked[key] = self._screened_ranking(found)
         return self._ranked[key]
 
-    def _rank(self, found: Sequence[Discovered]) -> list[Discovered]:
+    def _screened_ranking(self, found: Sequence[Discovered]) -> list[Discovered]:
         columns = self.columns(found)
         held = [Discovered(name, ()) for name in self.written] + list(found)
         offers = [self.offers(parent) for parent in [None, *held]]
         seen = np.zeros(len(self._mark_ids), dtype=bool)
-        for mark in [self._mark(term) for term in found] + [_fingerprint(c) for c in self.written.values()]:
+        for mark in [self._mark(term) for term in found] + self._written_marks:
             if mark in self._mark_ids:
                 seen[self._mark_ids[mark]] = True
         offered: list[Discovered] = []

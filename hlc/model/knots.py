@@ -29,9 +29,9 @@ from typing import Any
 
 from hlc.artefacts.models import Discovered, Factor, TimeModel
 from hlc.language import ast
-from hlc.language.expressions import EvaluationError, evaluate, unparse
+from hlc.language.expressions import EvaluationError, evaluate
 from hlc.model.predict import Predictor
-from hlc.model.terms import factor_expression, factor_variable
+from hlc.model.terms import discovered_expression, discovery_names, factor_variable
 
 #: A sample sees a factor's knot when the term, the factor set to one (a
 #: hinge: to the sample's distance from the knot, one unit at least), is at
@@ -66,16 +66,6 @@ class LooseKnot:
         return abs(self.coefficient * rest) * (x - self.below)
 
 
-def _rest(written: Mapping[str, ast.Expression], term: Discovered, skipped: int,
-          expressions: Mapping[str, ast.Expression]) -> ast.Expression:
-    """The discovered term without its factor at ``skipped``."""
-    factors = [factor_expression(f, expressions) for i, f in enumerate(term.factors) if i != skipped]
-    expression: ast.Expression | None = None if term.base == "1" else written[term.base]
-    for factor in factors:
-        expression = factor if expression is None else ast.Binary(0, 0, "*", expression, factor)
-    return expression if expression is not None else ast.Number(0, 0, 1)
-
-
 def _values(predictor: Predictor, implementation: ast.Implementation, expressions: Sequence[ast.Expression],
             environment: Mapping[str, Any]) -> list[float]:
     """The expressions' values at one environment (NaN where one cannot be had)."""
@@ -102,15 +92,15 @@ def loose_knots(predictor: Predictor, implementation: ast.Implementation, entry:
     found = entry.discovered
     if model is None or not model.fitted or not found:
         return []
-    written = {unparse(f.base): f.base for f in model.families if f.base is not None}
-    written.update({unparse(term): term for term in model.terms})
-    expressions = {unparse(family.expression): family.expression for f in model.families for family in f.families}
+    written, expressions = discovery_names(model)
     factors = []  # (term's name, coefficient, the factor's position, factor, rest, variable)
     for term, name in zip(found, entry.terms[-len(found):], strict=True):
         coefficient = entry.coefficients.get(name)
         if coefficient:
-            factors += [(name, coefficient, factor, _rest(written, term, position, expressions),
-                         factor_variable(factor, expressions)) for position, factor in enumerate(term.factors)]
+            factors += [(name, coefficient, factor,
+                         discovered_expression(written, Discovered(term.base, term.factors[:i] + term.factors[i + 1:]),
+                                               expressions),  # the term without this factor
+                         factor_variable(factor, expressions)) for i, factor in enumerate(term.factors)]
     if not factors:
         return []
     wanted = [e for _, _, _, rest, variable in factors for e in (rest, variable)]

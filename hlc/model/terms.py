@@ -42,6 +42,8 @@ def discovered_expression(written: Mapping[str, ast.Expression], term: Discovere
                           expressions: Mapping[str, ast.Expression] | None = None) -> ast.Expression:
     """The written term ``term.base`` ("1": none) times each of its factors."""
     factors = [factor_expression(f, expressions) for f in term.factors]
+    if term.base == "1" and not factors:
+        return ast.Number(0, 0, 1)
     expression = factors[0] if term.base == "1" else written[term.base]
     for factor in factors[1:] if term.base == "1" else factors:
         expression = ast.Binary(0, 0, "*", expression, factor)
@@ -52,12 +54,19 @@ def model_terms(model: ast.CostModel, discovered: Sequence[Discovered] = ()) -> 
     """The written terms of a fitted model, then the ``discovered`` ones."""
     terms = list(model.terms)
     if discovered:
-        written = {unparse(f.base): f.base for f in model.families if f.base is not None}
-        written.update({unparse(term): term for term in terms})
-        expressions = {unparse(family.expression): family.expression
-                       for f in model.families for family in f.families}
+        written, expressions = discovery_names(model)
         terms += [discovered_expression(written, term, expressions) for term in discovered]
     return terms
+
+
+def discovery_names(model: ast.CostModel) -> tuple[dict[str, ast.Expression], dict[str, ast.Expression]]:
+    """What a discovered term's texts name in ``model``: its bases (the
+    written terms and the families' bases) and its factors' variables (the
+    families' expressions)."""
+    written = {unparse(f.base): f.base for f in model.families if f.base is not None}
+    written.update({unparse(term): term for term in model.terms})
+    expressions = {unparse(family.expression): family.expression for f in model.families for family in f.families}
+    return written, expressions
 
 
 def _seconds(value: float) -> str:
