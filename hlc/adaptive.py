@@ -24,8 +24,9 @@ points; an adaptive profile measures a part of it, chosen in rounds:
      uncertainty, the confidence band of the predicted mean widened to the
      model's own error on its samples and to what its discovered terms may
      add or take away where the samples leave their knots loose
-     (hlc.model.knots) (thesis Fig. 4-8: the wrong choices lie at the
-     region boundaries), most uncertain first;
+     (hlc.model.knots), and around a sample the model missed by half or
+     more, to that miss (``Judge.misfit``) (thesis Fig. 4-8: the wrong
+     choices lie at the region boundaries), most uncertain first;
    * the points halfway between neighbouring measured points whose
      fastest measured alternatives differ (hlc.boundaries): points between
      the grid's, surveyed when first wanted, so that a boundary the grid
@@ -82,7 +83,7 @@ from hlc.calibrate.run import ProfileResult, Progress, Server, failures_in, prep
 from hlc.calibrate.timing import MINIMUM_TIMING
 from hlc.language import ast
 from hlc.language.expressions import unparse
-from hlc.model.calibration import calibrate
+from hlc.model.calibration import calibrate, host_tolerance, is_disturbed
 from hlc.model.knots import LooseKnot, knot_ambiguity, loose_knots
 from hlc.model.predict import Predictor, band, band_of, sum_of_terms, term_values
 from hlc.model.terms import model_terms
@@ -152,6 +153,11 @@ BISECTING_SHARE = 0.75
 SETTING_REACH = 2
 #: ... adding at most this share of the round's predicted seconds to it.
 COVERING_SHARE = 0.5
+#: A fitting sample this far off its model's prediction (as a share of it)
+#: widens the bands around it (Judge.misfit); nearer ones are the noise and
+#: the smoothing every fit has, and widening for them would make half the
+#: decisions uncertain after the first rounds.
+MISFIT = 0.5
 #: Timings of one candidate's block, each as long as a call or the clock's minimum.
 TIMINGS = 4  # k = 3, plus a cold one or a retake now and then
 
@@ -231,21 +237,37 @@ class Grid:
         self._neighbours: dict[tuple, list[tuple]] = {}
         self.ranks: dict[tuple, tuple[int, ...]] = {}  # steps along each loop
         self.places: dict[tuple, tuple[float, ...]] = {}  # the same, scaled to 0 .. 1
-        for keys in self.groups.values():
+        self.loops: dict[tuple[str, int], dict[str, list[int]]] = {}  # per group, each loop's values
+        self.at_ranks: dict[tuple, tuple] = {}  # (interface, P, ranks) → the site there
+        for group, keys in self.groups.items():
             members = [self.by_key[key] for key in keys]
             names = sorted({name for site in members for name in site.point})
             positions = {}
+            self.loops[group] = {}
             for name in names:
                 values = sorted({site.point[name] for site in members if name in site.point})
+                self.loops[group][name] = values
                 positions[name] = ({v: i for i, v in enumerate(values)}, max(len(values) - 1, 1))
             for site in members:
                 steps = tuple(positions[name][0].get(site.point.get(name), 0) for name in names)
                 self.ranks[site.key] = steps
+                self.at_ranks.setdefault((*group, steps), site.key)
                 self.places[site.key] = tuple(step / positions[name][1] for step, name in zip(steps, names,
                                                                                               strict=True))
 
     def group(self, key: tuple) -> list[tuple]:
         return self.groups[key[0], key[1]]
+
+    def nearest(self, interface: str, P: int, point: Mapping[str, int]) -> tuple | None:
+        """The site whose loop values are nearest a point's, loop by loop (a
+        verification point lies anywhere in the loops' ranges); None where
+        the grid has no such site."""
+        loops = self.loops.get((interface, P))
+        if loops is None or any(name not in point for name in loops):
+            return None
+        steps = tuple(min(range(len(values)), key=lambda i, v=values, x=point[name]: (abs(v[i] - x), i))
+                      for name, values in loops.items())
+        return self.at_ranks.get((interface, P, steps))
 
     def covered(self, key: tuple, taken: set[tuple]) -> bool:
         """Whether a taken site lies within one step of ``key`` along every loop."""
@@ -311,9 +333,12 @@ class Judge:
 
     def __init__(self, library: ast.Library, models: Models,
                  used_models: Mapping[str, Models] | None = None,
-                 values: dict[tuple, dict[str, float]] | None = None, records: Samples | None = None):
+                 values: dict[tuple, dict[str, float]] | None = None, records: Samples | None = None,
+                 grid: Grid | None = None):
         self.library = library
         self.records = records  # the samples the models were fitted to: where their knots are loose
+        self.grid = grid  # where the samples lie: their misses widen their neighbours' bands
+        self._misfits: dict[tuple[str, tuple, tuple], float] | None = None  # (name, settings, site) → miss
         self.loose: dict[str, list[LooseKnot]] = {}
         self.ambiguities: dict[tuple, float] = {}
         self.entries = models.times()
@@ -376,6 +401,40 @@ class Judge:
         error = entry.mre if entry.mre is not None else 1.0
         return seconds, max(half, max(error - 1.0, 0.0) * seconds, self.ambiguity(name, environment))
 
+    def misfit(self, name: str, settings: dict[str, int], site: Site) -> float:
+        """The model's largest relative miss (measured over predicted, or its
+        inverse, less one) on its samples at the same settings within one
+        step of the site, the site included, where it is MISFIT or more; 0
+        where none is, and at a midpoint off the grid.  A verification
+        sample counts at the grid's site nearest it.  A model's mean error
+        hides where it goes wrong: a counting sort whose table outgrew a
+        cache ran 2.3 times its prediction at one of its 26 fitting points,
+        its fitting MRE 1.1, and was chosen there and around it."""
+        if self.grid is None or self.records is None or site.key not in self.grid.ranks:
+            return 0.0  # a midpoint between the grid's is taken for its boundary, not for a misfit
+        if self._misfits is None:
+            self._misfits = {}
+            tolerance = host_tolerance(self.records)
+            for sample in self.records.samples:
+                key = (sample.interface, sample.P, sample.index)
+                if sample.verify:  # held out of the fit, and so the fairer judge of it
+                    key = self.grid.nearest(sample.interface, sample.P, sample.point or {})
+                entry = self.entries.get(sample.implementation, NOT_CALIBRATED)
+                if key not in self.grid.by_key or sample.seconds <= 0 \
+                        or (entry.disturbed_samples and is_disturbed(sample, tolerance)):  # as the fit did
+                    continue
+                predicted = self.predicted(sample.implementation, sample.environment)
+                if predicted is None or predicted[0] <= 0:
+                    continue
+                ratio = sample.seconds / predicted[0]
+                miss = max(ratio, 1 / ratio) - 1.0
+                if miss < MISFIT:
+                    continue
+                where = (sample.implementation, tuple(sorted(sample.parameters.items())), key)
+                self._misfits[where] = max(self._misfits.get(where, 0.0), miss)
+        mine = (name, tuple(sorted(settings.items())))
+        return max((self._misfits.get((*mine, key), 0.0) for key in self.grid.neighbours(site.key)), default=0.0)
+
     def ambiguity(self, name: str, environment: dict[str, Any]) -> float:
         """Seconds the model's discovered terms may add or take away at an
         environment where the samples leave their knots loose
@@ -405,7 +464,9 @@ class Judge:
             for settings in settings_list:
                 predicted = self.widened(name, {**site.variables, **settings})
                 if predicted is not None:
-                    found.append(Alternative(name, settings, *predicted))
+                    seconds, half = predicted
+                    found.append(Alternative(name, settings, seconds,
+                                             max(half, self.misfit(name, settings, site) * seconds)))
         self.ranked[site.key] = sorted(found, key=lambda a: a.seconds)
         return self.ranked[site.key]
 
@@ -444,6 +505,7 @@ class Judge:
                 if found is None:
                     unknown.add(name)
                     break
+                found = (found[0], max(found[1], self.misfit(name, settings, site) * found[0]))
                 predicted.setdefault(name, []).append((settings, *found))
                 fastest = min(fastest, found[0] + self.ambiguity(name, environment))
         kept: Candidates = {}
@@ -759,7 +821,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                 # program's work, which it accounts for itself (inputs).
                 records, bisecting = midpoints(records)
                 with spent.spending("planning"):
-                    judge = Judge(library, models, used_models, values, records)
+                    judge = Judge(library, models, used_models, values, records, grid)
                     observe_pace(judge)
                     timed = timed_settings(records, grid)
                     seconds = min(max(ROUND_SHARE * left, overhead), left) / pace

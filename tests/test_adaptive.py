@@ -3,6 +3,7 @@ profile that measures where the decisions are uncertain."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -48,6 +49,14 @@ def test_the_grid_places_sites_by_the_rank_of_their_values():
     assert not grid.covered(("f", 1, 2), taken)  # two steps along n
 
 
+def test_a_point_between_the_grids_is_placed_at_its_nearest_site():
+    grid = Grid(square_grid(5))
+    assert grid.nearest("f", 1, {"i": 2, "n": 5}) == ("f", 1, 12)  # n = 5 lies nearest 4, the third value
+    assert grid.nearest("f", 1, {"i": 9, "n": 100}) == ("f", 1, 24)  # beyond the ranges: their ends
+    assert grid.nearest("f", 1, {"i": 2}) is None  # a loop missing
+    assert grid.nearest("f", 2, {"i": 2, "n": 5}) is None  # no such group
+
+
 def test_farthest_first_starts_at_the_corners_and_is_deterministic():
     grid = Grid(square_grid(9))
     first = grid.farthest_first(set(), 4)
@@ -86,6 +95,7 @@ def test_a_site_times_only_the_candidates_that_may_win_there():
     halves = {("wide", None): 9.0}
     judge = Judge.__new__(Judge)
     judge.records = None  # no samples: every knot taken as the fit placed it
+    judge.grid = None
     judge.entries = {name: TimeModel("fitted", mre=1.0) for name in ("radix", "slow", "wide")}
     judge.implementations = dict.fromkeys(("radix", "slow", "wide", "new"))
     judge.worth = {}
@@ -138,6 +148,7 @@ def test_a_measured_point_is_taken_again_when_a_rival_never_timed_there_turns_un
     gaps = {0: 0.1, 1: 0.1, 2: 5.0, 3: 0.1}  # how far the second alternative lies behind the first
     judge = Judge.__new__(Judge)
     judge.records = None  # no samples: every knot taken as the fit placed it
+    judge.grid = None
     judge.entries = {name: TimeModel("fitted", mre=1.0) for name in ("a", "b")}
     judge.implementations = {"a": None, "b": None}
     judge.worth, judge.ranked = {}, {}
@@ -155,6 +166,7 @@ def test_once_every_point_is_measured_the_uncertain_decisions_are_measured_again
     gaps = {0: 0.1, 1: 1.0, 2: 5.0, 3: 0.2}  # how far the second alternative lies behind the first
     judge = Judge.__new__(Judge)
     judge.records = None  # no samples: every knot taken as the fit placed it
+    judge.grid = None
     judge.entries = {name: TimeModel("fitted", mre=1.0) for name in ("a", "b")}
     judge.implementations = {"a": None, "b": None}
     judge.worth, judge.ranked = {}, {}
@@ -244,6 +256,37 @@ def test_uncertain_points_lie_at_the_crossover(adaptive):
 
     closest = min(range(len(sites)), key=lambda i: separation(sites[i]))
     assert closest in range(crossover - 2, crossover + 2)
+
+
+def test_a_fitting_sample_far_off_its_model_widens_the_bands_around_it(adaptive):
+    """A model's mean error hides where it goes wrong: a fitting sample three
+    times its prediction makes the decisions within one step of it
+    uncertain, and leaves those farther away as they were."""
+    library, samples, _, _, _ = adaptive
+    records = Samples.read(samples)
+    models = calibrate(library, records)
+    grid = Grid([site for site in read_sites(records) if not site.refined])
+    measured = [s for s in records.samples if not s.verify and s.implementation == "dot"
+                and (s.interface, s.P, s.index) in grid.by_key]
+    off = measured[len(measured) // 2]
+    where = (off.interface, off.P, off.index)
+    tripled = dataclasses.replace(records, samples=tuple(
+        dataclasses.replace(s, seconds=3 * s.seconds) if s is off else s for s in records.samples))
+    plain = Judge(library, models, records=records, grid=grid)
+    widened = Judge(library, models, records=tripled, grid=grid)
+    blind = Judge(library, models, records=tripled)  # no grid: no place to widen
+
+    def dot(judge: Judge, key: tuple) -> float:
+        """The dot alternative's uncertainty at a site, over its prediction."""
+        found = next(a for a in judge.alternatives(grid.by_key[key]) if a.implementation == "dot")
+        return found.uncertainty / found.seconds
+
+    near = grid.neighbours(where)
+    # about 3× off: some two predictions' worth either way, where the model thought far less
+    assert all(dot(widened, key) >= max(1.5, dot(plain, key) + 1.0) for key in near)
+    assert all(dot(blind, key) <= dot(plain, key) for key in near)
+    far = [site.key for site in grid.sites if site.key not in near][:10]
+    assert far and all(dot(widened, key) == pytest.approx(dot(plain, key)) for key in far)
 
 
 def test_a_build_says_what_its_rounds_did(tmp_path):

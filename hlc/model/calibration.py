@@ -72,7 +72,7 @@ def _order(library: ast.Library) -> list[tuple[ast.Interface, ast.Implementation
     return [pairs[name] for name in ordered]
 
 
-def _disturbed(sample: Sample, tolerance: float) -> bool:
+def is_disturbed(sample: Sample, tolerance: float) -> bool:
     """Whether the host ran slower than its tolerance during the sample's
     timings, after the profiler's waits and retakes (the sample's ``host``),
     or the timings never settled (``noisy``: after all retakes, no median
@@ -86,11 +86,11 @@ def _steady(fitting: list[Sample], verification: list[Sample],
     ran slow or never settled, and how many were left out.  Such a sample is off the model by
     the spell's factor (1.2-4x on two ranks sharing two busy cores), and a few
     of them pull a relative-error fit and its verification alike."""
-    disturbed = sum(_disturbed(s, tolerance) for s in fitting + verification)
+    disturbed = sum(is_disturbed(s, tolerance) for s in fitting + verification)
     if not disturbed or disturbed > DISTURBED_SHARE * len(fitting + verification):
         return fitting, verification, 0
-    return ([s for s in fitting if not _disturbed(s, tolerance)],
-            [s for s in verification if not _disturbed(s, tolerance)], disturbed)
+    return ([s for s in fitting if not is_disturbed(s, tolerance)],
+            [s for s in verification if not is_disturbed(s, tolerance)], disturbed)
 
 
 def _by_ranks(result: Fit, columns: dict[str, np.ndarray], times: np.ndarray,
@@ -268,7 +268,7 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
                 raise FitError("no fitting samples (was the library profiled?)")
             previous = terms_of.time(implementation.name) if terms_of else None
             entry = _fit_one(predictor, implementation, model, fitting, verification, relative, confidence,
-                             _host_tolerance(samples), discovering,
+                             host_tolerance(samples), discovering,
                              previous.discovered if previous and previous.status == "fitted" else None,
                              shortlist)
         except (FitError, EvaluationError, ModelUnavailable) as error:
@@ -286,7 +286,7 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
         created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), samples_header=samples.header.as_record())
 
 
-def _host_tolerance(samples: Samples) -> float:
+def host_tolerance(samples: Samples) -> float:
     """The host meter's tolerance when the samples were taken: a sample taken
     while the host ran slower is disturbed (files from before the meter had
     a tolerance of their own: its default)."""

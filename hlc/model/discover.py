@@ -73,6 +73,11 @@ GRAM_TOLERANCE = 1e-12
 MIN_SAMPLES = 40
 #: ... and a description's families this many: the author says a step exists.
 FAMILY_SAMPLES = 20
+#: A model with families may take this many of their members whatever its
+#: written terms' count: five samples a term would leave a counting sort
+#: with five written terms and 26 samples none, and its table outgrowing
+#: a cache, at 2 to 5 times its prediction there, unseen.
+FAMILY_TERMS = 2
 #: Factors a discovered term may multiply onto its written term.
 MAX_DEGREE = 2
 
@@ -324,7 +329,10 @@ class _Search:
             self.members += [Discovered(family.base, member) for member in family.members]
         count = len(self.written)
         some = times.size >= (MIN_SAMPLES if not self.members else FAMILY_SAMPLES)
-        self.limit = most if most is not None else max(0, min(3 * count + 6, times.size // 5 - count)) * some
+        limit = max(0, min(3 * count + 6, times.size // 5 - count))
+        if self.members:  # the author says these steps exist: a few samples may show where
+            limit = max(limit, FAMILY_TERMS)
+        self.limit = most if most is not None else limit * some
         self._columns: dict[Discovered, np.ndarray] = {}
         self._marks: dict[Discovered, bytes | None] = {}
         # Each step offers the members and each held term's products again:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from hlc.artefacts.models import Discovered
-from hlc.model.discover import KNOT_STEP, discover, factor_values, factors_of
+from hlc.model.discover import KNOT_STEP, FamilyCandidates, discover, factor_values, factors_of, family_factors
 from hlc.model.fit import fit, mean_relative_error
 
 NOISE = 0.03  # multiplicative: each time is the cost times 1 + N(0, 0.03)
@@ -141,3 +141,21 @@ def test_a_discovered_term_is_an_expression_and_reads_in_words():
         "the cost per n * iter where digit = 9 or more shrinks by 400 ps per octave of n beyond n = 2^18.25 (311,744)")
     step = {"base": "n", "factors": [{"kind": "step", "variable": "n", "knot": 18.25, "log": True}]}
     assert describe(Discovered.from_json(step), 2.1e-9) == "the cost per n rises by 2.1 ns from n = 2^18.25 (311,744)"
+
+
+def test_a_family_step_is_found_in_few_samples_of_a_model_with_many_written_terms():
+    """Five written terms and 26 samples leave no room at five samples a term;
+    the author's family still may show where the cost per key triples (a
+    counting table outgrowing a cache), and nothing is added where it does not."""
+    rng = np.random.default_rng(3)
+    width = np.tile(np.arange(8, 21, dtype=float), 2)
+    n = np.floor(2 ** rng.uniform(12, 21, width.size))
+    values = 2**width
+    present = 1 - np.exp(-n / values)
+    terms = {"1": np.ones_like(n), "n": n, "values": values, "values * present": values * present,
+             "values * present * (1 - present)": values * present * (1 - present)}
+    step = FamilyCandidates("n", n, (tuple(family_factors("steps", "width", width, None)),), (width,))
+    for jump, expected in ((2.0, [("width", 18.0)]), (0.0, [])):
+        times = (2e-6 + 1e-9 * n * (1 + jump * (width >= 18)) + 5e-10 * values) * (1 + rng.normal(0, 0.02, n.size))
+        found = discover(terms, times, {"n": n, "width": width}, families=[step], automatic=False)
+        assert [(f.variable, f.knot) for term in found.terms for f in term.factors] == expected
