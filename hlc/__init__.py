@@ -14,10 +14,10 @@ __all__ = ["Choice", "Diagnostic", "Evaluation", "ExtrapolationWarning", "Fit", 
            "Report", "StaleModelError", "StaleModelWarning", "build", "evaluate", "fit", "load", "parse", "parse_file",
            "recalibrate", "report", "__version__"]
 
-# Imported on first use: the fitter needs SciPy, which `hlc check` does not.
+# Imported on first use: the fitter needs SciPy, which `hlc check` and `hlc.load` do not.
 _LAZY = {
     "fit": "hlc.model.fit", "Fit": "hlc.model.fit",
-    "load": "hlc.dispatch.build", "build": "hlc.dispatch.build", "recalibrate": "hlc.dispatch.build",
+    "load": "hlc.dispatch.loading", "build": "hlc.dispatch.build", "recalibrate": "hlc.dispatch.build",
     "Choice": "hlc.dispatch.reference",
     "StaleModelWarning": "hlc.dispatch.support", "StaleModelError": "hlc.dispatch.support",
     "ExtrapolationWarning": "hlc.dispatch.support",

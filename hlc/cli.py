@@ -330,7 +330,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from hlc.dispatch.build import load
+    from hlc.dispatch.loading import load
 
     module = load(args.build)
     names = list(dict.fromkeys(entry.interface for entry in module.__models__.implementations.values()))

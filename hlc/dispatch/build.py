@@ -14,20 +14,16 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import hashlib
-import importlib.util
 import math
 import os
 import shutil
 import subprocess
-import sys
 import sysconfig
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from hlc.artefacts.models import Models, load_each, load_used, save_used
@@ -39,6 +35,7 @@ from hlc.compile import compile_module, is_cached, start_module_object
 from hlc.dispatch.bundle import SOURCE_FOLDER, copy_sources, description_of, write_package_files
 from hlc.dispatch.cmodels import HEADER, c_header, c_source, decisions_name, header_name
 from hlc.dispatch.generate import dispatch_source
+from hlc.dispatch.loading import load  # noqa: F401  (here too: hlc.dispatch.build.load)
 from hlc.errors import UserError
 from hlc.language import ast
 from hlc.language.nest import loop_values
@@ -517,31 +514,6 @@ def refit(target: str | Path, *, description: str | Path | None = None, **fit_op
         raise
     _swap(link, version)
     return BuildResult(library.name, link, models, compiled=compiled, seconds=time.monotonic() - started)
-
-
-def load(path: str | Path) -> ModuleType:
-    """Import a built library from its folder (``hlc.load("build/sort")``)."""
-    folder = Path(path).resolve()
-    init = folder / "__init__.py"
-    if not init.exists():
-        raise FileNotFoundError(f"{path} is not a built library (no __init__.py); run `hlc build` first")
-    # A name of its own for each build in each place: a rebuilt or moved
-    # library imports afresh beside the one already imported.
-    models = folder / "models.json"
-    stamp = f"{folder}:{models.stat().st_mtime_ns if models.exists() else 0}"
-    tag = hashlib.sha1(stamp.encode()).hexdigest()[:10]
-    name = f"hlc_built_{folder.name.strip('.').replace('.', '_').replace('-', '_')}_{tag}"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(folder)])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
 
 
 def summary_table(result: BuildResult) -> str:

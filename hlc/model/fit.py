@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
 
 from hlc.errors import UserError
 
@@ -219,6 +218,16 @@ def _solve(matrix: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return beta, scaled @ scaled.T, not bool(np.all(keep))
 
 
+
+def t_quantile(confidence: float, freedom: int) -> float:
+    """The two-sided Student-t quantile of a ``confidence`` band at
+    ``freedom`` degrees of freedom.  scipy.stats is imported here, not with
+    the module: a built library's dispatch module imports this one, and
+    scipy.stats would take 1.5 s of every program's start that loads it."""
+    from scipy import stats
+
+    return float(stats.t.ppf(1.0 - (1.0 - confidence) / 2.0, freedom))
+
 def fit(terms: Mapping[str, ArrayLike], times: ArrayLike, *, relative: bool = True,
         confidence: float = 0.95, constant: bool = True, prune: bool = True) -> Fit:
     """Fit ``times`` as a linear combination of ``terms`` (name → values per sample).
@@ -273,7 +282,7 @@ def fit(terms: Mapping[str, ArrayLike], times: ArrayLike, *, relative: bool = Tr
         residuals = y - (np.column_stack(columns)[:, active] @ beta)
         freedom = y.size - len(active)
         variance = float(np.sum((residuals / weights) ** 2) / freedom)
-        quantile = float(stats.t.ppf(1.0 - (1.0 - confidence) / 2.0, freedom))
+        quantile = t_quantile(confidence, freedom)
         half = quantile * np.sqrt(variance * np.diag(factor))
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(half > 0, np.abs(beta) / half, np.where(beta != 0, np.inf, 0.0))

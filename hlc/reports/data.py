@@ -143,7 +143,7 @@ def _evaluation(folder: Path, notes: list[str]) -> EvaluationDocument | None:
 def _module(folder: Path, notes: list[str]) -> ModuleType | None:
     """The built module, whose decisions and predictions the report shows; its
     import-time warnings (models calibrated elsewhere) become notes."""
-    from hlc.dispatch.build import load
+    from hlc.dispatch.loading import load
 
     try:
         with warnings.catch_warnings(record=True) as caught:

@@ -7,6 +7,7 @@ import random
 import re
 import shutil
 import subprocess
+import sys
 import textwrap
 from dataclasses import replace
 from pathlib import Path
@@ -183,3 +184,19 @@ def test_comments_in_the_c_are_ascii_and_cannot_close_early():
     text = comment("keys ≤ 2**20 → ∞ */ done ✓")
     assert text == "keys <= 2**20 -> infinity * / done ?"
     assert text.isascii()
+
+
+def test_a_built_library_loads_without_the_fitter(compiled):
+    """A program that only calls a library does not pay for the fitter:
+    hlc.load imports neither it nor SciPy (1.5 s of a start when they came)."""
+    folder = Path(compiled[1].__file__).parent
+    program = textwrap.dedent(f"""
+        import sys, warnings
+        import hlc
+        warnings.simplefilter("ignore")
+        hlc.load({str(folder)!r})
+        print(" ".join(sorted(name for name in sys.modules if name.split(".")[0] == "scipy"
+                              or name.startswith(("hlc.model.calibration", "hlc.model.discover")))))
+    """)
+    loaded = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == ""
