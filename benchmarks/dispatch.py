@@ -31,7 +31,8 @@ import numpy as np
 
 from hlc.artefacts.models import Models
 from hlc.artefacts.models import load as load_models
-from hlc.dispatch.build import build, load
+from hlc.dispatch.build import build
+from hlc.dispatch.loading import load
 
 ROOT = Path(__file__).resolve().parent.parent
 DESCRIPTIONS = ROOT / "tests" / "descriptions"

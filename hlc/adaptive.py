@@ -153,10 +153,10 @@ BISECTING_SHARE = 0.75
 SETTING_REACH = 2
 #: ... adding at most this share of the round's predicted seconds to it.
 COVERING_SHARE = 0.5
-#: A fitting sample this far off its model's prediction (as a share of it)
-#: widens the bands around it (Judge.misfit); nearer ones are the noise and
-#: the smoothing every fit has, and widening for them would make half the
-#: decisions uncertain after the first rounds.
+#: A sample (fitting, or verification) this far off its model's prediction
+#: (as a share of it) widens the bands around it (Judge.misfit); nearer
+#: ones are the noise and the smoothing every fit has, and widening for
+#: them would make half the decisions uncertain after the first rounds.
 MISFIT = 0.5
 #: Timings of one candidate's block, each as long as a call or the clock's minimum.
 TIMINGS = 4  # k = 3, plus a cold one or a retake now and then

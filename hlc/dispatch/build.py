@@ -35,7 +35,6 @@ from hlc.compile import compile_module, is_cached, start_module_object
 from hlc.dispatch.bundle import SOURCE_FOLDER, copy_sources, description_of, write_package_files
 from hlc.dispatch.cmodels import HEADER, c_header, c_source, decisions_name, header_name
 from hlc.dispatch.generate import dispatch_source
-from hlc.dispatch.loading import load  # noqa: F401  (here too: hlc.dispatch.build.load)
 from hlc.errors import UserError
 from hlc.language import ast
 from hlc.language.nest import loop_values

@@ -218,15 +218,16 @@ def _solve(matrix: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return beta, scaled @ scaled.T, not bool(np.all(keep))
 
 
-
 def t_quantile(confidence: float, freedom: int) -> float:
     """The two-sided Student-t quantile of a ``confidence`` band at
     ``freedom`` degrees of freedom.  scipy.stats is imported here, not with
-    the module: a built library's dispatch module imports this one, and
-    scipy.stats would take 1.5 s of every program's start that loads it."""
+    the module: loading a built library imports this one (for its
+    predictions), and scipy.stats would add 1.5 s to the start of every
+    program that loads one."""
     from scipy import stats
 
     return float(stats.t.ppf(1.0 - (1.0 - confidence) / 2.0, freedom))
+
 
 def fit(terms: Mapping[str, ArrayLike], times: ArrayLike, *, relative: bool = True,
         confidence: float = 0.95, constant: bool = True, prune: bool = True) -> Fit:

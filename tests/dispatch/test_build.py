@@ -23,7 +23,8 @@ import pytest
 import hlc
 from hlc.artefacts.models import load as load_models
 from hlc.artefacts.samples import Samples
-from hlc.dispatch.build import build, clean_orphans, load
+from hlc.dispatch.build import build, clean_orphans
+from hlc.dispatch.loading import load
 
 ROOT = Path(__file__).resolve().parents[2]
 DESCRIPTIONS = ROOT / "tests" / "descriptions"

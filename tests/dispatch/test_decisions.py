@@ -16,9 +16,10 @@ import pytest
 
 import hlc
 from hlc.artefacts.models import Discovered, Factor, ImplementationModel, Models, TimeModel
-from hlc.dispatch.build import load, package
+from hlc.dispatch.build import package
 from hlc.dispatch.cmodels import comment
 from hlc.dispatch.explain import composition, explanation
+from hlc.dispatch.loading import load
 from hlc.dispatch.reference import Choice, Decider
 from hlc.language.expressions import unparse
 from hlc.language.families import family_knots
