@@ -85,7 +85,7 @@ from hlc.language import ast
 from hlc.language.expressions import unparse
 from hlc.model.calibration import calibrate, host_tolerance, is_disturbed
 from hlc.model.knots import LooseKnot, knot_ambiguity, loose_knots
-from hlc.model.predict import Predictor, band, band_of, sum_of_terms, term_values
+from hlc.model.predict import Covariance, Predictor, band, sum_of_terms, term_values
 from hlc.model.terms import model_terms
 
 #: Seconds of profiling an adaptive build spends when no --budget is given,
@@ -347,6 +347,7 @@ class Judge:
         self.predictions: dict[tuple, tuple[float, float] | None] = {}  # (name, environment) → (seconds, band)
         self.values = values if values is not None else {}
         self.terms: dict[str, list[tuple[str, ast.Expression]] | None] = {}
+        self.covariances: dict[str, Covariance] = {}  # by implementation: its band's matrix
         self.ranked: dict[tuple, list[Alternative]] = {}  # site → its alternatives, fastest first
         self.worth: dict[tuple, Candidates] = {}  # (site, factor) → the candidates worth timing
 
@@ -381,11 +382,15 @@ class Judge:
         terms = self.terms[name]
         if terms is None:
             return None
-        key = (name, tuple(text for text, _ in terms), place)
+        texts = tuple(text for text, _ in terms)
+        key = (name, texts, place)
         if key not in self.values:
             self.values[key] = term_values(self.predictor, self.implementations[name], [t for _, t in terms],
-                                           environment)
-        return sum_of_terms(entry, self.values[key]), band_of(entry, self.values[key])
+                                           environment, texts)
+        values = self.values[key]
+        if name not in self.covariances:
+            self.covariances[name] = Covariance.of(entry)
+        return sum_of_terms(entry, values), self.covariances[name].band(values)
 
     def widened(self, name: str, environment: dict[str, Any]) -> tuple[float, float] | None:
         """The predicted seconds and uncertainty of a fitted implementation:

@@ -122,8 +122,8 @@ def _domain(samples: list[Sample]) -> dict[str, list[float]]:
 
 def _columns(predictor: Predictor, implementation: ast.Implementation, terms: list[ast.Expression],
              samples: list[Sample]) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    rows = [term_values(predictor, implementation, terms, _environment(s)) for s in samples]
     names = [unparse(t) for t in terms]
+    rows = [term_values(predictor, implementation, terms, _environment(s), names) for s in samples]
     columns = {name: np.array([row[name] for row in rows], dtype=float) for name in names}
     return columns, np.array([s.seconds for s in samples], dtype=float)
 

@@ -11,14 +11,19 @@ which also holds the predictors of the libraries named by ``uses``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
+
+import numpy as np
 
 from hlc.artefacts.models import Models, TimeModel
 from hlc.language import ast
 from hlc.language.expressions import EvaluationError, evaluate, names, unparse
 from hlc.language.nest import constant_values
-from hlc.model.fit import CONSTANT, confidence_band
+from hlc.model.fit import CONSTANT
 from hlc.model.terms import model_terms
 
 
@@ -39,6 +44,7 @@ class Predictor:
         self._implementations = {i.name: (interface, i) for interface in library.interfaces
                                  for i in interface.implementations}
         self._definitions = {m.name: m for m in library.models}
+        self._functions: dict[tuple, Mapping[str, Callable[..., float]]] = {}  # (P, logP) → functions()
 
     @classmethod
     def of_models(cls, library: ast.Library, models: Models | None,
@@ -49,10 +55,18 @@ class Predictor:
                    {name: cls(sub, used_models[name].times() if name in used_models else {})
                     for name, sub in library.used.items()})
 
-    def functions(self, environment: Mapping[str, Any]) -> dict[str, Callable[..., float]]:
+    def functions(self, environment: Mapping[str, Any]) -> Mapping[str, Callable[..., float]]:
         """Every model callable from an expression evaluated in ``environment``
-        (whose ``P`` and ``logP`` the submodels inherit)."""
+        (whose ``P`` and ``logP`` the submodels inherit).  Kept per (P, logP),
+        the only part of the environment the table depends on: a prediction
+        asks for it once per term, and a build's planning for thousands."""
         context = {"P": environment.get("P", 1), "logP": environment.get("logP", 0.0)}
+        key = (context["P"], context["logP"])
+        if key not in self._functions:
+            self._functions[key] = MappingProxyType(self._table(context))
+        return self._functions[key]
+
+    def _table(self, context: dict[str, Any]) -> dict[str, Callable[..., float]]:
         table: dict[str, Callable[..., float]] = {}
         for name in self._implementations:
             table[name] = _bind(self.implementation, name, context)
@@ -139,16 +153,17 @@ def _bind(method: Callable[..., float], name: str, context: Mapping[str, Any]) -
 
 
 def term_values(predictor: Predictor, implementation: ast.Implementation, terms: Sequence[ast.Expression],
-                environment: Mapping[str, Any]) -> dict[str, float]:
-    """The value of each of ``terms`` (a fitted model's, :func:`model_terms`) at one sample."""
+                environment: Mapping[str, Any], texts: Sequence[str] | None = None) -> dict[str, float]:
+    """The value of each of ``terms`` (a fitted model's, :func:`model_terms`)
+    at one sample, by its text (``texts``, when the caller has them already)."""
     scope = predictor.helpers(implementation, {**predictor.constants, **environment})
     functions = predictor.functions(scope)
     values = {}
-    for term in terms:
+    for term, text in zip(terms, texts if texts is not None else [unparse(t) for t in terms], strict=True):
         try:
-            values[unparse(term)] = float(evaluate(term, scope, functions))
+            values[text] = float(evaluate(term, scope, functions))
         except (EvaluationError, ModelUnavailable) as error:
-            raise EvaluationError(f"term '{unparse(term)}' of {implementation.name}: {error}") from error
+            raise EvaluationError(f"term '{text}' of {implementation.name}: {error}") from error
     return values
 
 
@@ -169,9 +184,29 @@ def band(predictor: Predictor, implementation: ast.Implementation, entry: TimeMo
 
 def band_of(entry: TimeModel, values: Mapping[str, float]) -> float:
     """The band's half-width (see ``band``) from the terms' values at the point."""
-    covariance = entry.covariance
-    return float(confidence_band(covariance, float(entry.quantile or 0.0),
-                                 {t: values[t] for t in covariance if t != CONSTANT})[0])
+    return Covariance.of(entry).band(values)
+
+
+@dataclass(frozen=True)
+class Covariance:
+    """A fitted model's covariance as a matrix, with its terms in order and
+    the band's t quantile: what ``band_of`` needs at every point, made once
+    for a model that is asked at thousands (a round's planning)."""
+
+    terms: tuple[str, ...]
+    matrix: np.ndarray
+    quantile: float
+
+    @classmethod
+    def of(cls, entry: TimeModel) -> Covariance:
+        terms = tuple(entry.covariance)
+        matrix = np.array([[entry.covariance[a][b] for b in terms] for a in terms], dtype=float)
+        return cls(terms, matrix.reshape(len(terms), len(terms)), float(entry.quantile or 0.0))
+
+    def band(self, values: Mapping[str, float]) -> float:
+        """t · sqrt(xᵀ Σ x) at the point whose terms have ``values``."""
+        x = np.array([1.0 if term == CONSTANT else values[term] for term in self.terms], dtype=float)
+        return self.quantile * math.sqrt(max(float(x @ self.matrix @ x), 0.0))
 
 
 def sum_of_terms(entry: TimeModel, values: Mapping[str, float]) -> float:

@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hlc.artefacts.models import TimeModel
 from hlc.model.fit import FitError, RankWarning, confidence_band, fit, mean_relative_error
+from hlc.model.predict import Covariance
 
 # Thesis §2.2, Table 2-2: car weight (1000 lb) and fuel use (gallons per 100 miles).
 WEIGHT = [3.4, 3.8, 4.1, 2.2, 2.6, 2.9, 2.0, 2.7, 1.9, 3.4]
@@ -219,6 +221,9 @@ class TestConfidenceBand:
         assert result.band({"weight": points}) == pytest.approx(expected, rel=1e-9)
         # the same from the stored form (what models.json holds)
         assert confidence_band(result.covariance, result.quantile, {"weight": points}) == pytest.approx(expected)
+        # and from the matrix a planner keeps for a model it asks at many points
+        kept = Covariance.of(TimeModel("fitted", covariance=result.covariance, quantile=result.quantile))
+        assert [kept.band({"weight": w}) for w in points] == pytest.approx(expected, rel=1e-9)
 
     @pytest.mark.parametrize("relative", [False, True])
     def test_band_covers_the_true_mean_about_as_often_as_its_confidence(self, relative):
