@@ -175,6 +175,9 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
              confidence: float, tolerance: float = HOST_TOLERANCE, discovering: bool = True,
              discovered: tuple[Discovered, ...] | None = None, shortlist: int | None = None) -> TimeModel:
     fitting, verification, disturbed = _steady(fitting, verification, tolerance)
+    pooled = model.fitted and _too_few(model, fitting) and not _too_few(model, fitting + verification)
+    if pooled:  # a model fitted on every sample, unverified, is better than none
+        fitting, verification = fitting + verification, []
     counts = {"samples": len(fitting), "verification_samples": len(verification),
               "noisy_samples": sum(1 for s in fitting + verification if s.noisy),
               "disturbed_samples": disturbed}
@@ -202,6 +205,9 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
         by_ranks = _by_ranks(result, held_columns, held_times, verification)
         if held_mre > VERIFICATION_LIMIT:
             notes.append(f"verification MRE {held_mre:.3f} exceeds {VERIFICATION_LIMIT}: the terms may miss a cost")
+    elif pooled:
+        notes.append(f"too few fitting samples for {len(model.terms) + model.constant} terms: fitted on the "
+                     f"verification samples too ({len(fitting)} in all), and not verified")
     else:
         notes.append("no verification samples")
     fitted = {name: columns[name] if name in columns else np.ones_like(times)
@@ -214,6 +220,15 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
         mre=result.mre, residuals=tuple(float(r) for r in result.residuals), warnings=tuple(notes),
         verification_mre=held_mre, verification_mre_by_ranks=by_ranks or {}, deviations=deviations,
         risk=RISK if deviations else None)
+
+
+def _too_few(model: ast.CostModel, samples: list[Sample]) -> bool:
+    """Whether ``samples`` are too few to fit the model's written terms.  A
+    short profile may leave an implementation that applies at few of its
+    points with fewer fitting samples than that, and as many held out for
+    its verification: a rank count's fastest sort went unfitted, and
+    unchosen, at 5 fitting samples for 7 terms."""
+    return len(samples) <= len(model.terms) + model.constant
 
 
 def used_predictors(library: ast.Library, models_of: Mapping[str, Path]) -> dict[str, Predictor]:

@@ -97,3 +97,21 @@ def test_samples_that_never_settled_are_left_out_like_disturbed_ones():
     entry = fitted(taken(0.10, records))
     assert entry.disturbed_samples == 8
     assert entry.samples == 54 and entry.verification_mre < 1.02
+
+
+def test_too_few_fitting_samples_are_fitted_with_the_verification_ones():
+    """An implementation with fewer fitting samples than its terms, and
+    enough with its verification samples, is fitted on all of them and
+    says it is unverified; with too few even together, it stays unfitted."""
+    records = list(samples(0.0).samples)
+    few = [r for r in records if r.verify or r.index < 1]  # 1 fitting sample for 2 terms, 20 held out
+    entry = fitted(taken(0.10, few))
+    assert entry.status == "fitted"
+    assert entry.samples == 21 and entry.verification_samples == 0 and entry.verification_mre is None
+    assert entry.coefficients["n"] == pytest.approx(TRUE_SLOPE, rel=0.05)
+    assert any("fitted on the verification samples too (21 in all)" in note for note in entry.warnings)
+    enough = fitted(taken(0.10, [r for r in records if r.verify or r.index < 3]))
+    assert enough.samples == 3 and enough.verification_samples == 20 and enough.verification_mre is not None
+    too_few = calibrate(parse(DESCRIPTION), taken(0.10, [r for r in records if r.index < 1 or
+                                                         (r.verify and r.index < 1)])).time("linear")
+    assert too_few.status == "unfitted"
