@@ -289,6 +289,35 @@ def test_a_fitting_sample_far_off_its_model_widens_the_bands_around_it(adaptive)
     assert far and all(dot(widened, key) == pytest.approx(dot(plain, key)) for key in far)
 
 
+def test_an_implementation_with_too_few_samples_for_a_model_is_measured_first(adaptive):
+    """An implementation left unfitted for want of fitting samples has no
+    prediction, and no uncertainty points to where it applies: the next
+    round measures it first, at the sites farthest from the measured ones,
+    until it has its terms' worth of samples and a margin."""
+    library, samples, _, _, _ = adaptive
+    records = Samples.read(samples)
+    grid = Grid([site for site in read_sites(records) if not site.refined])
+    fitting_dot = [s for s in records.samples if s.implementation == "dot" and not s.verify]
+    few = dataclasses.replace(records, samples=tuple(
+        s for s in records.samples if s.implementation != "dot" or s in fitting_dot[:2]))
+    models = calibrate(library, few)
+    assert models.time("dot").status == "unfitted"
+    short = Judge(library, models, records=few, grid=grid)
+    # 1 + n: 2 terms, and 2 samples of them; the margin more wanted
+    assert short.unmodelled() == {"dot": adaptive_profile.UNMODELLED_MARGIN}
+    taken = {grid.sites[0].key}
+    chosen, by_rule = next_round(grid, taken, short, 1e9)
+    # the first sites are the farthest from the measured one, until dot has enough
+    wanted = adaptive_profile.UNMODELLED_MARGIN
+    assert chosen[:wanted] == grid.farthest_first(taken, wanted, frugal=True)
+    assert by_rule["uncertain"] >= wanted
+    chosen, by_rule = next_round(grid, taken, short, 0.0)  # no room: none for dot, the first gap only
+    assert len(chosen) == 1 and by_rule["uncertain"] == 0
+    full = Judge(library, calibrate(library, records), records=records, grid=grid)
+    assert full.unmodelled() == {}
+    assert Judge(library, models).unmodelled() == {}  # no samples to count: nothing is taken for unmodelled
+
+
 def test_a_build_says_what_its_rounds_did(tmp_path):
     from hlc.dispatch.build import build
 
