@@ -83,7 +83,7 @@ from hlc.calibrate.run import ProfileResult, Progress, Server, failures_in, prep
 from hlc.calibrate.timing import MINIMUM_TIMING
 from hlc.language import ast
 from hlc.language.expressions import unparse
-from hlc.model.calibration import calibrate, host_tolerance, is_disturbed
+from hlc.model.calibration import calibrate, host_tolerance, is_disturbed, written_terms
 from hlc.model.knots import LooseKnot, knot_ambiguity, loose_knots
 from hlc.model.predict import Covariance, Predictor, band, sum_of_terms, term_values
 from hlc.model.terms import model_terms
@@ -509,8 +509,8 @@ class Judge:
             for name, entry in self.entries.items():
                 model = self.implementations[name].model("time") if name in self.implementations else None
                 if entry.status == "unfitted" and model is not None and model.fitted \
-                        and counts[name] <= len(model.terms) + model.constant:
-                    self._unmodelled[name] = len(model.terms) + model.constant + UNMODELLED_MARGIN - counts[name]
+                        and counts[name] <= written_terms(model):
+                    self._unmodelled[name] = written_terms(model) + UNMODELLED_MARGIN - counts[name]
         return self._unmodelled
 
     def worth_timing(self, site: Site, factor: float = WORTH) -> Candidates:
@@ -603,8 +603,9 @@ def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float,
     # An implementation too little sampled for a model: the sites where it
     # applies that lie farthest from the measured ones, the largest
     # arguments last (frugal), each that fits in the round, until it has enough.
-    spread_out = grid.farthest_first(taken, len(open_sites), frugal=True)
-    for name, wanted in sorted(judge.unmodelled().items()):
+    unmodelled = judge.unmodelled()
+    spread_out = grid.farthest_first(taken, len(open_sites), frugal=True) if unmodelled else []
+    for name, wanted in sorted(unmodelled.items()):
         for site in spread_out:
             if wanted <= 0:
                 break

@@ -206,7 +206,7 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
         if held_mre > VERIFICATION_LIMIT:
             notes.append(f"verification MRE {held_mre:.3f} exceeds {VERIFICATION_LIMIT}: the terms may miss a cost")
     elif pooled:
-        notes.append(f"too few fitting samples for {len(model.terms) + model.constant} terms: fitted on the "
+        notes.append(f"too few fitting samples for {written_terms(model)} terms: fitted on the "
                      f"verification samples too ({len(fitting)} in all), and not verified")
     else:
         notes.append("no verification samples")
@@ -222,13 +222,18 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
         risk=RISK if deviations else None)
 
 
+def written_terms(model: ast.CostModel) -> int:
+    """How many terms the model writes, its constant included: a fit needs more samples than that."""
+    return len(model.terms) + model.constant
+
+
 def _too_few(model: ast.CostModel, samples: list[Sample]) -> bool:
     """Whether ``samples`` are too few to fit the model's written terms.  A
     short profile may leave an implementation that applies at few of its
     points with fewer fitting samples than that, and as many held out for
     its verification: a rank count's fastest sort went unfitted, and
     unchosen, at 5 fitting samples for 7 terms."""
-    return len(samples) <= len(model.terms) + model.constant
+    return len(samples) <= written_terms(model)
 
 
 def used_predictors(library: ast.Library, models_of: Mapping[str, Path]) -> dict[str, Predictor]:
