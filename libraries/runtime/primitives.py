@@ -29,11 +29,24 @@ def roundtrip(token: np.ndarray) -> None:
 
 
 def block_transfer(block: np.ndarray) -> None:
-    """Ranks 2k and 2k + 1 exchange blocks (the last rank of an odd count idles)."""
+    """Ranks 2k and 2k + 1 exchange blocks (the last rank of an odd count idles),
+    each into a buffer of the block's size, as halo exchanges do."""
     team = world()
     partner = team.rank ^ 1
     if partner < team.size:
-        team.sendrecv(block, partner, partner)
+        team.sendrecv(block, partner, partner, out=_landing(block))
+
+
+_LANDINGS: dict[tuple[int, str], np.ndarray] = {}
+
+
+def _landing(block: np.ndarray) -> np.ndarray:
+    """A kept buffer for a block of this size and type: a halo exchange receives
+    into one it keeps, and fresh pages would cost more than the transfer."""
+    key = (block.size, block.dtype.str)
+    if key not in _LANDINGS:
+        _LANDINGS[key] = np.empty(block.size, dtype=block.dtype)
+    return _LANDINGS[key]
 
 
 def barrier(token: np.ndarray) -> None:

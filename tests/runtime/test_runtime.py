@@ -93,6 +93,12 @@ def test_one_rank_broadcast_and_messages(one):
         one.broadcast(np.array([object()]))
     exchanged = one.sendrecv(array, 0, 0)
     assert np.array_equal(exchanged, array) and not np.shares_memory(exchanged, array)
+    landing = np.empty(array.shape, dtype=array.dtype)
+    assert one.sendrecv(array, 0, 0, out=landing) is landing and np.array_equal(landing, array)
+    with pytest.raises(TypeError, match="out must hold"):
+        one.sendrecv(array, 0, 0, out=np.empty(array.shape, dtype=np.int32))
+    with pytest.raises(ValueError, match="out must have shape"):
+        one.sendrecv(array, 0, 0, out=np.empty(array.size + 1, dtype=array.dtype))
     with pytest.raises(ValueError, match="itself.*use sendrecv"):
         one.send(array, 0)
     with pytest.raises(ValueError, match="itself"):
@@ -202,6 +208,12 @@ halo = np.full((1000, 250 + rank), rank, dtype=np.float64 if rank % 2 else np.in
 got = team.sendrecv(halo, right, left, tag=4)
 check("sendrecv", got.shape == (1000, 250 + left) and got.dtype == (np.float64 if left % 2 else np.int32)
       and (got == left).all())
+# the same into a buffer whose size the receiver knows, a strided column sent (halo columns)
+column = np.arange(12.0).reshape(3, 4)[:, rank % 4] + 100 * rank
+landing = np.full(3, -1.0)
+got = team.sendrecv(column, right, left, tag=5, out=landing)
+check("sendrecv into out", got is landing and np.array_equal(landing, np.arange(12.0).reshape(3, 4)[:, left % 4]
+                                                               + 100 * left))
 
 # send/receive: pairs (0→1, 2→3, …), a large buffer and a small one with another tag
 if rank % 2 == 0 and rank + 1 < size:
