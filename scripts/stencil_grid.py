@@ -25,13 +25,21 @@ and ``HLC_PLATFORM=lan``):
    side, and the choice is right when, by the median over these confirming
    rounds of the paired ratios, it is within 3% of its rival.
 
-It prints, per platform, the builds' times, the layouts' shares, the trials,
-and last whether the chosen extra rows and columns were measured-optimal
-within 3% in at least 95% of the trials.  Everything goes to ``--out``
+Before the builds and after the trials it times the ranks against each
+other: every rank sweeps the same block, in rounds that start together.
+Thesis §5.2's extra cells balance ranks of one speed; where some ranks run
+slower than others (cores shared with other work), which extras are fastest
+depends on where the slow ranks fall, and this says whether they do.
+
+It prints the ranks' speeds, per platform the builds' times, the layouts'
+shares and the trials, and last whether the chosen extra rows and columns
+were measured-optimal within 3% in at least 95% of the trials.  Everything goes to ``--out``
 (``summary.json``, the builds, ``trials-<platform>.jsonl``, the maps).
 
     scripts/stencil-grid.sh [--procs 9] [--trials 20] [--platforms native,lan] [--budget SECONDS]
-                            [--runtime-budget SECONDS] [--runtime-grid]
+                            [--runtime-budget SECONDS] [--runtime-grid] [--speeds]
+
+``--speeds`` times the ranks against each other and does nothing else.
 
 On a machine where a nine-rank profile spends little of its time measuring,
 the default budgets leave the builds too few samples: give the stencil 90 s
@@ -75,6 +83,12 @@ CONFIRM_ROUNDS = 8
 #: The iteration counts at which the layouts' shares are read.
 SHARE_ITERATIONS = (1, 4, 16, 64)
 LAYOUTS = ("uniprocessor", "strips", "blocks")
+#: The block every rank sweeps when the ranks are timed against each other:
+#: a block of a 514 × 514 grid on a 3 × 3 process grid, halo included.
+SPEED_BLOCK = (173, 173)
+#: Rounds of that timing, and the least length of one (it repeats the sweeps).
+SPEED_ROUNDS = 20
+SPEED_ROUND_SECONDS = 0.01
 
 
 # ---- building and reading the builds -----------------------------------------------
@@ -280,6 +294,70 @@ def _judge(timings: dict[str, dict[int, float]], rivals: dict[str, str], chosen_
             "layout_right": layout_penalty <= TOLERANCE}
 
 
+# ---- the ranks' speeds ---------------------------------------------------------------
+
+
+def time_ranks(rounds: int, out: Path) -> None:
+    """Every rank times a red and a black half-sweep of the same SPEED_BLOCK
+    block, ``rounds`` times, each round starting together after a barrier and
+    repeating the sweeps until it lasts SPEED_ROUND_SECONDS; rank 0 writes the
+    seconds per sweep pair, one list per rank, to ``out`` (runs under mpiexec)."""
+    import numpy as np
+
+    from hlc.runtime import world
+
+    team = world()
+    relax = _load(ROOT / "libraries" / "stencil" / "relax.py")
+    block = np.random.default_rng(0).random(SPEED_BLOCK)
+
+    def sweeps(calls: int) -> float:
+        started = time.perf_counter()
+        for _ in range(calls):
+            relax.half_sweep(block, relax.RED)
+            relax.half_sweep(block, relax.BLACK)
+        return (time.perf_counter() - started) / calls
+
+    first = float(team.reduce(np.array([sweeps(1)]), "max")[0])  # every rank repeats as often
+    calls = max(1, math.ceil(SPEED_ROUND_SECONDS / max(first, 1e-9)))
+    seconds = []
+    for _ in range(rounds):
+        team.barrier()
+        seconds.append(sweeps(calls))
+    every = team.allgather(np.array(seconds))
+    if team.rank == 0:
+        out.write_text(json.dumps({"block": list(SPEED_BLOCK), "calls": calls, "seconds": every.tolist()}) + "\n",
+                       encoding="utf-8")
+
+
+def rank_speeds(seconds: list[list[float]]) -> dict[str, Any]:
+    """What the rounds of ``time_ranks`` say: each rank's median time over the
+    fastest rank's (``relative``, in rank order), and the median over the rounds
+    of the slowest rank's time over the fastest's in that round (``spread``)."""
+    medians = [statistics.median(rank) for rank in seconds]
+    fastest = min(medians)
+    rounds = zip(*seconds, strict=True)
+    return {"relative": [round(m / fastest, 3) for m in medians],
+            "spread": round(statistics.median(max(r) / min(r) for r in rounds), 3)}
+
+
+def measure_ranks(procs: int, out: Path) -> dict[str, Any]:
+    """Run ``time_ranks`` on ``procs`` ranks; its rounds and what they say."""
+    from hlc.calibrate.run import mpiexec
+
+    subprocess.run([mpiexec(), "-n", str(procs), sys.executable, __file__, "--speeds-of", str(SPEED_ROUNDS),
+                    "--json", str(out)], check=True)
+    seconds = json.loads(out.read_text(encoding="utf-8"))["seconds"]
+    return {**rank_speeds(seconds), "seconds": seconds}
+
+
+def speeds_line(when: str, speeds: dict[str, Any]) -> str:
+    relative = speeds["relative"]
+    return (f"ranks' speeds {when}: the same {SPEED_BLOCK[0]} x {SPEED_BLOCK[1]} block's sweeps took "
+            f"{min(relative):.2f} to {max(relative):.2f} times the fastest rank's time (medians of "
+            f"{SPEED_ROUNDS} rounds: " + " ".join(f"{r:.2f}" for r in relative)
+            + f"); in one round the slowest rank took {speeds['spread']:.2f} times the fastest's (median)")
+
+
 # ---- the experiment -----------------------------------------------------------------
 
 
@@ -373,11 +451,16 @@ def main() -> None:
     options.add_argument("--rounds", type=int, default=5, help="timing rounds per trial")
     options.add_argument("--seed", type=int, default=1)
     options.add_argument("--least", type=int, default=64, help="fewest rows and columns of a trial's grid")
-    options.add_argument("--trials-of", type=Path, help=argparse.SUPPRESS)  # the worker, under mpiexec
+    options.add_argument("--speeds", action="store_true", help="only time the ranks against each other")
+    options.add_argument("--trials-of", type=Path, help=argparse.SUPPRESS)  # the workers, under mpiexec
+    options.add_argument("--speeds-of", type=int, help=argparse.SUPPRESS)
     options.add_argument("--json", type=Path, help=argparse.SUPPRESS)
     options = options.parse_args()
     if options.trials_of:
         trials(options.trials_of, options.trials, options.rounds, options.seed, options.least, options.json)
+        return
+    if options.speeds_of:
+        time_ranks(options.speeds_of, options.json)
         return
     if (os.cpu_count() or 1) < options.procs:
         print(f"warning: {os.cpu_count()} cores for {options.procs} ranks: the timings share cores", flush=True)
@@ -385,7 +468,12 @@ def main() -> None:
     summary: dict[str, Any] = {"procs": options.procs, "trials": options.trials, "seed": options.seed,
                                "machine": machine()}
     print(f"machine: {summary['machine']['processor']}, {summary['machine']['cores']} cores", flush=True)
-    lines = []
+    summary["speeds"] = {"before": measure_ranks(options.procs, options.out / "speeds-before.json")}
+    lines = [speeds_line("before the builds", summary["speeds"]["before"])]
+    print(lines[0], flush=True)
+    if options.speeds:
+        (options.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+        return
     maps: dict[str, dict] = {}
     for platform in options.platforms.split(","):
         base = options.out / platform
@@ -406,6 +494,9 @@ def main() -> None:
         (options.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
         lines += report(platform, builds, found, judged)
         print("\n".join(report(platform, builds, found, judged)), flush=True)
+    summary["speeds"]["after"] = measure_ranks(options.procs, options.out / "speeds-after.json")
+    lines.append(speeds_line("after the trials", summary["speeds"]["after"]))
+    (options.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     print()
     print("\n".join(lines))
     if {"native", "lan"} <= maps.keys():

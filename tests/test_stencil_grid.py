@@ -154,3 +154,25 @@ def test_the_stored_nine_rank_trials_hold_the_choices_the_description_makes():
             (trial["extra_rows"], trial["extra_cols"])
         if trial["iters"] == 1:
             assert settings == {"extra_rows": 0, "extra_cols": 0}
+
+
+def test_rank_speeds_are_each_ranks_median_over_the_fastest_and_the_rounds_spread():
+    seconds = [[1.0, 1.0, 5.0], [2.0, 2.2, 2.0], [1.5, 1.0, 1.5]]  # three ranks, three rounds
+    speeds = grid.rank_speeds(seconds)
+    assert speeds["relative"] == [1.0, 2.0, 1.5]
+    # per round, slowest over fastest: 2.0, 2.2, 5 / 1.5
+    assert speeds["spread"] == 2.2
+
+
+def test_the_ranks_are_timed_against_each_other_under_mpiexec(tmp_path):
+    import json
+    import subprocess
+
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "stencil_grid.py"), "--speeds", "--procs", "2",
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "ranks' speeds before the builds" in done.stdout
+    speeds = json.loads((tmp_path / "summary.json").read_text())["speeds"]["before"]
+    assert len(speeds["seconds"]) == 2 and all(len(rank) == grid.SPEED_ROUNDS for rank in speeds["seconds"])
+    assert min(speeds["relative"]) == 1.0 and speeds["spread"] >= 1.0
+    assert not (tmp_path / "native").exists()  # nothing built
