@@ -4,6 +4,7 @@
 # a bare machine with at least nine cores:
 #
 #   bash scripts/stencil-grid.sh [--procs 9] [--trials 20] [--budget SECONDS] [--runtime-grid]
+#   bash scripts/stencil-grid.sh --speeds     # only time the ranks against each other
 #
 # (scripts/stencil_grid.py says which budgets a slow nine-rank profile needs.)
 #
