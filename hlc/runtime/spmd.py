@@ -282,9 +282,10 @@ class World:
         message of their own.  With ``out`` (C-contiguous, writeable, the dtype
         of ``array``), the receiver already knows them: what arrives is written
         into ``out`` and returned, in one raw transfer.  A halo exchange, which
-        swaps rows of a known length many times, pays a fifth as much this way:
-        on a 16-core Xeon a swap of 200 doubles took 22 µs with the header and
-        4 µs without.  The sender must then send exactly ``out.nbytes`` bytes."""
+        swaps rows of a known length many times, pays less than half as much
+        this way: at nine ranks on a 16-core Xeon a swap of 200 doubles took
+        19.7 µs with the header and 8.2 µs without (4.1 µs of it in MPI).
+        The sender must then send exactly ``out.nbytes`` bytes."""
         self._check_rank(destination, "destination")
         self._check_rank(source, "source")
         _check_tag(tag)
@@ -393,7 +394,7 @@ def _check_out(out: Any, dtype: np.dtype, shape: tuple[int, ...] | None = None, 
         raise TypeError(f"out must be a NumPy array, not {type(out).__name__}")
     if not out.flags.c_contiguous or not out.flags.writeable:
         raise ValueError("out must be C-contiguous and writeable")
-    if not np.can_cast(dtype, out.dtype, casting=casting):
+    if not (out.dtype == dtype or np.can_cast(dtype, out.dtype, casting=casting)):  # equal: a fast test
         kinds = "" if casting == "no" else " (or a type it casts to safely)"
         raise TypeError(f"out must hold {dtype}{kinds}, not {out.dtype}")
     if shape is None and out.ndim != 1:
