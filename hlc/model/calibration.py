@@ -198,6 +198,11 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
         warnings.simplefilter("always", RankWarning)
         result = fit(columns, times, relative=relative, confidence=confidence, constant=model.constant)
     notes = [aliased_text(term, others) for term, others in result.aliases.items()] + [str(w.message) for w in caught]
+    slow = sum(is_disturbed(s, tolerance) for s in fitting + verification)  # kept: more than DISTURBED_SHARE
+    if slow:
+        notes.append(f"{slow} of {len(fitting + verification)} samples were taken while the host ran slow or never "
+                     f"settled: more than {DISTURBED_SHARE:.0%}, so kept (that is the host's usual pace), and the "
+                     f"errors hold its slow spells")
     held_mre, by_ranks = None, {}
     if verification:
         held_columns, held_times = _columns(predictor, implementation, terms, verification)

@@ -80,6 +80,9 @@ def test_a_host_slow_throughout_is_what_there_is_to_model():
     entry = fitted(samples(1 / 3))
     assert DISTURBED_SHARE < 1 / 3
     assert entry.disturbed_samples == 0 and entry.samples == 60
+    # ... and the model says so, since its errors are the host's as much as its terms'.
+    assert any(w.startswith("27 of 80 samples were taken while the host ran slow") for w in entry.warnings)
+    assert not any("host ran slow" in w for w in fitted(samples(0.1)).warnings)  # those were left out
 
 
 def test_verification_error_is_reported_per_rank_count():
