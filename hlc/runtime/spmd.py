@@ -307,8 +307,11 @@ class World:
             shape, dtype = self._communicator.sendrecv((array.shape, array.dtype), dest=destination, sendtag=tag,
                                                        source=source, recvtag=tag)
             out = np.empty(shape, dtype=dtype)
+        status = MPI.Status()
         self._communicator.Sendrecv([array, MPI.BYTE], dest=destination, sendtag=tag,
-                                    recvbuf=[out, MPI.BYTE], source=source, recvtag=tag)
+                                    recvbuf=[out, MPI.BYTE], source=source, recvtag=tag, status=status)
+        if status.Get_count(MPI.BYTE) != out.nbytes:  # a longer message fails in MPI itself
+            raise ValueError(f"out holds {out.nbytes} bytes, but rank {source} sent {status.Get_count(MPI.BYTE)}")
         return out
 
     def probe(self, source: int | None = None, tag: int | None = None) -> tuple[int, int] | None:

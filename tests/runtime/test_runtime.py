@@ -214,6 +214,12 @@ landing = np.full(3, -1.0)
 got = team.sendrecv(column, right, left, tag=5, out=landing)
 check("sendrecv into out", got is landing and np.array_equal(landing, np.arange(12.0).reshape(3, 4)[:, left % 4]
                                                                + 100 * left))
+# a shorter message than out holds is refused, naming the sender
+try:
+    team.sendrecv(np.zeros(2), right, left, tag=6, out=np.empty(3))
+    check("sendrecv of too few bytes raises", False)
+except ValueError as error:
+    check("sendrecv of too few bytes names the sender", f"rank {left} sent 16" in str(error))
 
 # send/receive: pairs (0→1, 2→3, …), a large buffer and a small one with another tag
 if rank % 2 == 0 and rank + 1 < size:
