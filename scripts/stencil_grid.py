@@ -437,6 +437,11 @@ def machine() -> dict[str, Any]:
     return {"processor": name, **machine_constants()}
 
 
+def save(summary: dict[str, Any], out: Path) -> None:
+    """Write what is known so far to ``out``/summary.json (the run may stop before the end)."""
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+
+
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     options.add_argument("--procs", type=int, default=9, help="ranks of the process grid (default 9: 3 × 3)")
@@ -472,7 +477,7 @@ def main() -> None:
     lines = [speeds_line("before the builds", summary["speeds"]["before"])]
     print(lines[0], flush=True)
     if options.speeds:
-        (options.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+        save(summary, options.out)
         return
     maps: dict[str, dict] = {}
     for platform in options.platforms.split(","):
@@ -491,12 +496,12 @@ def main() -> None:
                              "layout_right": sum(t["layout_right"] for t in judged),
                              "strips_against_blocks": strips_against_blocks(judged) if judged else None}
         maps[platform] = found
-        (options.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+        save(summary, options.out)
         lines += report(platform, builds, found, judged)
         print("\n".join(report(platform, builds, found, judged)), flush=True)
     summary["speeds"]["after"] = measure_ranks(options.procs, options.out / "speeds-after.json")
     lines.append(speeds_line("after the trials", summary["speeds"]["after"]))
-    (options.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    save(summary, options.out)
     print()
     print("\n".join(lines))
     if {"native", "lan"} <= maps.keys():

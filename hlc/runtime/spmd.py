@@ -290,15 +290,10 @@ class World:
         self._check_rank(source, "source")
         _check_tag(tag)
         array = _buffer(array)
-        if out is not None:
-            _check_out(out, array.dtype, out.shape, casting="no")
         if self.size == 1:
-            if out is None:
-                return array.copy()
-            if out.shape != array.shape:
-                raise ValueError(f"out must have shape {array.shape}, not {out.shape}")
-            out[...] = array
-            return out
+            return _alone(array, out)
+        if out is not None:  # of any shape: its bytes are what arrives
+            _check_out(out, array.dtype, out.shape, casting="no")
         from mpi4py import MPI
 
         if self._emulated is not None:
