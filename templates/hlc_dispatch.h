@@ -36,6 +36,15 @@ static inline double hlc_finite(double value) {
     return isfinite(value) ? value : INFINITY;
 }
 
+/* A predicted time that is not a positive number counts as never fastest
+ * too: a model's corrections (a step down in a per-key cost, say) may sum
+ * below zero where its samples never reached, and such a time would win
+ * every comparison.  An objective (a root sought, a difference of times)
+ * may be negative, and goes through hlc_finite only. */
+static inline double hlc_time(double value) {
+    return (isfinite(value) && value > 0.0) ? value : INFINITY;
+}
+
 /* 2 ** x: built from its bits at a whole exponent (the bins of a digit, a
  * block of 2 ** block), exp2 elsewhere.  A decision's searches evaluate it
  * at every candidate, and exp2 is a call into the C library. */

@@ -20,7 +20,10 @@ rounds taken again together cost at most ``share`` of the time since the
 meter started, so a host that stays slow costs a bounded part of the
 profiling time and no more: on a host whose every other round was slow,
 a sort build measured for 29% of its time and spent as much on rounds it
-dropped, half of whose second takes were slow again.
+dropped, half of whose second takes were slow again.  So only the
+evaluator waits and retakes by default; the profiler's meter has no
+budget for either (:func:`hlc.calibrate.harness.host_meter` says why), and
+its readings mark the samples a spell hit.
 
 It also reads a second yardstick after each round (once per MEMORY_INTERVAL
 at most), which it does not wait for: a gather of doubles at random from an

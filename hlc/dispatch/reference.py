@@ -61,6 +61,13 @@ def integer_bounds(range_: ast.Range, environment: Mapping[str, Any]) -> tuple[i
     return math.ceil(low), math.floor(high)
 
 
+def _time(seconds: float) -> float:
+    """A predicted time, or ∞ where it is not a positive number: a model's
+    corrections may sum below zero where its samples never reached, and such
+    a time would win every comparison (hlc_time in hlc_dispatch.h)."""
+    return seconds if math.isfinite(seconds) and seconds > 0 else INFINITY
+
+
 class Decider:
     """Decisions for one library, in Python."""
 
@@ -73,22 +80,24 @@ class Decider:
         return all(evaluate(condition, environment) for condition in implementation.requires)
 
     def model(self, implementation: ast.Implementation, environment: Mapping[str, Any]) -> float:
-        """Predicted seconds; ∞ where the model cannot be evaluated."""
+        """Predicted seconds; ∞ where the model cannot be evaluated or
+        predicts no positive time (hlc_time in the compiled module)."""
         try:
             value = self.predictor.evaluate(implementation.name, environment)
         except (EvaluationError, ModelUnavailable, ArithmeticError, ValueError):
             return INFINITY
-        return value if math.isfinite(value) else INFINITY
+        return _time(value)
 
     def models(self, implementation: ast.Implementation, environment: Mapping[str, Any]) -> tuple[float, float]:
         """Predicted and planned seconds, the terms valued once; ∞ where the
-        model cannot be evaluated."""
+        model cannot be evaluated, and both ∞ where the prediction is not a
+        positive time (whatever the planned one)."""
         try:
             predicted, planned = self.predictor.prediction_and_planned(implementation.name, environment)
         except (EvaluationError, ModelUnavailable, ArithmeticError, ValueError):
             return INFINITY, INFINITY
-        return (predicted if math.isfinite(predicted) else INFINITY,
-                planned if math.isfinite(planned) else INFINITY)
+        predicted = _time(predicted)
+        return predicted, (_time(planned) if predicted < INFINITY else INFINITY)
 
     def parameters(self, implementation: ast.Implementation, variables: Mapping[str, Any]) -> dict[str, int]:
         """First pass: every parameter by its rule, in declaration order.  A

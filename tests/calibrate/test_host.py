@@ -155,12 +155,15 @@ def test_a_pace_the_host_keeps_becomes_its_best():
 
 
 def profile_one_point(tmp_path, readings_after_calls, monkeypatch, host_slow_above: float = 1,
-                      memory: float = 1.0, budget: float = 2.0) -> tuple[list[Sample], list[float]]:
+                      memory: float = 1.0, budget: float = 2.0,
+                      waits: bool = True) -> tuple[list[Sample], list[float]]:
     """Profile one implementation at one point; ``readings_after_calls(n)``: how
     many times slower than 2 ms the task's n-th call runs; the meter reads the
     host as slow just after a call more than ``host_slow_above`` times slower.
     Returns the samples and each call's duration.  ``budget``: the meter's
-    seconds for waits and rounds taken again (its allowance; no share).
+    seconds for waits and rounds taken again (its allowance; no share),
+    with ``waits`` (the program's ``--host-waits``); without, the profiler's
+    own (none).
 
     The timing clock is scripted: each reading moves it on by 0.1 µs, and a
     call by its duration, so the test does not depend on how busy the host
@@ -184,9 +187,9 @@ def profile_one_point(tmp_path, readings_after_calls, monkeypatch, host_slow_abo
         slow, spell["pending"] = spell["pending"], False
         return 3.0 if slow else 1.0
 
-    def meter(tolerance: float) -> HostMeter:
+    def meter(tolerance: float, **given) -> HostMeter:
         host = HostMeter(tolerance=tolerance, reading=reading, patience=0.05, memory=lambda: memory,
-                         share=0.0, allowance=budget)
+                         share=0.0, allowance=budget if waits else budget_of_profiler(**given))
         host.memory_readings = [1.0]  # as if read at its best before: ``memory`` times slower now
         return host
 
@@ -196,8 +199,14 @@ def profile_one_point(tmp_path, readings_after_calls, monkeypatch, host_slow_abo
     interface = Interface("f", lambda: iter([{"i": 0}]), lambda rng: {"i": 0}, lambda p, seed, size: (1,),
                           lambda x, P: {"n": 1}, [implementation], "busy", verify=0, repeat=3)
     out = tmp_path / "samples.jsonl"
-    assert harness.main("lib", "lib.hl", [interface], ["--out", str(out)]) == 0
+    assert harness.main("lib", "lib.hl", [interface], ["--out", str(out)] + (["--host-waits"] if waits else [])) == 0
     return list(Samples.read(out).samples), calls
+
+
+def budget_of_profiler(share: float | None = None, allowance: float | None = None) -> float:
+    """The allowance the harness gives the profiler's meter (share and allowance both none)."""
+    assert share == 0.0 and allowance == 0.0
+    return 0.0
 
 
 def test_a_block_the_host_slowed_down_is_taken_again(tmp_path, monkeypatch):
@@ -211,6 +220,25 @@ def test_a_block_the_host_slowed_down_is_taken_again(tmp_path, monkeypatch):
     assert len(sample.timings) == 3 and max(sample.timings) < 5e-3  # the spell's timing was dropped
     assert min(sample.timings) == pytest.approx(2e-3, rel=1e-3)  # on the scripted clock
     assert sample.host == 1.0
+
+
+def test_the_profiler_marks_a_block_the_host_slowed_down_and_measures_on(tmp_path, monkeypatch):
+    """Without --host-waits, the profiler takes no block again: the sample
+    keeps the spell's timing and says so, and the fit decides (it leaves
+    such samples out, unless they are more than a quarter of them)."""
+    samples, calls = profile_one_point(tmp_path, lambda n: 3 if n == 3 else 1, monkeypatch, waits=False)
+    assert len(calls) == 3
+    (sample,) = samples
+    assert sample.host == 3.0 and max(sample.timings) > 5e-3
+
+
+def test_the_evaluator_always_waits_and_the_profiler_on_request():
+    options = harness.parser("lib").parse_args([])
+    assert harness.host_meter(options).spare() == 0.0
+    options = harness.parser("lib").parse_args(["--host-waits"])
+    assert harness.host_meter(options).spare() > 0.0
+    options = harness.parser("lib").parse_args(["--evaluate", "build"])
+    assert harness.host_meter(options).spare() > 0.0
 
 
 def test_a_block_is_taken_again_only_so_often(tmp_path, monkeypatch):
