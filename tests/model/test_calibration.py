@@ -118,3 +118,64 @@ def test_too_few_fitting_samples_are_fitted_with_the_verification_ones():
     too_few = calibrate(parse(DESCRIPTION), taken(0.10, [r for r in records if r.index < 1 or
                                                          (r.verify and r.index < 1)])).time("linear")
     assert too_few.status == "unfitted"
+
+
+STEPPED = """
+library stepped "A pass whose digits change its cost."
+
+from numpy import ones
+
+interface work(values: float64[]) -> float "Some work."
+    n = len(values)
+    reference digits
+
+    impl digits(bits: int in 1 .. 12) = numpy.sum "a pass per digit of bits"
+        time ~ 1 + n
+
+    profile
+        for i in 4 .. 16 ++
+        for bits in 1 .. 12 ++
+        values = ones(1 << i)
+"""
+
+
+def stepped_samples(seed: int = 0) -> Samples:
+    """A per-element cost of 3 ns at every digit width, but the few samples
+    at 8 bits and more, all of small arrays, came out cheaper the larger
+    they were (as disturbed small samples can): a fit that follows them
+    steps the cost per element down below zero from 8 bits."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for verify, count in ((False, 120), (True, 30)):
+        for index in range(count):
+            bits = int(rng.integers(1, 13))
+            if bits >= 8:
+                n = int(rng.integers(10, 200))
+                seconds = 20e-6 - 50e-9 * n
+            else:
+                n = int(rng.integers(10, 100_000))
+                seconds = 2e-6 + 3e-9 * n
+            records.append(Sample("work", "digits", verify, 1, index, {"bits": bits},
+                                  {"n": n, "P": 1, "logP": 0.0}, seconds * (1 + rng.normal(0, 0.01)), host=1.0))
+    return taken(0.10, records)
+
+
+def test_a_discovered_step_may_not_pull_a_cost_per_unit_below_zero(monkeypatch):
+    """The fitter finds the step down in the cost per element from 8 bits;
+    where the model may be asked with 8 bits or more and more than a few
+    hundred elements (the points the samples at fewer bits reached), it
+    predicts less than nothing, so the term is left out, and says so.  With
+    no points to probe, the term stays (what the check changes)."""
+    from hlc.model import calibration
+
+    library = parse(STEPPED)
+    entry = calibrate(library, stepped_samples()).time("digits")
+    assert not any(term.base == "n" for term in entry.discovered), entry.discovered
+    assert entry.coefficients["n"] == pytest.approx(3e-9, rel=0.05)  # the larger arrays' cost per element
+    assert any("left out the fitter's term n * (bits >=" in note and "predicted no positive time" in note
+               for note in entry.warnings), entry.warnings
+    monkeypatch.setattr(calibration, "PROBES", 0)
+    unchecked = calibrate(library, stepped_samples()).time("digits")
+    assert any(term.base == "n" and term.factors[0].kind == "step" and term.factors[0].variable == "bits"
+               and unchecked.coefficients[term.text] < -unchecked.coefficients.get("n", 0.0)
+               for term in unchecked.discovered), unchecked.discovered
