@@ -251,16 +251,17 @@ def _probes(predictor: Predictor, implementation: ast.Implementation,
             sites: list[dict[str, float]]) -> list[dict[str, Any]]:
     """Where the dispatcher may ask the model: each site where the
     implementation applies, at each value of its parameters in their ranges
-    (the values of a parameter without a range: none, so the site is left
-    out), thinned evenly to PROBES."""
+    (none when a parameter has no range), thinned evenly to PROBES."""
+    if any(parameter.range is None for parameter in implementation.parameters):
+        return []
     probes = []
-    for site in _within(predictor, implementation, [_site_sample(site) for site in sites]):
-        settings: list[dict[str, Any]] = [dict(site.variables)]
+    for site in sites:
+        if not _applies(predictor, implementation, site):
+            continue
+        settings: list[dict[str, Any]] = [dict(site)]
         for parameter in implementation.parameters:
             grown = []
             for setting in settings:
-                if parameter.range is None:
-                    continue
                 try:
                     environment = {**predictor.constants, **setting}
                     low = math.ceil(evaluate(parameter.range.low, environment))
@@ -273,10 +274,6 @@ def _probes(predictor: Predictor, implementation: ast.Implementation,
     if len(probes) > PROBES:
         probes = [probes[i] for i in np.linspace(0, len(probes) - 1, PROBES).round().astype(int)]
     return probes
-
-
-def _site_sample(site: dict[str, float]) -> Sample:
-    return Sample("", "", False, int(site.get("P", 1)), 0, {}, dict(site), 0.0)
 
 
 def _below_zero(result: Fit, values: Mapping[str, np.ndarray], count: int) -> int:
@@ -307,8 +304,8 @@ def _positive_everywhere(predictor: Predictor, implementation: ast.Implementatio
     the term whose removal leaves the fewest such probes goes (the last
     found of equals; a term another one multiplies stays while that one is
     in), and the model is fitted again.  Returns the notes that say so."""
-    probes = _probes(predictor, implementation, sites)
-    if not discovered or not probes:
+    probes = _probes(predictor, implementation, sites) if discovered else []
+    if not probes:
         return discovered, result, []
     terms = model_terms(model, discovered)
     texts = [unparse(t) for t in terms]
@@ -441,15 +438,16 @@ def _within(predictor: Predictor, implementation: ast.Implementation,
     is not to be fitted where the dispatcher never asks it."""
     if not implementation.requires:
         return taken
-    kept = []
-    for sample in taken:
-        environment = {**predictor.constants, **sample.variables}
-        try:
-            if all(evaluate(condition, environment) for condition in implementation.requires):
-                kept.append(sample)
-        except (EvaluationError, ArithmeticError, ValueError):
-            continue
-    return kept
+    return [sample for sample in taken if _applies(predictor, implementation, sample.variables)]
+
+
+def _applies(predictor: Predictor, implementation: ast.Implementation, variables: Mapping[str, Any]) -> bool:
+    """Whether the implementation's preconditions hold at these variables."""
+    environment = {**predictor.constants, **variables}
+    try:
+        return all(evaluate(condition, environment) for condition in implementation.requires)
+    except (EvaluationError, ArithmeticError, ValueError):
+        return False
 
 
 def fit_samples(samples_path: Path, *, description: Path | None = None, **options: Any) -> Models:
