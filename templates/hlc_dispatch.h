@@ -11,6 +11,7 @@
 #ifndef HLC_DISPATCH_H
 #define HLC_DISPATCH_H
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -36,13 +37,24 @@ static inline double hlc_finite(double value) {
     return isfinite(value) ? value : INFINITY;
 }
 
-/* A predicted time that is not a positive number counts as never fastest
- * too: a model's corrections (a step down in a per-key cost, say) may sum
- * below zero where its samples never reached, and such a time would win
- * every comparison.  An objective (a root sought, a difference of times)
- * may be negative, and goes through hlc_finite only. */
+/* A predicted time as a decision ranks it.  One that is not a positive
+ * number ranks behind every positive time, as HLC_NO_TIME: a model's
+ * corrections (a step down in a per-key cost, say) may sum below zero where
+ * its samples never reached, and such a time would win every comparison.
+ * It still ranks ahead of infinity (no model, or one that is not a number
+ * here): where no implementation predicts a positive time, the first that
+ * applies runs, since the call is valid.  An objective (a root sought, a
+ * difference of times) may be negative, and goes through hlc_finite only. */
+#define HLC_NO_TIME DBL_MAX
+
 static inline double hlc_time(double value) {
-    return (isfinite(value) && value > 0.0) ? value : INFINITY;
+    if (!isfinite(value)) return INFINITY;
+    return value > 0.0 ? value : HLC_NO_TIME;
+}
+
+/* A ranked time as predictions are reported: infinity for HLC_NO_TIME. */
+static inline double hlc_shown(double value) {
+    return value >= HLC_NO_TIME ? INFINITY : value;
 }
 
 /* 2 ** x: built from its bits at a whole exponent (the bins of a digit, a

@@ -171,6 +171,9 @@ def explanation(library: ast.Library, models: Models, interface_name: str,
     else:
         winner = interface.implementation(choice.implementation)
         entry = models.time(winner.name)
+        if not math.isfinite(choice.seconds):
+            lines.append(f"\nno model predicts a positive time here: {winner.name} runs as the first "
+                         "implementation that applies")
         if choice.parameters:
             lines.append("\nparameters: " + ", ".join(f"{k} = {v}" for k, v in choice.parameters.items()))
             for parameter in winner.parameters:

@@ -10,6 +10,11 @@ This is the definition of what a generated dispatch module decides (thesis
    order, by its ``choose`` rule (default: minimize ``time`` over the
    parameter's range) — the first pass;
 4. the implementation with the least planned time wins — the second pass.
+   A model that answers with a time that is not positive (its corrections
+   may sum below zero where its samples never reached) ranks behind every
+   positive time: its implementation is the last resort, taken only where
+   no other one predicts a positive time, since the call is valid and must
+   run something.
 
 Where a model knows how far its samples scatter (hlc.model.deviation), the
 second pass weighs the time it plans for, the prediction plus a few typical
@@ -26,6 +31,7 @@ The same class serves as the dispatch module where no C compiler exists.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +42,9 @@ from hlc.model.predict import ModelUnavailable, Predictor
 from hlc.optimize import integer_minimum, integer_root
 
 INFINITY = math.inf
+#: The rank of a time that is not positive: behind every positive time, ahead
+#: of ∞ (no model, or none that can be evaluated).  HLC_NO_TIME in C.
+NO_TIME = sys.float_info.max
 
 
 @dataclass(frozen=True)
@@ -62,10 +71,17 @@ def integer_bounds(range_: ast.Range, environment: Mapping[str, Any]) -> tuple[i
 
 
 def _time(seconds: float) -> float:
-    """A predicted time, or ∞ where it is not a positive number: a model's
-    corrections may sum below zero where its samples never reached, and such
-    a time would win every comparison (hlc_time in hlc_dispatch.h)."""
-    return seconds if math.isfinite(seconds) and seconds > 0 else INFINITY
+    """A predicted time as a decision ranks it: itself where it is a positive
+    number, NO_TIME where it is some other number, and ∞ where it is not a
+    number (hlc_time in hlc_dispatch.h)."""
+    if not math.isfinite(seconds):
+        return INFINITY
+    return seconds if seconds > 0 else NO_TIME
+
+
+def _shown(seconds: float) -> float:
+    """A ranked time as Choice.predicted reports it: ∞ for NO_TIME."""
+    return INFINITY if seconds >= NO_TIME else seconds
 
 
 class Decider:
@@ -81,7 +97,11 @@ class Decider:
 
     def model(self, implementation: ast.Implementation, environment: Mapping[str, Any]) -> float:
         """Predicted seconds; ∞ where the model cannot be evaluated or
-        predicts no positive time (hlc_time in the compiled module)."""
+        predicts no positive time."""
+        return _shown(self._ranked(implementation, environment))
+
+    def _ranked(self, implementation: ast.Implementation, environment: Mapping[str, Any]) -> float:
+        """Predicted seconds as a search ranks them (_time)."""
         try:
             value = self.predictor.evaluate(implementation.name, environment)
         except (EvaluationError, ModelUnavailable, ArithmeticError, ValueError):
@@ -89,15 +109,15 @@ class Decider:
         return _time(value)
 
     def models(self, implementation: ast.Implementation, environment: Mapping[str, Any]) -> tuple[float, float]:
-        """Predicted and planned seconds, the terms valued once; ∞ where the
-        model cannot be evaluated, and both ∞ where the prediction is not a
-        positive time (whatever the planned one)."""
+        """Predicted and planned seconds as the decision ranks them (_time),
+        the terms valued once; ∞ where the model cannot be evaluated.  Where
+        the prediction is not a positive time, neither is the plan."""
         try:
             predicted, planned = self.predictor.prediction_and_planned(implementation.name, environment)
         except (EvaluationError, ModelUnavailable, ArithmeticError, ValueError):
             return INFINITY, INFINITY
-        predicted = _time(predicted)
-        return predicted, (_time(planned) if predicted < INFINITY else INFINITY)
+        predicted, planned = _time(predicted), _time(planned)
+        return predicted, (max(planned, predicted) if predicted >= NO_TIME else planned)
 
     def parameters(self, implementation: ast.Implementation, variables: Mapping[str, Any]) -> dict[str, int]:
         """First pass: every parameter by its rule, in declaration order.  A
@@ -122,7 +142,7 @@ class Decider:
             if not low <= value <= high:
                 return INFINITY
             scope = {**environment, parameter.name: value}
-            scope["time"] = self.model(implementation, scope)
+            scope["time"] = self._ranked(implementation, scope)
             try:
                 scope = self.predictor.helpers(implementation, scope, [objective])
             except (EvaluationError, ModelUnavailable, ArithmeticError, ValueError):
@@ -151,7 +171,8 @@ class Decider:
         return integer_minimum(cost, low, high)
 
     def decide(self, interface: ast.Interface, variables: Mapping[str, Any]) -> Choice:
-        """Second pass: the least planned time among the applicable implementations."""
+        """Second pass: the least planned time among the applicable
+        implementations, the first of them where none predicts a positive time."""
         predicted: dict[str, float] = {}
         planned: dict[str, float] = {}
         parameters: dict[str, dict[str, int]] = {}
@@ -164,7 +185,9 @@ class Decider:
             predicted[implementation.name], planned[implementation.name] = \
                 self.models(implementation, {**variables, **chosen})
         best = min(planned, key=planned.__getitem__, default=None)
+        shown = {name: _shown(seconds) for name, seconds in predicted.items()}
         if best is None or planned[best] == INFINITY:
-            return Choice(None, {}, predicted)
-        settings = {name: values for name, values in parameters.items() if values and planned[name] < INFINITY}
-        return Choice(best, parameters[best], predicted, settings)
+            return Choice(None, {}, shown)
+        settings = {name: values for name, values in parameters.items()
+                    if values and (shown[name] < INFINITY or name == best)}
+        return Choice(best, parameters[best], shown, settings)

@@ -165,7 +165,8 @@ class ModuleState:
 def choice(names: list[str], chosen: int, predicted: list[float], settings: dict[int, dict[str, int]]) -> Choice:
     """A Choice from the C decision: ``settings`` maps the index of each
     parameterized implementation to its parameters (kept where it applies)."""
-    applicable = {names[i]: dict(values) for i, values in settings.items() if math.isfinite(predicted[i])}
+    applicable = {names[i]: dict(values) for i, values in settings.items()
+                  if math.isfinite(predicted[i]) or i == chosen}
     return Choice(names[chosen] if chosen >= 0 else None, applicable.get(names[chosen], {}) if chosen >= 0 else {},
                   dict(zip(names, predicted, strict=True)), applicable)
 

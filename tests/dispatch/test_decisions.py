@@ -122,11 +122,13 @@ def test_compiled_and_python_decisions_agree_on_5000_random_calls(any_compiled):
     assert steadier > 50  # and the deviations change some decisions
 
 
-def test_a_time_predicted_below_zero_never_wins(negative_compiled):
+def test_a_time_predicted_below_zero_ranks_behind_every_positive_one(negative_compiled):
     """With a fifth of the coefficients negative, some models predict times
-    of zero or less: neither module chooses such an implementation, and both
-    report its prediction as infinite (a step down in a per-key cost, found
-    where the samples reached, sums below zero where they did not)."""
+    of zero or less (a step down in a per-key cost, found where the samples
+    reached, sums below zero where they did not).  Both modules report such
+    a prediction as infinite and choose its implementation only where no
+    implementation that applies predicts a positive time; there the first
+    that applies runs, for the call is valid."""
     library, module, decider = negative_compiled
     interface = library.interface("work")
     rng = random.Random(11)
@@ -136,18 +138,23 @@ def test_a_time_predicted_below_zero_never_wins(negative_compiled):
         expected = decider.decide(interface, variables)
         actual = module.choose_work_at(**variables)
         assert all(seconds > 0 for seconds in actual.predicted.values())
+        assert actual.implementation == expected.implementation, variables
+        raw = {}
         for implementation in interface.implementations:
             if decider.applies(implementation, variables):
                 settings = expected.settings.get(implementation.name, {})
                 environment = {**decider.predictor.constants, **variables, **settings}
                 try:
-                    raw = decider.predictor.evaluate(implementation.name, environment)
+                    raw[implementation.name] = decider.predictor.evaluate(implementation.name, environment)
                 except EvaluationError:  # a parameter its rule left unset
-                    continue
-                if raw <= 0:
-                    below_zero += 1
-                    assert math.isinf(actual.predicted[implementation.name])
-                    assert actual.implementation != implementation.name
+                    raw[implementation.name] = math.nan
+        for name, seconds in raw.items():
+            if seconds <= 0:
+                below_zero += 1
+                assert math.isinf(actual.predicted[name])
+        if actual.implementation is not None and raw[actual.implementation] <= 0:
+            assert all(math.isinf(actual.predicted[name]) for name in raw), variables
+            assert actual.implementation == next(name for name, seconds in raw.items() if math.isfinite(seconds))
     assert below_zero > 20
 
 
@@ -236,3 +243,55 @@ def test_a_built_library_loads_without_the_fitter(compiled):
     """)
     loaded = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == ""
+
+
+LAST_RESORT = """\
+library resort
+from numpy import sum, ones
+from math import fsum
+
+interface total(x: float64[]) -> float "The sum of x."
+    n = len(x)
+    impl fourfold = sum
+        requires n >= 4
+        time ~ 1 + n
+    impl any = fsum
+        time ~ 1 + n
+    profile
+        for i in 4 .. 10 ++
+        x = ones(1 << i)
+"""
+
+
+@pytest.mark.parametrize("compiler", ["cc", "none"])
+def test_where_no_model_predicts_a_positive_time_the_first_implementation_that_applies_runs(
+        tmp_path, monkeypatch, compiler):
+    """A valid call runs even where every model that applies answers with a
+    time of zero or less: fourfold's below zero everywhere, any's below zero
+    under a thousand elements.  In C and in the Python module alike."""
+    description = tmp_path / "resort.hl"
+    description.write_text(LAST_RESORT)
+    library = hlc.parse_file(description)
+
+    def fitted(coefficients):
+        return TimeModel("fitted", terms=("1", "n"), kept=tuple(coefficients), coefficients=coefficients)
+
+    models = Models(library.name, library.filename, {
+        "fourfold": ImplementationModel("total", fitted({"1": -1e-3})),
+        "any": ImplementationModel("total", fitted({"1": -1e-3, "n": 1e-6}))})
+    if compiler == "none":
+        monkeypatch.setenv("CC", "no-such-compiler")
+        with pytest.warns(RuntimeWarning, match="no C compiler"):
+            assert not package(library, models, {}, tmp_path / "build")[1]
+    else:
+        assert package(library, models, {}, tmp_path / "build")[1]
+    with pytest.warns(hlc.StaleModelWarning):
+        module = load(tmp_path / "build")
+    for n, runs in ((100, "fourfold"), (2, "any"), (5000, "any")):
+        x = [1.0] * n
+        choice = module.choose(x)
+        assert choice.implementation == runs, n
+        assert module.total(x) == n
+    assert all(math.isinf(seconds) for seconds in module.choose([1.0] * 100).predicted.values())
+    assert module.choose([1.0] * 5000).seconds == pytest.approx(4e-3)
+    assert "no model predicts a positive time here: fourfold runs" in module.explain([1.0] * 100)
