@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from hlc.artefacts.models import Models, TimeModel
-from hlc.dispatch.reference import Choice, integer_bounds
+from hlc.dispatch.reference import Choice
 from hlc.language import ast
-from hlc.language.expressions import EvaluationError, evaluate
+from hlc.language.expressions import EvaluationError, evaluate, integer_bounds
 from hlc.model.predict import ModelUnavailable, Predictor, band, term_values
 from hlc.model.terms import discovered_in_words, model_terms
 

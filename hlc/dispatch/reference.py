@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hlc.language import ast
-from hlc.language.expressions import EvaluationError, evaluate
+from hlc.language.expressions import EvaluationError, evaluate, integer_bounds
 from hlc.model.predict import ModelUnavailable, Predictor
 from hlc.optimize import integer_minimum, integer_root
 
@@ -61,13 +61,6 @@ class Choice:
     def seconds(self) -> float:
         """The predicted time of the chosen implementation."""
         return self.predicted.get(self.implementation, INFINITY) if self.implementation else INFINITY
-
-
-def integer_bounds(range_: ast.Range, environment: Mapping[str, Any]) -> tuple[int, int]:
-    """An integer range: the low bound rounded up, the high bound rounded down."""
-    low = evaluate(range_.low, environment)
-    high = evaluate(range_.high, environment)
-    return math.ceil(low), math.floor(high)
 
 
 def _time(seconds: float) -> float:

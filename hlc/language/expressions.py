@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from hlc.language.ast import Binary, Call, Expression, Family, Name, Number, Unary
+from hlc.language.ast import Binary, Call, Expression, Family, Name, Number, Range, Unary
 from hlc.language.functions import BUILTINS, c_call, python_call
 
 # Binding strength, loosest first (Python's order).
@@ -301,6 +301,15 @@ def evaluate(expression: Expression, environment: Mapping[str, Any],
         raise
     except (ArithmeticError, ValueError, TypeError) as error:
         raise EvaluationError(f"{unparse(expression)}: {error}") from error
+
+
+def integer_bounds(range_: Range, environment: Mapping[str, Any]) -> tuple[int, int]:
+    """The integers of a parameter's or loop's range: the low bound rounded
+    up, the high bound rounded down (the dispatcher's searches and the
+    fitter's probes read a range alike)."""
+    low = evaluate(range_.low, environment)
+    high = evaluate(range_.high, environment)
+    return math.ceil(low), math.floor(high)
 
 
 def _evaluate(node: Expression, environment: Mapping[str, Any],

@@ -11,7 +11,6 @@ another implementation's model (thesis ch. 8) sees that model calibrated.
 
 from __future__ import annotations
 
-import math
 import time
 import warnings
 from collections.abc import Mapping
@@ -26,7 +25,7 @@ from hlc.artefacts.models import Discovered, FitSettings, ImplementationModel, M
 from hlc.artefacts.samples import Sample, Samples
 from hlc.calibrate.host import TOLERANCE as HOST_TOLERANCE
 from hlc.language import ast
-from hlc.language.expressions import EvaluationError, calls, evaluate, unparse
+from hlc.language.expressions import EvaluationError, calls, evaluate, integer_bounds, unparse
 from hlc.language.families import family_knots
 from hlc.language.parse import parse_file
 from hlc.model.deviation import RISK, fit_deviation
@@ -263,9 +262,7 @@ def _probes(predictor: Predictor, implementation: ast.Implementation,
             grown = []
             for setting in settings:
                 try:
-                    environment = {**predictor.constants, **setting}
-                    low = math.ceil(evaluate(parameter.range.low, environment))
-                    high = math.floor(evaluate(parameter.range.high, environment))
+                    low, high = integer_bounds(parameter.range, {**predictor.constants, **setting})
                 except (EvaluationError, ArithmeticError, ValueError):
                     continue
                 grown += [{**setting, parameter.name: value} for value in range(low, high + 1)]
