@@ -23,8 +23,12 @@ there, counts as wrong) and the expected penalty over the points judged;
 then whether adaptive sampling at each budget chose right at least as
 often as the grid with twice the time, over all the stored evaluations
 (the expected penalties are over the points judged, which a build without
-models at a rank count leaves out); where its share is lower, whether it
-is significantly so against the builds' own noise (``verdict``); and last
+models at a rank count leaves out).  Where twice the time reached the
+whole grid, the grid's figure is that of every build at a budget that
+reached it, pooled in the row ``whole``: they are one kind of build, whose
+budgets differ only in time they did not need.  Where adaptive sampling's
+share is lower, whether it is significantly so against the builds' own
+noise (``verdict``); and last
 
     sort: build S s, measuring E% of it, right R% (seed 1), grid needs G s for the same
 
@@ -82,6 +86,7 @@ class Judged:
     expected: list[float]
     # per build: its right share, every stored evaluation weighed alike
     builds: list[float] = field(default_factory=list)
+    complete: bool = False  # every build measured every point of the grid
 
 
 def evaluations(library: str) -> list[Path]:
@@ -166,12 +171,36 @@ def judged(library: str, method: str, budget: float | None, folder: Path, stored
                             / judged_points if judged_points else 0.0)
         shutil.rmtree(out.parent)
         builds.append(Judged(method, budget, spent.wall, profiling, spent.measuring_share, right, expected,
-                             [statistics.mean(right)]))
+                             [statistics.mean(right)], complete=result.coverage is None))
+    return pooled(method, budget, builds)
+
+
+def pooled(method: str, budget: float | None, builds: list[Judged]) -> Judged:
+    """One figure for several builds of one kind: the means of theirs."""
     return Judged(method, budget, statistics.mean(b.seconds for b in builds),
                   statistics.mean(b.profiling for b in builds), statistics.mean(b.measuring for b in builds),
                   [statistics.mean(values) for values in zip(*(b.right for b in builds), strict=True)],
                   [statistics.mean(values) for values in zip(*(b.expected for b in builds), strict=True)],
-                  [b.builds[0] for b in builds])
+                  [share for b in builds for share in b.builds], all(b.complete for b in builds))
+
+
+def whole_grid(grid: Mapping[float, Judged]) -> Judged | None:
+    """The builds that measured the whole grid, at whatever budget: one kind
+    of build, pooled (their budgets differ only in time they did not need);
+    None unless two budgets reached it."""
+    complete = [judged for judged in grid.values() if judged.complete]
+    if len(complete) < 2:
+        return None
+    weights = [len(judged.builds) for judged in complete]
+
+    def mean(values: list[float]) -> float:
+        return sum(w * v for w, v in zip(weights, values, strict=True)) / sum(weights)
+
+    return Judged("grid", None, mean([g.seconds for g in complete]), mean([g.profiling for g in complete]),
+                  mean([g.measuring for g in complete]),
+                  [mean(list(values)) for values in zip(*(g.right for g in complete), strict=True)],
+                  [mean(list(values)) for values in zip(*(g.expected for g in complete), strict=True)],
+                  [share for g in complete for share in g.builds], True)
 
 
 def build_noise(groups: list[Judged]) -> tuple[float, int]:
@@ -206,7 +235,7 @@ def verdict(adaptive: Judged, grid: Judged, noise: tuple[float, int]) -> str:
 
 
 def row(entry: Judged) -> str:
-    budget = "default" if entry.budget is None else f"{entry.budget:g}"
+    budget = ("whole" if entry.method == "grid" else "default") if entry.budget is None else f"{entry.budget:g}"
     figures = "  ".join(f"{100 * r:5.1f}% {100 * e:5.2f}%" for r, e in zip(entry.right, entry.expected, strict=True))
     each = " ".join(f"{100 * share:.1f}" for share in entry.builds)
     return (f"{entry.method:<9} {budget:>7} {entry.profiling:8.1f} {entry.seconds:7.1f} "
@@ -233,6 +262,9 @@ def main() -> None:
             for budget in sorted(set(budgets) | {2 * b for b in budgets}):
                 grid[budget] = judged(library, "grid", budget, folder, stored, args.repeats)
                 print(row(grid[budget]), flush=True)
+            whole = whole_grid(grid)
+            if whole is not None:
+                print(row(whole), flush=True)
             adaptive = {}
             for budget in budgets:
                 adaptive[budget] = judged(library, "adaptive", budget, folder, stored, args.repeats)
@@ -241,13 +273,16 @@ def main() -> None:
             print(row(default), flush=True)
         # The verdicts weigh every stored evaluation alike.
         noise = build_noise([*grid.values(), *adaptive.values(), default])
+        # A budget that reached the whole grid is judged by every build that did.
+        judging = {b: whole if whole is not None and g.complete else g for b, g in grid.items()}
         for budget in budgets:
-            a, g = adaptive[budget], grid[2 * budget]
+            a, g = adaptive[budget], judging[2 * budget]
+            which = f"{2 * budget:g} s" + (" (the whole grid)" if g is whole else "")
             print(f"  at {budget:g} s: adaptive right {100 * statistics.mean(a.right):.1f}%, expected "
-                  f"{100 * statistics.mean(a.expected):.2f}%; grid at {2 * budget:g} s right "
+                  f"{100 * statistics.mean(a.expected):.2f}%; grid at {which} right "
                   f"{100 * statistics.mean(g.right):.1f}%, expected {100 * statistics.mean(g.expected):.2f}%"
                   f" -> {verdict(a, g, noise)}")
-        reaching = [b for b, g in sorted(grid.items()) if g.right[0] >= default.right[0]]
+        reaching = [b for b, g in sorted(judging.items()) if g.right[0] >= default.right[0]]
         needs = f"{grid[reaching[0]].profiling:.0f}" if reaching else f"more than {max(grid):g}"
         last.append(f"{library}: build {default.seconds:.0f} s, measuring {100 * default.measuring:.0f}% of it, "
                     f"right {100 * default.right[0]:.1f}% (seed 1), grid needs {needs} s for the same")

@@ -46,3 +46,17 @@ def test_a_clear_deficit_is_judged_worse_and_a_gain_as_good():
     assert cost.verdict(group("adaptive", 15, [0.98, 0.99]), group("grid", 30, [0.97, 0.975]),
                         noise) == "as good or better"
     assert "repeats" in cost.verdict(group("adaptive", 15, [0.93]), group("grid", 30, [0.97]), (float("nan"), 0))
+
+
+def test_the_builds_that_reached_the_whole_grid_are_pooled_whatever_their_budget():
+    def built(budget: float, shares: list[float], complete: bool) -> cost.Judged:
+        return cost.Judged("grid", budget, budget, budget, 0.5, [sum(shares) / len(shares), 0.9], [0.01, 0.02],
+                           shares, complete)
+
+    grid = {15: built(15, [0.80, 0.82], False), 30: built(30, [0.90], True), 60: built(60, [0.94, 0.96], True)}
+    whole = cost.whole_grid(grid)
+    assert whole.budget is None and whole.complete and whole.builds == [0.90, 0.94, 0.96]
+    assert whole.right == pytest.approx([(0.90 + 2 * 0.95) / 3, 0.9])
+    assert whole.expected == pytest.approx([0.01, 0.02]) and whole.profiling == pytest.approx(50)
+    assert cost.row(whole).startswith("grid        whole")
+    assert cost.whole_grid({15: grid[15], 30: grid[30]}) is None  # one budget alone: nothing to pool
