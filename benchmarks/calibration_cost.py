@@ -175,13 +175,19 @@ def judged(library: str, method: str, budget: float | None, folder: Path, stored
     return pooled(method, budget, builds)
 
 
-def pooled(method: str, budget: float | None, builds: list[Judged]) -> Judged:
-    """One figure for several builds of one kind: the means of theirs."""
-    return Judged(method, budget, statistics.mean(b.seconds for b in builds),
-                  statistics.mean(b.profiling for b in builds), statistics.mean(b.measuring for b in builds),
-                  [statistics.mean(values) for values in zip(*(b.right for b in builds), strict=True)],
-                  [statistics.mean(values) for values in zip(*(b.expected for b in builds), strict=True)],
-                  [share for b in builds for share in b.builds], all(b.complete for b in builds))
+def pooled(method: str, budget: float | None, groups: list[Judged]) -> Judged:
+    """One figure for several builds or groups of builds of one kind: the
+    means of theirs, each group weighed by its number of builds."""
+    weights = [len(group.builds) for group in groups]
+
+    def mean(values: list[float]) -> float:
+        return sum(w * v for w, v in zip(weights, values, strict=True)) / sum(weights)
+
+    return Judged(method, budget, mean([g.seconds for g in groups]), mean([g.profiling for g in groups]),
+                  mean([g.measuring for g in groups]),
+                  [mean(list(values)) for values in zip(*(g.right for g in groups), strict=True)],
+                  [mean(list(values)) for values in zip(*(g.expected for g in groups), strict=True)],
+                  [share for g in groups for share in g.builds], all(g.complete for g in groups))
 
 
 def whole_grid(grid: Mapping[float, Judged]) -> Judged | None:
@@ -189,18 +195,7 @@ def whole_grid(grid: Mapping[float, Judged]) -> Judged | None:
     of build, pooled (their budgets differ only in time they did not need);
     None unless two budgets reached it."""
     complete = [judged for judged in grid.values() if judged.complete]
-    if len(complete) < 2:
-        return None
-    weights = [len(judged.builds) for judged in complete]
-
-    def mean(values: list[float]) -> float:
-        return sum(w * v for w, v in zip(weights, values, strict=True)) / sum(weights)
-
-    return Judged("grid", None, mean([g.seconds for g in complete]), mean([g.profiling for g in complete]),
-                  mean([g.measuring for g in complete]),
-                  [mean(list(values)) for values in zip(*(g.right for g in complete), strict=True)],
-                  [mean(list(values)) for values in zip(*(g.expected for g in complete), strict=True)],
-                  [share for g in complete for share in g.builds], True)
+    return pooled("grid", None, complete) if len(complete) >= 2 else None
 
 
 def build_noise(groups: list[Judged]) -> tuple[float, int]:
