@@ -143,7 +143,12 @@ def stepped_samples(seed: int = 0) -> Samples:
     """A per-element cost of 3 ns at every digit width, but the few samples
     at 8 bits and more, all of small arrays, came out cheaper the larger
     they were (as disturbed small samples can): a fit that follows them
-    steps the cost per element down below zero from 8 bits."""
+    steps the cost per element down below zero from 8 bits.  The arrays at
+    fewer bits are of every size, small ones as often as large (log-uniform),
+    so that no step in the size stands in for the one in the bits: drawn
+    uniformly, nearly all were larger than any at 8 bits, and which of the
+    two steps the fitter took turned on the last bits of the machine's
+    floating point."""
     rng = np.random.default_rng(seed)
     records = []
     for verify, count in ((False, 120), (True, 30)):
@@ -153,7 +158,7 @@ def stepped_samples(seed: int = 0) -> Samples:
                 n = int(rng.integers(10, 200))
                 seconds = 20e-6 - 50e-9 * n
             else:
-                n = int(rng.integers(10, 100_000))
+                n = int(10 ** rng.uniform(1, 5))  # log-uniform: as many small arrays as at 8 bits and more
                 seconds = 2e-6 + 3e-9 * n
             records.append(Sample("work", "digits", verify, 1, index, {"bits": bits},
                                   {"n": n, "P": 1, "logP": 0.0}, seconds * (1 + rng.normal(0, 0.01)), host=1.0))
