@@ -60,6 +60,14 @@ MIN_GAIN = 0.02
 SIGNIFICANCE = 2.0
 #: A gain of this share of the error is taken whatever its spread.
 LARGE_GAIN = 0.15
+#: Two cross-validated errors (or two candidates' scores) closer than this
+#: share are equal: they differ by the rounding of the machine's BLAS alone.
+#: Two knots between the same sampled values give the same column, and the
+#: search took one of them on one processor's kernels and the other on
+#: another's: a NumPy sort model stepped at 8 copies with AVX2 kernels and at
+#: 12 with AVX-512 ones, and chose a sort 1.6 times slower at 3 of 200 points.
+#: Equals keep the first, in the search's own order.
+TIES = 1e-9
 #: Candidates cross-validated at each forward step (the best by residual explained).
 #: More find better terms (the sort's replayed choices gain with 8 over 6), but
 #: each one cross-validated is another chance for noise to pass the tests
@@ -448,7 +456,7 @@ class _Search:
             best = None
             for term in self.ranked(found)[:self.shortlist]:
                 trial = self.errors_of([*found, term])
-                if best is None or np.mean(trial) < np.mean(best[0]):
+                if best is None or _lower(float(np.mean(trial)), float(np.mean(best[0]))):
                     best = (trial, term)
             if best is None or not _clearly_better(best[0], errors):
                 break
@@ -476,7 +484,7 @@ class _Search:
                 continue
             trial = found[:k] + [candidate] + found[k + 1:]
             trial_error = self.error_of(trial)
-            if trial_error < error:
+            if _lower(trial_error, error):
                 error, found = trial_error, trial
                 if first:
                     break
@@ -493,7 +501,7 @@ class _Search:
                 moves = [Discovered(term.base, term.factors[:i] + (other,) + term.factors[i + 1:])
                          for i, factor in enumerate(term.factors) for other in _neighbours(factor, self.values)]
                 found, moved_error = self.replaced(found, k, moves, error, first=True)
-                improved, error = improved or moved_error < error, moved_error
+                improved, error = improved or _lower(moved_error, error), moved_error
         return found
 
     def prune(self, found: list[Discovered]) -> list[Discovered]:
@@ -516,6 +524,11 @@ class _Search:
         return found
 
 
+def _lower(new: float, old: float) -> bool:
+    """Whether ``new`` is lower than ``old`` by more than rounding (TIES)."""
+    return new < old - TIES * abs(old)
+
+
 def _fingerprint(column: np.ndarray) -> bytes:
     """Equal for columns equal up to a positive scale (a duplicate offers nothing)."""
     scale = np.max(np.abs(column))
@@ -533,9 +546,8 @@ def _rank(candidates: list[Discovered], blocks: Sequence[tuple[np.ndarray, np.nd
     thousand columns of 800 samples, took a quarter of its search."""
     if not candidates or not blocks:
         return []
-    design = _whitened_design(columns, weights)
     target = times / weights
-    basis, _ = np.linalg.qr(design)
+    basis = _span(_whitened_design(columns, weights))
     residual = target - basis @ (basis.T @ target)
     # With Q orthonormal, a column's part outside the model's span has the
     # squared norm |b|² - |Qᵀb|², and the residual (orthogonal to Q) meets
@@ -549,8 +561,27 @@ def _rank(candidates: list[Discovered], blocks: Sequence[tuple[np.ndarray, np.nd
     total, norm, meeting = np.concatenate(totals), np.concatenate(norms), np.concatenate(met)
     usable = norm > EXPLAINED * total
     scores = np.where(usable, meeting ** 2 / np.where(usable, norm, 1.0), -1.0)
+    # Scores equal but for rounding keep the candidates' order (TIES).
+    top = float(np.max(scores))
+    if top > 0:
+        scores = np.round(scores / (top * TIES)) * (top * TIES)
     order = np.argsort(-scores, kind="stable")
     return [candidates[i] for i in order if usable[i]]
+
+
+def _span(design: np.ndarray) -> np.ndarray:
+    """An orthonormal basis of the span of the design's columns, without the
+    directions that rounding alone makes (as :func:`_solve_small` leaves
+    them out).  A QR basis of dependent columns (``1`` and ``logP`` where
+    one rank count was profiled) holds a direction made of rounding, which
+    differs from one processor's BLAS kernels to another's, and the
+    residual it leaves ranked the candidates differently on each."""
+    scale = np.linalg.norm(design, axis=0)
+    scale[scale == 0] = 1.0
+    vectors, singular, _ = np.linalg.svd(design / scale, full_matrices=False)
+    if not singular.size:
+        return vectors
+    return vectors[:, singular > math.sqrt(GRAM_TOLERANCE) * singular[0]]
 
 
 def _neighbours(factor: Factor, factors: Mapping[Factor, np.ndarray]) -> list[Factor]:
