@@ -204,6 +204,14 @@ def _whitened_design(columns: Sequence[np.ndarray], weights: np.ndarray) -> np.n
     return np.column_stack(columns) / weights[:, None]
 
 
+def _unit_columns(design: np.ndarray) -> np.ndarray:
+    """The design with each nonzero column scaled to unit norm: its span is
+    the same, and its conditioning no longer holds the terms' units."""
+    scale = np.linalg.norm(design, axis=0)
+    scale[scale == 0] = 1.0
+    return design / scale
+
+
 def _folds(count: int) -> list[slice]:
     """Deterministic folds that interleave the samples (taken in nest order):
     every FOLDS-th, a strided view of the design rather than a copy."""
@@ -220,10 +228,7 @@ def held_out_errors(columns: Sequence[np.ndarray], times: np.ndarray, weights: n
     columns are harmless): one pass over the samples for all folds.  The
     columns are scaled to unit norm first, which the solution does not
     depend on and the conditioning does."""
-    design = _whitened_design(columns, weights)
-    scale = np.linalg.norm(design, axis=0)
-    scale[scale == 0] = 1.0
-    design = design / scale
+    design = _unit_columns(_whitened_design(columns, weights))
     target = times / weights
     gram, moment = design.T @ design, design.T @ target
     folds = _folds(times.size)
@@ -576,9 +581,7 @@ def _span(design: np.ndarray) -> np.ndarray:
     one rank count was profiled) holds a direction made of rounding, which
     differs from one processor's BLAS kernels to another's, and the
     residual it leaves ranked the candidates differently on each."""
-    scale = np.linalg.norm(design, axis=0)
-    scale[scale == 0] = 1.0
-    vectors, singular, _ = np.linalg.svd(design / scale, full_matrices=False)
+    vectors, singular, _ = np.linalg.svd(_unit_columns(design), full_matrices=False)
     if not singular.size:
         return vectors
     return vectors[:, singular > math.sqrt(GRAM_TOLERANCE) * singular[0]]
