@@ -102,6 +102,8 @@ class JudgedPoint:
     right: bool  # the penalty within the tolerance
     dispatched: Candidate | None = None  # the built module's own call, decision included
     again: Candidate | None = None  # the reference timed a second time: the noise floor
+    #: the contenders timed again on a second input of the same variables (none: not timed)
+    other_input: tuple[Candidate, ...] = ()
 
     def candidate(self, label: str) -> Candidate:
         """The candidate of that label."""
@@ -111,14 +113,16 @@ class JudgedPoint:
         return {"P": self.P, "index": self.index, "point": dict(self.point), "variables": dict(self.variables),
                 "chosen": self.chosen.to_json(), "candidates": [c.to_json() for c in self.candidates],
                 "chosen_label": self.chosen_label, "best_label": self.best_label, "penalty": self.penalty,
-                "right": self.right, "dispatched": _optional(self.dispatched), "again": _optional(self.again)}
+                "right": self.right, "dispatched": _optional(self.dispatched), "again": _optional(self.again),
+                "other_input": [c.to_json() for c in self.other_input]}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> JudgedPoint:
         return cls(int(data["P"]), int(data["index"]), dict(data["point"]), dict(data["variables"]),
                    Chosen.from_json(data["chosen"]), tuple(Candidate.from_json(c) for c in data["candidates"]),
                    str(data["chosen_label"]), str(data["best_label"]), float(data["penalty"]), bool(data["right"]),
-                   _candidate_or_none(data.get("dispatched")), _candidate_or_none(data.get("again")))
+                   _candidate_or_none(data.get("dispatched")), _candidate_or_none(data.get("again")),
+                   tuple(Candidate.from_json(c) for c in data.get("other_input", ())))
 
 
 def _optional(candidate: Candidate | None) -> dict[str, Any] | None:
@@ -169,6 +173,11 @@ class Summary:
     noise_p95: float | None = None
     overhead_median: float | None = None  # t_dispatched / t_chosen - 1
     chosen: dict[str, int] = field(default_factory=dict)  # implementation → points where it was chosen
+    #: of the points timed on a second input, those where no alternative is within the tolerance
+    #: of the fastest on both inputs: no choice made from the variables alone can be right there
+    turns_on_input: Share | None = None
+    #: the right choices among the points timed on a second input that the variables decide
+    right_where_decided: Share | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"points": self.points, "tolerance": self.tolerance, "right_share": self.right_share,
@@ -179,7 +188,9 @@ class Summary:
                 "baseline": self.baseline.to_json() if self.baseline else None,
                 "optimal_parameters": {name: share.to_json() for name, share in self.optimal_parameters.items()},
                 "noise_median": self.noise_median, "noise_p95": self.noise_p95,
-                "overhead_median": self.overhead_median, "chosen": dict(self.chosen)}
+                "overhead_median": self.overhead_median, "chosen": dict(self.chosen),
+                "turns_on_input": self.turns_on_input.to_json() if self.turns_on_input else None,
+                "right_where_decided": self.right_where_decided.to_json() if self.right_where_decided else None}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], version: int = FORMAT) -> Summary | None:
@@ -195,7 +206,9 @@ class Summary:
                    noise_median=_float_or_none(data.get("noise_median")),
                    noise_p95=_float_or_none(data.get("noise_p95")),
                    overhead_median=_float_or_none(data.get("overhead_median")),
-                   chosen={str(k): int(v) for k, v in data["chosen"].items()})
+                   chosen={str(k): int(v) for k, v in data["chosen"].items()},
+                   turns_on_input=_share_or_none(data.get("turns_on_input")),
+                   right_where_decided=_share_or_none(data.get("right_where_decided")))
 
 
 _FIGURES = ("tolerance", "right_share", "mean_penalty_when_wrong", "expected_penalty", "worst_penalty",
@@ -205,6 +218,10 @@ _FIGURES = ("tolerance", "right_share", "mean_penalty_when_wrong", "expected_pen
 def _figures(data: Mapping[str, Any]) -> tuple[Any, ...]:
     """``points`` and the figures every summary has, in the order of :class:`Summary`'s fields."""
     return (int(data["points"]), *(float(data[name]) for name in _FIGURES))
+
+
+def _share_or_none(data: Any) -> Share | None:
+    return Share.from_json(data) if data is not None else None
 
 
 def _float_or_none(value: Any) -> float | None:

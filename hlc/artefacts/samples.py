@@ -261,13 +261,17 @@ class Evaluated:
     # reference timed again, each with its timings by round (hlc.artefacts.evaluation keeps them so)
     candidates: tuple[Candidate, ...] = ()
     host: float | None = None  # the host's worst slowdown during the point's rounds
+    # the contenders timed again on a second input drawn at the point, of the same variables
+    # (none where the second input's variables differ, and in lines older than this)
+    other_input: tuple[Candidate, ...] = ()
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Evaluated:
         chosen = record["chosen"]
         return cls(record["interface"], record["P"], record["index"], record.get("seed"), dict(record["point"]),
                    dict(record["variables"]), None if chosen is None else Decision.from_record(chosen),
-                   tuple(Candidate.from_json(c) for c in record["candidates"]), record.get("host"))
+                   tuple(Candidate.from_json(c) for c in record["candidates"]), record.get("host"),
+                   tuple(Candidate.from_json(c) for c in record.get("other_input", ())))
 
     def as_record(self) -> dict[str, Any]:
         record: dict[str, Any] = {"kind": self.KIND, "interface": self.interface, "P": self.P, "index": self.index}
@@ -275,6 +279,8 @@ class Evaluated:
         record.update(point=dict(self.point), variables=dict(self.variables),
                       chosen=None if self.chosen is None else self.chosen.as_record(),
                       candidates=[c.to_json() for c in self.candidates])
+        if self.other_input:
+            record["other_input"] = [c.to_json() for c in self.other_input]
         return _optional(record, host=self.host)
 
 

@@ -20,13 +20,14 @@ loaded.
 """
 
 __all__ = ["TOLERANCE", "Evaluation", "Replay", "evaluate", "format_summary", "geometric_mean", "judge", "label",
-           "oracle_verdict", "ratio", "ratio_of", "rejudge", "summarize", "summary_rows"]
+           "oracle_verdict", "ratio", "ratio_of", "rejudge", "summarize", "summary_rows", "turns_on_the_input"]
 
 _LAZY = {
     "evaluate": "hlc.evaluation.measure", "Evaluation": "hlc.evaluation.measure",
     "TOLERANCE": "hlc.evaluation.verdicts", "judge": "hlc.evaluation.verdicts",
     "oracle_verdict": "hlc.evaluation.verdicts", "summarize": "hlc.evaluation.verdicts",
     "geometric_mean": "hlc.evaluation.verdicts", "ratio_of": "hlc.evaluation.verdicts",
+    "turns_on_the_input": "hlc.evaluation.verdicts",
     "label": "hlc.evaluation.oracle", "ratio": "hlc.evaluation.oracle",
     "summary_rows": "hlc.evaluation.text", "format_summary": "hlc.evaluation.text",
     "Replay": "hlc.evaluation.replay", "rejudge": "hlc.evaluation.replay",

@@ -15,6 +15,15 @@ arguments there and times, interleaved round after round,
 The alternatives close to the fastest, the chosen one, and every alternative
 that beat the chosen one round by round then get more rounds, side by side,
 before the medians are taken (``Evaluator.confirm``).
+
+Then the contenders are timed again, in rounds of their own, on a second
+input drawn at the same point (``Evaluator.other_input``): where its
+variables are the same as the first's, a choice made from them cannot tell
+the two inputs apart.  Where the fastest on one input is slower than the
+tolerance on the other, and no alternative is within it on both, the choice
+turns on the input itself (NumPy's sort of a few hundred keys takes 0.5 to
+1.7 times as long as another sort's, from one random input to the next),
+and no cost model of those variables can be right at both.
 Each point becomes one ``evaluation`` line (hlc.artefacts.samples.Evaluated):
 the agreed variables, what the module chose, and every candidate's time with
 its timings keyed by round, so that two candidates can be compared round by
@@ -49,6 +58,10 @@ AGAIN = "(again)"
 #: Alternatives within this fraction of the fastest are timed CONFIRM_ROUNDS more times.
 CLOSE = 0.10
 CONFIRM_ROUNDS = 6
+#: On the second input, each implementation's fastest setting within this
+#: fraction of the fastest alternative is timed too: which of two sorts of a
+#: few hundred keys is faster can change by half from one input to the next.
+REACH = 0.5
 #: Fewest shared rounds for a round-by-round ratio; below, the ratio of medians.
 PAIRED_ROUNDS = 3
 
@@ -140,6 +153,7 @@ class Evaluator:
         self.rounds = [[] for _ in ready]
         timings = self.engine.time_rounds(interface, ready, arguments, point, self.rounds)
         self.confirm(interface, ready, timings, arguments, point, choice)
+        other_input = self.other_input(interface, index, point, variables, ready, timings, choice)
         measured = []
         for position, ((implementation, settings, repeat), values) in enumerate(zip(ready, timings, strict=True)):
             if (interface.name, implementation.name) in self.state.excluded or not values:
@@ -150,7 +164,7 @@ class Evaluator:
                                       not Timing(tuple(values), repeat).settled))
         chosen = Decision(choice.implementation, dict(choice.parameters), choice.seconds)
         self.program_run.write([Evaluated(interface.name, size, index, seed, point, variables, chosen,
-                                          tuple(measured), round(self.engine.slowdown, 3)), done])
+                                          tuple(measured), round(self.engine.slowdown, 3), other_input), done])
 
     def confirm(self, interface: Interface, ready: list[tuple[Implementation, dict, int]], timings: list[list[float]],
                 arguments: tuple, point: dict, choice: Any) -> None:
@@ -182,6 +196,61 @@ class Evaluator:
             contenders.update(i for i in alternatives if ratio(measured[position], measured[i]) > 1)
         for round_ in range(CONFIRM_ROUNDS):
             self.time_round(interface, ready, sorted(contenders), round_, timings, arguments, point)
+
+    def contenders(self, ready: list[tuple[Implementation, dict, int]], timings: list[list[float]],
+                   choice: Any) -> list[int]:
+        """The positions of the alternatives within CLOSE of the fastest, of
+        each implementation's fastest setting within REACH of it, and of the
+        chosen one."""
+        measured = [self.measured(position, values, repeat)["seconds"]
+                    for position, ((_, _, repeat), values) in enumerate(zip(ready, timings, strict=True))]
+        alternatives = [i for i, (implementation, _, _) in enumerate(ready)
+                        if implementation.name not in (DISPATCHED, AGAIN) and math.isfinite(measured[i])]
+        if not alternatives:
+            return []
+        fastest = min(measured[i] for i in alternatives)
+        own_fastest = {}
+        for i in sorted(alternatives, key=measured.__getitem__):
+            own_fastest.setdefault(ready[i][0].name, i)
+        return [i for i in alternatives if measured[i] <= (1 + CLOSE) * fastest
+                or (i == own_fastest[ready[i][0].name] and measured[i] <= (1 + REACH) * fastest)
+                or (ready[i][0].name == choice.implementation
+                    and ready[i][1] == choice.settings.get(choice.implementation, choice.parameters))]
+
+    def other_input(self, interface: Interface, index: int, point: dict, variables: dict,
+                    ready: list[tuple[Implementation, dict, int]], timings: list[list[float]],
+                    choice: Any) -> tuple[Candidate, ...]:
+        """The contenders (``contenders``) timed on a second input drawn at
+        the point, in rounds of their own and CONFIRM_ROUNDS more: none when
+        that input's variables differ from the first's (then the models
+        could tell the two apart).  An alternative that stands alone is
+        timed too, so that a point with a second input is one whose
+        variables were drawn twice, whatever its first timings showed."""
+        positions = self.contenders(ready, timings, choice)
+        if not positions:
+            return ()
+        arguments, other = self.program_run.inputs(interface, self.other_seed(interface, index), point)
+        if other != variables:
+            return ()
+        again = self.engine.warm_up(interface, [(ready[i][0], ready[i][1]) for i in positions], arguments, point)
+        rounds: list[list[int]] = [[] for _ in again]
+        values = self.engine.time_rounds(interface, again, arguments, point, rounds)
+        for round_ in range(CONFIRM_ROUNDS):
+            self.engine.time_round(interface, again, list(range(len(again))), round_, values, arguments, point,
+                                   rounds)
+        timed = []
+        for (implementation, settings, repeat), taken, numbers in zip(again, values, rounds, strict=True):
+            if (interface.name, implementation.name) in self.state.excluded or not taken:
+                continue
+            timing = Timing(tuple(taken), repeat)
+            timed.append(Candidate(label(implementation.name, settings), implementation.name, settings,
+                                   timing.seconds, tuple(zip(numbers, taken, strict=True)), not timing.settled))
+        return tuple(timed)
+
+    def other_seed(self, interface: Interface, index: int) -> int:
+        """The seed of the second input at a point: a stream of its own, per rank."""
+        stream = random.Random(f"{self.program_run.seed}:{interface.name}:evaluate:{index}:other input")
+        return stream.randrange(2**31) + 1_000_003 * self.context.rank
 
     def measured(self, position: int, values: list[float], repeat: int) -> dict[str, Any]:
         """The candidate at ``position`` as far as it was timed: its median and its timings by round."""

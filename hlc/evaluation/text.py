@@ -43,6 +43,13 @@ def summary_rows(summary: Summary) -> list[tuple[str, str]]:
     if summary.noise_median is not None:
         rows.append(("noise floor", f"median {summary.noise_median:.1%}, "
                      f"95th percentile {summary.noise_p95:.1%} (the reference timed twice, |t2/t1 - 1|)"))
+    if summary.turns_on_input is not None:
+        rows.append(("turns on the input", f"{summary.turns_on_input.share:7.1%} (of {summary.turns_on_input.points} "
+                     f"points timed on a second input of the same variables: no alternative within "
+                     f"{summary.tolerance:.0%} of the fastest on both)"))
+    if summary.right_where_decided is not None:
+        rows.append(("right where variables decide", f"{summary.right_where_decided.share:7.1%} "
+                     f"(of the other {summary.right_where_decided.points})"))
     if summary.overhead_median is not None:
         rows.append(("dispatched call vs chosen", f"median {summary.overhead_median:+.1%} "
                      f"(the decision's cost and noise)"))

@@ -12,7 +12,11 @@ The figures are those the thesis judged its libraries by (Tables 4-1 to 4-4):
 * with ``params="exhaustive"``, the share of points where each parameterized
   implementation's chosen parameters are within the tolerance of its best;
 * the noise floor (the reference implementation timed twice) and the
-  dispatch overhead (the dispatched call against its chosen implementation).
+  dispatch overhead (the dispatched call against its chosen implementation);
+* where the contenders were timed on a second input of the same variables,
+  the share of points whose choice turns on the input (no alternative
+  within the tolerance of the fastest on both: no choice made from the
+  variables can be right there), and the right choices among the others.
 
 Two candidates are compared round by round: t_a / t_b is the median, over
 the rounds in which both were timed, of the ratio of their timings in that
@@ -57,7 +61,22 @@ def judge(record: Evaluated, tolerance: float) -> JudgedPoint | None:
     return JudgedPoint(record.P, record.index, dict(record.point), dict(record.variables),
                        Chosen(chosen.implementation, dict(chosen.parameters)), tuple(alternatives.values()),
                        chosen_label, best_label, penalty, penalty <= tolerance, measured.get(DISPATCHED),
-                       measured.get(AGAIN))
+                       measured.get(AGAIN), record.other_input)
+
+
+def turns_on_the_input(point: JudgedPoint, tolerance: float) -> bool | None:
+    """Whether no alternative timed on both of the point's inputs is within
+    the tolerance of the fastest on each (None: no second input was timed).
+    A choice made from the variables is the same for both inputs, so at
+    such a point it is wrong on one of them whatever the models."""
+    if not point.other_input:
+        return None
+    first = {c.label: c for c in point.candidates}
+    second = {c.label: c for c in point.other_input if c.label in first}
+    if not second:
+        return None
+    return not any(oracle_verdict(first, name)[1] <= tolerance and oracle_verdict(second, name)[1] <= tolerance
+                   for name in second)
 
 
 def oracle_verdict(alternatives: Mapping[str, Candidate], chosen_label: str) -> tuple[str, float]:
@@ -117,6 +136,9 @@ def summarize(points: Sequence[JudgedPoint], tolerance: float, baseline: str, re
                 if dispatched else None)
     chosen = {name: sum(p.chosen.implementation == name for p in points)
               for name in sorted({p.chosen.implementation for p in points})}
+    turning = [(p, turns_on_the_input(p, tolerance)) for p in points]
+    turning = [(p, turns) for p, turns in turning if turns is not None]
+    decided = [p for p, turns in turning if not turns]
     return Summary(
         points=len(points), tolerance=tolerance, right_share=1 - len(wrong) / len(points),
         mean_penalty_when_wrong=statistics.fmean(wrong) if wrong else 0.0,
@@ -124,7 +146,9 @@ def summarize(points: Sequence[JudgedPoint], tolerance: float, baseline: str, re
         ratio_median=statistics.median(ratios), ratio_p95=_quantile(ratios, 0.95), ratio_max=max(ratios),
         best_single=best_single, baseline=named, optimal_parameters=optimal,
         noise_median=statistics.median(noise) if noise else None, noise_p95=_quantile(noise, 0.95) if noise else None,
-        overhead_median=overhead, chosen=chosen)
+        overhead_median=overhead, chosen=chosen,
+        turns_on_input=Share(sum(turns for _, turns in turning) / len(turning), len(turning)) if turning else None,
+        right_where_decided=Share(sum(p.right for p in decided) / len(decided), len(decided)) if decided else None)
 
 
 def summaries(points: Sequence[JudgedPoint], ranks: Sequence[int], tolerance: float, baseline: str,

@@ -22,7 +22,7 @@ from hlc.artefacts.samples import Evaluated
 from hlc.calibrate.harness import Implementation
 from hlc.calibrate.run import ProfileError
 from hlc.cli import main
-from hlc.evaluation import judge, ratio, ratio_of, summarize
+from hlc.evaluation import judge, ratio, ratio_of, summarize, turns_on_the_input
 from hlc.evaluation.oracle import AGAIN, CONFIRM_ROUNDS, DISPATCHED, Evaluator
 from hlc.evaluation.replay import rejudge, replay
 
@@ -110,6 +110,63 @@ def test_the_oracle_times_again_each_alternative_that_beat_the_chosen_one():
     assert confirmed == [[0, 1, 3]] * CONFIRM_ROUNDS
 
 
+def test_the_oracle_times_the_fastest_and_the_chosen_again_on_another_input():
+    """The second input's contenders: the alternatives within CLOSE (10%) of
+    the fastest, each implementation's fastest within REACH (50%) of it, and
+    the chosen one however slow; never the dispatched call or the
+    reference's second timing."""
+    evaluator = object.__new__(Evaluator)
+    evaluator.rounds = [[1, 2, 3] for _ in range(9)]
+    names = ["f", "f", "f", "f", "g", "g", "h"]
+    ready = [(Implementation(name, None, None, None, None), {"k": k}, 1) for k, name in enumerate(names, start=1)]
+    ready += [(Implementation(DISPATCHED, None, None, None, None), {}, 1),
+              (Implementation(AGAIN, None, None, None, None), {}, 1)]
+    timings = [[2.0] * 3,  # f k=1: chosen
+               [1.0] * 3,  # f k=2: the fastest
+               [1.09] * 3,  # f k=3: within 10%
+               [1.2] * 3,  # f k=4: neither
+               [1.45] * 3,  # g k=5: g's fastest, within 50%
+               [1.46] * 3,  # g k=6: not g's fastest
+               [1.6] * 3,  # h: its fastest, beyond 50%
+               [0.5] * 3, [1.0] * 3]
+    choice = SimpleNamespace(implementation="f", settings={"f": {"k": 1}}, parameters={"k": 1})
+    assert evaluator.contenders(ready, timings, choice) == [0, 1, 2, 4]
+
+
+def two_inputs(first: dict[str, float], second: dict[str, float], chosen: str = "a") -> Evaluated:
+    """An evaluation line timed on two inputs (each candidate's seconds on each)."""
+    line = record(chosen, first)
+    return replace(line, other_input=tuple(c for c in record(chosen, second).candidates))
+
+
+def test_a_choice_turns_on_the_input_when_no_alternative_is_right_on_both():
+    # a wins the first input by 20%, b the second: whichever the models choose is wrong on one
+    assert turns_on_the_input(judge(two_inputs({"a": 1.0, "b": 1.2}, {"a": 1.2, "b": 1.0}), 0.03), 0.03) is True
+    # c is within 3% of the fastest on both inputs: a choice of c is right at both
+    assert turns_on_the_input(judge(two_inputs({"a": 1.0, "b": 1.2, "c": 1.02}, {"a": 1.2, "b": 1.0, "c": 1.02}),
+                                    0.03), 0.03) is False
+    # the same winner on both
+    assert turns_on_the_input(judge(two_inputs({"a": 1.0, "b": 1.5}, {"a": 1.0, "b": 1.04}), 0.03), 0.03) is False
+    # a wider tolerance makes a and b both right on both
+    assert turns_on_the_input(judge(two_inputs({"a": 1.0, "b": 1.2}, {"a": 1.2, "b": 1.0}), 0.03), 0.25) is False
+    assert turns_on_the_input(judge(record("a", {"a": 1.0, "b": 1.2}), 0.03), 0.03) is None  # one input
+
+
+def test_the_summary_says_which_choices_turn_on_the_input():
+    points = [judge(line, 0.03) for line in [
+        two_inputs({"a": 1.0, "b": 1.2}, {"a": 1.2, "b": 1.0}),                # turns; right on the first
+        two_inputs({"a": 1.0, "b": 1.5}, {"a": 1.0, "b": 1.5}),                # decided, right
+        two_inputs({"a": 1.5, "b": 1.0}, {"a": 1.5, "b": 1.0}),                # decided, wrong
+        record("a", {"a": 1.0, "b": 2.0}),                                     # no second input
+    ]]
+    summary = summarize(points, 0.03, baseline="a", reference="a")
+    assert summary.right_share == pytest.approx(3 / 4)
+    assert summary.turns_on_input == artefact.Share(1 / 3, 3)
+    assert summary.right_where_decided == artefact.Share(1 / 2, 2)
+    assert artefact.Summary.from_json(json.loads(json.dumps(summary.to_json()))) == summary
+    assert summarize(points[3:], 0.03, baseline="a", reference="a").turns_on_input is None
+
+
 def test_judge_skips_points_it_cannot_judge():
     assert judge(replace(record("a", {"a": 1.0}), chosen=None), 0.03) is None
     assert judge(record("c", {"a": 1.0}), 0.03) is None  # the chosen one failed and was not measured
@@ -167,8 +224,14 @@ def test_evaluate_measures_every_alternative_at_held_out_points(squares):
         assert point.right == (point.penalty <= 0.03)
         chunked = [c for c in point.candidates if c.implementation == "chunked"]
         assert len(chunked) >= 3  # exhaustive: every value of the block loop, and the module's own
+        for candidate in point.other_input:  # the contenders again, on another input, in rounds of their own
+            assert candidate.label in measured
+            assert len(candidate.rounds) >= 3 + CONFIRM_ROUNDS
+            assert not {r for r, _ in candidate.rounds} & {r for c in measured.values() for r, _ in c.rounds}
     summary = result.summary()
     assert summary.right_share == pytest.approx(sum(p.right for p in points) / 6)
+    assert all(point.other_input for point in points)  # n is the same on every input: each point has two
+    assert summary.turns_on_input.points == sum(bool(p.other_input) for p in points)
     assert 0 <= summary.optimal_parameters["chunked"].share <= 1
     assert summary.baseline.implementation == "dot"  # the interface's reference
     saved = artefact.load(squares / "evaluation.json")
