@@ -21,9 +21,8 @@ input drawn at the same point (``Evaluator.other_input``): where its
 variables are the same as the first's, a choice made from them cannot tell
 the two inputs apart.  Where the fastest on one input is slower than the
 tolerance on the other, and no alternative is within it on both, the choice
-turns on the input itself (NumPy's sort of a few hundred keys takes 0.5 to
-1.7 times as long as another sort's, from one random input to the next),
-and no cost model of those variables can be right at both.
+turns on the input itself, and no cost model of those variables can be
+right at both.
 Each point becomes one ``evaluation`` line (hlc.artefacts.samples.Evaluated):
 the agreed variables, what the module chose, and every candidate's time with
 its timings keyed by round, so that two candidates can be compared round by
@@ -59,8 +58,9 @@ AGAIN = "(again)"
 CLOSE = 0.10
 CONFIRM_ROUNDS = 6
 #: On the second input, each implementation's fastest setting within this
-#: fraction of the fastest alternative is timed too: which of two sorts of a
-#: few hundred keys is faster can change by half from one input to the next.
+#: fraction of the fastest alternative is timed too: one whose cost turns on
+#: the input may win the second input although it lost the first by more
+#: than CLOSE.
 REACH = 0.5
 #: Fewest shared rounds for a round-by-round ratio; below, the ratio of medians.
 PAIRED_ROUNDS = 3
