@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from hlc.artefacts.evaluation import EvaluationDocument
+from hlc.evaluation.verdicts import turns_on_the_input
 from hlc.language.expressions import evaluate
 from hlc.reports.data import ImplementationInfo, InterfaceInfo, ParameterInfo
 
@@ -165,6 +166,9 @@ class Overlay:
     x: np.ndarray
     y: np.ndarray
     right: np.ndarray  # bool
+    #: bool: no alternative was within the tolerance on both inputs timed there
+    #: (hlc.evaluation.verdicts.turns_on_the_input); False where one input was timed
+    turns: np.ndarray | None = None
 
 
 @dataclass
@@ -215,7 +219,7 @@ def overlay(evaluation: EvaluationDocument | None, interface: str, x: str, y: st
     part = evaluation.interfaces.get(interface) if evaluation is not None else None
     if part is None:
         return None
-    xs, ys, right = [], [], []
+    xs, ys, right, turns = [], [], [], []
     for point in part.points:
         variables = point.variables
         if ranks != point.P or x not in variables:
@@ -225,9 +229,10 @@ def overlay(evaluation: EvaluationDocument | None, interface: str, x: str, y: st
         xs.append(float(variables[x]))
         ys.append(float(variables[y]) if y is not None else 0.5)  # a strip: its middle
         right.append(point.right)
+        turns.append(bool(turns_on_the_input(point, evaluation.settings.tolerance)))
     if not xs:
         return None
-    return Overlay(np.array(xs), np.array(ys), np.array(right, dtype=bool))
+    return Overlay(np.array(xs), np.array(ys), np.array(right, dtype=bool), np.array(turns, dtype=bool))
 
 
 @dataclass

@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 from hlc.artefacts.evaluation import EvaluationDocument, InterfaceResult
 from hlc.evaluation.text import summary_rows
+from hlc.evaluation.verdicts import turns_on_the_input
 from hlc.model.calibration import missing_implementations
 from hlc.model.terms import discovered_in_words
 from hlc.reports.data import BuildData, ImplementationInfo, InterfaceInfo
@@ -228,9 +229,12 @@ def _evaluation(evaluation: EvaluationDocument, part: InterfaceResult | None) ->
     out.append(f"<p>{len(points)} points evaluated, {len(wrong)} wrong choice{'' if len(wrong) == 1 else 's'} "
                "(the chosen candidate measured more than the tolerance slower than the best).</p>\n")
     if wrong:
+        tolerance = settings.tolerance
         rows = [[p.P, ", ".join(f"{k}={number(v)}" for k, v in p.variables.items() if k not in ("P", "logP")),
-                 p.chosen_label, p.best_label, p.penalty] for p in wrong[:15]]
-        out.append(_table(["P", "variables", "chosen", "measured best", "penalty"], rows, numeric=(0, 4)))
+                 p.chosen_label, p.best_label, p.penalty,
+                 {True: "yes", False: "no", None: ""}[turns_on_the_input(p, tolerance)]] for p in wrong[:15]]
+        out.append(_table(["P", "variables", "chosen", "measured best", "penalty", "turns on the input"], rows,
+                          numeric=(0, 4)))
         if len(wrong) > 15:
             out.append(f"<p class=\"muted\">… and {len(wrong) - 15} more.</p>\n")
     return "".join(out)

@@ -25,6 +25,7 @@ FITTING = "#1f77b4"
 VERIFICATION = "#ff7f0e"
 NONE_APPLIES = "#d9d9d9"
 WRONG = "#d62728"
+TURNS = "#ff7f0e"  # a wrong choice at a point whose choice turns on the input
 LEGEND = 2.5  # inches kept right of a map for its legend
 
 
@@ -111,18 +112,24 @@ def fit_figure(points: FitPoints, implementation: str, path: Path) -> tuple[int,
 
 
 def _overlay_handles(ax, overlay: Overlay | None) -> list[Line2D]:
-    """Right choices as small dots, wrong ones as red crosses (drawn on top)."""
+    """Right choices as small dots, wrong ones as red crosses (drawn on
+    top), and wrong ones where the choice turns on the input as orange
+    crosses: no model of the variables could have been right there."""
     if overlay is None:
         return []
-    right, wrong = overlay.right, ~overlay.right
+    turns = overlay.turns if overlay.turns is not None else np.zeros_like(overlay.right)
+    right, wrong, unavoidable = overlay.right, ~overlay.right & ~turns, ~overlay.right & turns
     ax.plot(overlay.x[right], overlay.y[right], linestyle="none", marker="o", markersize=4,
             markerfacecolor="black", markeredgecolor="white", markeredgewidth=0.4)
-    ax.plot(overlay.x[wrong], overlay.y[wrong], linestyle="none", marker="x", markersize=8,
-            color=WRONG, markeredgewidth=2)
-    return [Line2D([], [], linestyle="none", marker="o", markersize=4, markerfacecolor="black",
-                   markeredgecolor="white", label=f"evaluated: right ({int(right.sum())})"),
-            Line2D([], [], linestyle="none", marker="x", markersize=8, color=WRONG, markeredgewidth=2,
-                   label=f"evaluated: wrong ({int(wrong.sum())})")]
+    handles = [Line2D([], [], linestyle="none", marker="o", markersize=4, markerfacecolor="black",
+                      markeredgecolor="white", label=f"evaluated: right ({int(right.sum())})")]
+    for chosen, colour, label in ((wrong, WRONG, "wrong"), (unavoidable, TURNS, "wrong, turns on the input")):
+        if chosen.any() or label == "wrong":
+            ax.plot(overlay.x[chosen], overlay.y[chosen], linestyle="none", marker="x", markersize=8,
+                    color=colour, markeredgewidth=2)
+            handles.append(Line2D([], [], linestyle="none", marker="x", markersize=8, color=colour,
+                                  markeredgewidth=2, label=f"evaluated: {label} ({int(chosen.sum())})"))
+    return handles
 
 
 def _regions(names: list[str], shares: dict[str, float], palette: dict[str, str]) -> tuple[ListedColormap, list]:

@@ -167,8 +167,9 @@ class _Writer:
                 others = {k: v for k, v in values.items() if k not in (x, y)}
                 held = (" The other variables are held at " + ", ".join(f"{k}={v:g}" for k, v in others.items())
                         + "; evaluated points are drawn wherever their values of those lie.") if others else ""
-                overlay = (" Dots: evaluated points where the choice was right; red crosses: where it was wrong."
-                           if self.data.evaluation else "")
+                overlay = (" Dots: evaluated points where the choice was right; red crosses: where it was wrong;"
+                           " orange crosses: where it was wrong and the choice turns on the input (no alternative"
+                           " was within the tolerance on both inputs timed there)." if self.data.evaluation else "")
                 image = self.draw(f"{info.name}-map-{x}-{y}-P{ranks}", f"{info.name}: regions over {x} and {y}",
                                   f"The implementation the dispatcher chooses over the calibrated ranges of {x} and "
                                   f"{y} at P={ranks}.{held}{overlay}", section.notes,

@@ -34,6 +34,11 @@ def fake_evaluation() -> dict:
             "chosen_label": chosen, "best_label": "plain", "penalty": 0.0 if right else 1.0, "right": right,
             "dispatched": {"label": "(dispatched)", "implementation": "(dispatched)", "parameters": {},
                            "seconds": 1.1e-5}})
+        if not right:  # timed on a second input too, where tiles wins: the choice turns on the input
+            points[-1]["other_input"] = [
+                {"label": "plain", "implementation": "plain", "parameters": {}, "seconds": 2e-5},
+                {"label": "tiles tall=1 wide=1", "implementation": "tiles", "parameters": {"tall": 1, "wide": 1},
+                 "seconds": 1e-5}]
     return {"format": 1, "library": "decisions", "created": "2026-11-22T00:00:00+0000", "seed": 1, "points": 4,
             "params": "chosen", "tolerance": 0.03, "baseline": None, "ranks": [1],
             "interfaces": {"work": {"summary": {
@@ -109,7 +114,18 @@ def test_the_evaluation_is_summarized_and_its_wrong_choice_listed(report):
     assert "<td>right choices</td><td>75.0%</td>" in page and "right_share" not in page
     assert "mean when wrong 100.0%, expected 25.00%, worst 100.0%" in page and "plain 3, tiles 1" in page
     assert "1 wrong choice " in page and "tiles tall=1 wide=1" in page
+    assert "<th>turns on the input</th>" in page and "<td>yes</td>" in page
     assert not any("could not be drawn" in note for note in report.notes), report.notes
+
+
+def test_the_maps_tell_the_wrong_choices_that_turn_on_the_input(built):
+    from hlc.artefacts.evaluation import EvaluationDocument
+    from hlc.reports.analysis import overlay
+
+    document = EvaluationDocument.from_json(fake_evaluation())
+    drawn = overlay(document, "work", "n", "width", 1)
+    assert drawn.right.tolist() == [True, True, False, True]
+    assert drawn.turns.tolist() == [False, False, True, False]
 
 
 def test_without_an_evaluation_a_note_and_still_a_report(built, tmp_path):
