@@ -123,12 +123,12 @@ def _overlay_handles(ax, overlay: Overlay | None) -> list[Line2D]:
             markerfacecolor="black", markeredgecolor="white", markeredgewidth=0.4)
     handles = [Line2D([], [], linestyle="none", marker="o", markersize=4, markerfacecolor="black",
                       markeredgecolor="white", label=f"evaluated: right ({int(right.sum())})")]
-    for chosen, colour, label in ((wrong, WRONG, "wrong"), (unavoidable, TURNS, "wrong, turns on the input")):
-        if chosen.any() or label == "wrong":
+    for chosen, colour, label in ((wrong, WRONG, "evaluated: wrong"), (unavoidable, TURNS, "wrong, input decides")):
+        if chosen.any() or chosen is wrong:
             ax.plot(overlay.x[chosen], overlay.y[chosen], linestyle="none", marker="x", markersize=8,
                     color=colour, markeredgewidth=2)
             handles.append(Line2D([], [], linestyle="none", marker="x", markersize=8, color=colour,
-                                  markeredgewidth=2, label=f"evaluated: {label} ({int(chosen.sum())})"))
+                                  markeredgewidth=2, label=f"{label} ({int(chosen.sum())})"))
     return handles
 
 
