@@ -36,10 +36,9 @@ from pathlib import Path
 import numpy as np
 
 from hlc.artefacts.samples import Sample
-from hlc.calibrate.host import TOLERANCE as HOST_TOLERANCE
 from hlc.language import ast
 from hlc.language.parse import parse_file
-from hlc.model.calibration import Samples, _steady, _within, calibrate, used_predictors
+from hlc.model.calibration import Samples, _steady, _within, calibrate, host_tolerance, used_predictors
 from hlc.model.fit import mean_relative_error
 from hlc.model.predict import Predictor
 
@@ -116,9 +115,9 @@ def selected(predictor: Predictor, samples: Samples, interface: str,
     from and are judged on the same samples."""
     fitting = _within(predictor, implementation, samples.of(interface, implementation.name, verify=False))
     verification = _within(predictor, implementation, samples.of(interface, implementation.name, verify=True))
-    tolerance = samples.header.host_tolerance if samples.header.host_tolerance is not None else HOST_TOLERANCE
-    fitting, verification, _ = _steady(fitting, verification, tolerance)
-    return fitting, verification
+    steadiness = _steady(predictor, implementation, implementation.model("time"), fitting, verification,
+                         host_tolerance(samples), relative=True)
+    return steadiness.fitting, steadiness.verification
 
 
 def seconds(samples: list[Sample]) -> np.ndarray:

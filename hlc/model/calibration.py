@@ -11,10 +11,11 @@ another implementation's model (thesis ch. 8) sees that model calibrated.
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +41,13 @@ from hlc.model.terms import model_terms
 VERIFICATION_LIMIT = 1.10
 #: A model with discovered terms is checked at this many points at most (_probes).
 PROBES = 2000
-# Samples taken while the host ran slow are left out, unless they are more
-# than this share of an implementation's samples (then the host was slow
-# throughout, and its pace is what there is to model).
-DISTURBED_SHARE = 0.25
+#: Samples taken while the host meter read a slow spell are left out when
+#: they ran slower, by their median, than this share above what the other
+#: samples' model predicts for them.  On a Zen 4 host whose spells were
+#: 1.5-1.7 times its usual pace they ran 1.28-1.46 times their prediction;
+#: on an Intel host whose meter read 1.2-1.4 they ran 1.01-1.09 times it,
+#: and leaving them out only took samples from the fit.
+SLOWED = 0.1
 
 
 def _environment(sample: Sample) -> dict[str, Any]:
@@ -82,17 +86,70 @@ def is_disturbed(sample: Sample, tolerance: float) -> bool:
     return (sample.host is not None and sample.host > 1 + tolerance) or bool(sample.noisy)
 
 
-def _steady(fitting: list[Sample], verification: list[Sample],
-            tolerance: float) -> tuple[list[Sample], list[Sample], int]:
-    """The fitting and verification samples without those taken while the host
-    ran slow or never settled, and how many were left out.  Such a sample is off the model by
-    the spell's factor (1.2-4x on two ranks sharing two busy cores), and a few
-    of them pull a relative-error fit and its verification alike."""
-    disturbed = sum(is_disturbed(s, tolerance) for s in fitting + verification)
-    if not disturbed or disturbed > DISTURBED_SHARE * len(fitting + verification):
-        return fitting, verification, 0
-    return ([s for s in fitting if not is_disturbed(s, tolerance)],
-            [s for s in verification if not is_disturbed(s, tolerance)], disturbed)
+@dataclass(frozen=True)
+class Steadiness:
+    """The samples a model is fitted and verified on, and what was done with
+    those taken while the host meter read a slow spell (``disturbed``)."""
+
+    fitting: list[Sample]
+    verification: list[Sample]
+    left_out: int = 0  # disturbed samples left out
+    kept: int = 0  # disturbed samples kept: they ran at the others' pace, or too few others were left
+    slowdown: float | None = None  # the disturbed samples' median time over the others' model's prediction
+
+
+def _steady(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
+            fitting: list[Sample], verification: list[Sample], tolerance: float, relative: bool) -> Steadiness:
+    """The fitting and verification samples without those taken while the
+    host ran slow or never settled, when those ran slower than the others
+    (``SLOWED``).  Such a sample is off the model by the spell's factor
+    (1.2-4x on two ranks sharing two busy cores), and a few of them pull a
+    relative-error fit and its verification alike.  But the meter times a
+    yardstick, not the task: a spell it reads need not slow a task, and
+    then the samples are good ones."""
+    disturbed = [s for s in fitting + verification if is_disturbed(s, tolerance)]
+    steady = [s for s in fitting if not is_disturbed(s, tolerance)]
+    if not disturbed:
+        return Steadiness(fitting, verification)
+    if model.fitted and _too_few(model, steady):
+        return Steadiness(fitting, verification, kept=len(disturbed))
+    slowdown = _slowdown(predictor, implementation, model, steady, disturbed, relative)
+    if slowdown <= 1 + SLOWED:
+        return Steadiness(fitting, verification, kept=len(disturbed), slowdown=slowdown)
+    return Steadiness(steady, [s for s in verification if not is_disturbed(s, tolerance)], left_out=len(disturbed),
+                      slowdown=slowdown)
+
+
+def _slowdown(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
+              steady: list[Sample], disturbed: list[Sample], relative: bool) -> float:
+    """How much slower the ``disturbed`` samples ran than the ``steady``
+    ones: the median of their times over the predictions of the written
+    terms fitted to the steady samples (of the factored model), divided by
+    the steady samples' own median of that ratio."""
+    def ratios(samples: list[Sample], predict: Callable[[list[Sample]], np.ndarray]) -> np.ndarray:
+        predicted = predict(samples)
+        times = np.array([s.seconds for s in samples], dtype=float)
+        usable = predicted > 0
+        return times[usable] / predicted[usable]
+
+    if model.fitted:
+        columns, times = _columns(predictor, implementation, list(model.terms), steady)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RankWarning)
+                result = fit(columns, times, relative=relative, constant=model.constant, prune=False)
+        except FitError:
+            return math.inf
+
+        def predict(samples: list[Sample]) -> np.ndarray:
+            return result.predict(_columns(predictor, implementation, list(model.terms), samples)[0])
+    else:
+        def predict(samples: list[Sample]) -> np.ndarray:
+            return np.array([predictor.evaluate(implementation.name, _environment(s)) for s in samples])
+    own, theirs = ratios(steady, predict), ratios(disturbed, predict)
+    if not own.size or not theirs.size:
+        return math.inf
+    return float(np.median(theirs) / np.median(own))
 
 
 def _by_ranks(result: Fit, columns: dict[str, np.ndarray], times: np.ndarray,
@@ -177,7 +234,8 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
              confidence: float, tolerance: float = HOST_TOLERANCE, discovering: bool = True,
              discovered: tuple[Discovered, ...] | None = None, shortlist: int | None = None,
              sites: list[dict[str, float]] | None = None) -> TimeModel:
-    fitting, verification, disturbed = _steady(fitting, verification, tolerance)
+    steadiness = _steady(predictor, implementation, model, fitting, verification, tolerance, relative)
+    fitting, verification, disturbed = steadiness.fitting, steadiness.verification, steadiness.left_out
     pooled = model.fitted and _too_few(model, fitting) and not _too_few(model, fitting + verification)
     if pooled:  # a model fitted on every sample, unverified, is better than none
         fitting, verification = fitting + verification, []
@@ -207,11 +265,11 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
         columns, times = _columns(predictor, implementation, terms, fitting)
     notes = [aliased_text(term, others) for term, others in result.aliases.items()] + [str(w.message) for w in caught]
     notes += left_out
-    slow = sum(is_disturbed(s, tolerance) for s in fitting + verification)  # kept: more than DISTURBED_SHARE
-    if slow:
-        notes.append(f"{slow} of {len(fitting + verification)} samples were taken while the host ran slow or never "
-                     f"settled: more than {DISTURBED_SHARE:.0%}, so kept (that is the host's usual pace), and the "
-                     f"errors hold its slow spells")
+    if steadiness.kept:
+        why = (f"they ran {steadiness.slowdown:.2f} times as long as the others' model predicts"
+               if steadiness.slowdown is not None else "too few others were left to fit")
+        notes.append(f"{steadiness.kept} of {len(fitting + verification)} samples were taken while the host meter "
+                     f"read a slow spell or never settled: kept, as {why}")
     held_mre, by_ranks = None, {}
     if verification:
         held_columns, held_times = _columns(predictor, implementation, terms, verification)
@@ -420,11 +478,18 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
 
 
 def host_tolerance(samples: Samples) -> float:
-    """The host meter's tolerance when the samples were taken: a sample taken
-    while the host ran slower is disturbed (files from before the meter had
-    a tolerance of their own: its default)."""
+    """How far above its usual pace the host meter may read during a sample
+    before the sample is disturbed: the meter's tolerance when the samples
+    were taken (files from before the meter had a tolerance of their own:
+    its default), above the median of the readings.  Where the meter read
+    the host 1.11 times as slow as its yardstick at half the samples, that
+    was the host's usual pace, not a spell: the spells were the readings
+    above it, 1.2 to 1.4."""
     tolerance = samples.header.host_tolerance
-    return HOST_TOLERANCE if tolerance is None else tolerance
+    tolerance = HOST_TOLERANCE if tolerance is None else tolerance
+    readings = [sample.host for sample in samples.samples if sample.host is not None]
+    usual = max(1.0, float(np.median(readings))) if readings else 1.0
+    return (1 + tolerance) * usual - 1
 
 
 def _within(predictor: Predictor, implementation: ast.Implementation,

@@ -10,7 +10,7 @@ import pytest
 from hlc.artefacts.models import TimeModel
 from hlc.artefacts.samples import Header, Sample
 from hlc.language.parse import parse
-from hlc.model.calibration import DISTURBED_SHARE, Samples, calibrate
+from hlc.model.calibration import Samples, calibrate, host_tolerance
 
 DESCRIPTION = """
 library line "A line."
@@ -32,9 +32,12 @@ interface work(values: float64[]) -> float "Some work."
 TRUE_CONSTANT, TRUE_SLOPE = 2e-6, 3e-9
 
 
-def samples(disturbed_share: float, ranks: tuple[int, ...] = (1,), seed: int = 0) -> Samples:
+def samples(disturbed_share: float, ranks: tuple[int, ...] = (1,), seed: int = 0, felt: bool = True,
+            usual: float = 1.0) -> Samples:
     """Samples of time = 2 µs + 3 ns·n with 1% noise; a share of them (every
-    k-th) taken while the host ran 1.5-3x slow, and timed that much slower."""
+    k-th) taken while the host meter read a spell 1.5-3x slow, and (when the
+    spell was ``felt``) timed that much slower.  ``usual``: what the meter
+    reads of the host outside the spells."""
     rng = np.random.default_rng(seed)
     records = []
     every = round(1 / disturbed_share) if disturbed_share else 0
@@ -43,10 +46,10 @@ def samples(disturbed_share: float, ranks: tuple[int, ...] = (1,), seed: int = 0
             for size in ranks:
                 n = int(rng.integers(10, 100_000))
                 seconds = (TRUE_CONSTANT + TRUE_SLOPE * n) * (1 + rng.normal(0, 0.01)) * (1 + 0.2 * (size - 1))
-                host = 1.0 + abs(rng.normal(0, 0.02))
+                host = usual * (1.0 + abs(rng.normal(0, 0.02)))
                 if every and index % every == 0:
-                    host = float(rng.uniform(1.5, 3.0))
-                    seconds *= host
+                    host = usual * float(rng.uniform(1.5, 3.0))
+                    seconds *= host / usual if felt else 1.0
                 records.append(Sample("work", "linear", verify, size, index, {},
                                       {"n": n, "P": size, "logP": float(np.log2(size))}, seconds, host=round(host, 3)))
     return taken(0.10, records)
@@ -74,15 +77,40 @@ def test_samples_taken_while_the_host_ran_slow_are_left_out():
     assert kept.verification_mre > 1.05
 
 
-def test_a_host_slow_throughout_is_what_there_is_to_model():
-    """Beyond DISTURBED_SHARE of the samples, leaving them out would leave a
-    model of a host that is not there: all are kept."""
-    entry = fitted(samples(1 / 3))
-    assert DISTURBED_SHARE < 1 / 3
+def test_a_spell_the_tasks_did_not_feel_leaves_the_samples_in():
+    """The meter times a yardstick: where the samples it calls disturbed ran
+    at the others' pace, they are kept, and the model says so."""
+    entry = fitted(samples(1 / 3, felt=False))
     assert entry.disturbed_samples == 0 and entry.samples == 60
-    # ... and the model says so, since its errors are the host's as much as its terms'.
-    assert any(w.startswith("27 of 80 samples were taken while the host ran slow") for w in entry.warnings)
-    assert not any("host ran slow" in w for w in fitted(samples(0.1)).warnings)  # those were left out
+    assert any(w.startswith("27 of 80 samples were taken while the host meter read a slow spell") and "kept" in w
+               for w in entry.warnings), entry.warnings
+    assert entry.verification_mre < 1.02
+    # Felt, a third of the samples as slow as the meter read are left out.
+    felt = fitted(samples(1 / 3))
+    assert felt.disturbed_samples == 27 and felt.samples == 40
+    assert felt.coefficients["n"] == pytest.approx(TRUE_SLOPE, rel=0.02)
+    assert not any("slow spell" in w for w in felt.warnings)
+
+
+def test_the_meter_s_usual_reading_is_the_host_s_pace():
+    """A meter that reads the host 1.12 times as slow as its yardstick at
+    every sample has found the host's usual pace, not a spell: only the
+    readings above that pace by more than the tolerance are spells."""
+    records = samples(0.1, usual=1.12)
+    usual = float(np.median([r.host for r in records.samples]))
+    assert 1.12 < usual < 1.15 and host_tolerance(records) == pytest.approx(1.1 * usual - 1)
+    entry = fitted(records)
+    assert entry.disturbed_samples == 8 and entry.samples == 54
+    assert entry.verification_mre < 1.02
+
+
+def test_too_few_steady_samples_keep_the_disturbed_ones():
+    """Left out, the disturbed samples would leave fewer fitting samples
+    than terms: all are kept, and the model says why."""
+    records = [r for r in samples(0.5).samples if r.verify or r.index < 4]  # 2 steady fitting samples, 2 terms
+    entry = fitted(taken(0.10, records))
+    assert entry.disturbed_samples == 0 and entry.samples == 4
+    assert any("too few others" in w for w in entry.warnings), entry.warnings
 
 
 def test_verification_error_is_reported_per_rank_count():

@@ -99,16 +99,17 @@ STENCIL = DATA.parent / "stencil"
 
 def test_the_runtime_s_families_find_its_steps():
     """BlockTransfer writes `1 + bytes` and families of steps in its block's
-    octave; the fitter keeps the steps this machine's MPI has (measured:
-    verification MRE 1.047 with them, 1.070 without)."""
+    octave.  Without automatic discovery the families are searched all the
+    same, and the fitter keeps the steps this machine's MPI has; with it,
+    it may find better (measured: verification MRE 1.054 with the family's
+    steps, 1.042 with the two hinges in log2(bytes) discovery found)."""
     samples = Samples.read(STENCIL / "runtime_samples.jsonl")
     library = parse_file(ROOT / "libraries" / "runtime.hl")
-    models = calibrate(library, samples)
-    transfer = models.time("BlockTransfer")
-    assert transfer.discovered and all(term.factors[0].variable == "log2(bytes)" for term in transfer.discovered)
-    plain = calibrate(library, samples, discovering=False)  # the families are searched all the same
-    assert plain.time("BlockTransfer").discovered == transfer.discovered
-    assert transfer.verification_mre <= 1.06
+    families = calibrate(library, samples, discovering=False).time("BlockTransfer")
+    assert families.discovered and all(term.factors[0].variable == "log2(bytes)" for term in families.discovered)
+    assert families.verification_mre <= 1.06
+    transfer = calibrate(library, samples).time("BlockTransfer")
+    assert transfer.verification_mre <= min(1.06, families.verification_mre + 0.005)
 
 
 def test_the_stencil_models_fit_their_stored_samples():
