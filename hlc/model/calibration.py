@@ -94,8 +94,8 @@ class Steadiness:
     fitting: list[Sample]
     verification: list[Sample]
     left_out: int = 0  # disturbed samples left out
-    kept: int = 0  # disturbed samples kept: they ran at the others' pace, or too few others were left
-    slowdown: float | None = None  # the disturbed samples' median time over the others' model's prediction
+    kept: int = 0  # disturbed samples kept
+    why: str = ""  # why they were kept
 
 
 def _steady(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
@@ -106,18 +106,23 @@ def _steady(predictor: Predictor, implementation: ast.Implementation, model: ast
     (1.2-4x on two ranks sharing two busy cores), and a few of them pull a
     relative-error fit and its verification alike.  But the meter times a
     yardstick, not the task: a spell it reads need not slow a task, and
-    then the samples are good ones."""
+    then the samples are good ones.  And where most samples were taken in
+    spells (two ranks on two busy cores), the rest are too few to find the
+    costs from: all are kept."""
     disturbed = [s for s in fitting + verification if is_disturbed(s, tolerance)]
     steady = [s for s in fitting if not is_disturbed(s, tolerance)]
     if not disturbed:
         return Steadiness(fitting, verification)
+    if 2 * len(disturbed) > len(fitting + verification):
+        return Steadiness(fitting, verification, kept=len(disturbed),
+                          why="most were: the host's pace while these ran, and the errors hold its spells")
     if model.fitted and _too_few(model, steady):
-        return Steadiness(fitting, verification, kept=len(disturbed))
+        return Steadiness(fitting, verification, kept=len(disturbed), why="too few others were left to fit")
     slowdown = _slowdown(predictor, implementation, model, steady, disturbed, relative)
     if slowdown <= 1 + SLOWED:
-        return Steadiness(fitting, verification, kept=len(disturbed), slowdown=slowdown)
-    return Steadiness(steady, [s for s in verification if not is_disturbed(s, tolerance)], left_out=len(disturbed),
-                      slowdown=slowdown)
+        return Steadiness(fitting, verification, kept=len(disturbed),
+                          why=f"they ran {slowdown:.2f} times as long as the others' model predicts")
+    return Steadiness(steady, [s for s in verification if not is_disturbed(s, tolerance)], left_out=len(disturbed))
 
 
 def _slowdown(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
@@ -266,10 +271,8 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
     notes = [aliased_text(term, others) for term, others in result.aliases.items()] + [str(w.message) for w in caught]
     notes += left_out
     if steadiness.kept:
-        why = (f"they ran {steadiness.slowdown:.2f} times as long as the others' model predicts"
-               if steadiness.slowdown is not None else "too few others were left to fit")
         notes.append(f"{steadiness.kept} of {len(fitting + verification)} samples were taken while the host meter "
-                     f"read a slow spell or never settled: kept, as {why}")
+                     f"read a slow spell or never settled: kept, as {steadiness.why}")
     held_mre, by_ranks = None, {}
     if verification:
         held_columns, held_times = _columns(predictor, implementation, terms, verification)

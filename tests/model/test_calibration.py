@@ -92,6 +92,27 @@ def test_a_spell_the_tasks_did_not_feel_leaves_the_samples_in():
     assert not any("slow spell" in w for w in felt.warnings)
 
 
+#: DESCRIPTION with a second implementation of the same cost.
+TWICE = DESCRIPTION.replace("time ~ 1 + n\n", "time ~ 1 + n\n\n"
+                            "    impl twice = numpy.sum \"another pass\"\n"
+                            "        time ~ 1 + n\n", 1)
+
+
+def test_samples_mostly_taken_in_spells_are_all_kept():
+    """Where most of an implementation's samples were taken in spells (its
+    two-rank runs on two busy cores), the others are too few to find its
+    costs from: all are kept, and the model says so."""
+    steady = list(samples(0.0).samples)
+    spelled = [replace(r, implementation="twice", host=2.0, seconds=2 * r.seconds) if r.index % 3
+               else replace(r, implementation="twice") for r in samples(0.0, seed=1).samples]
+    models = calibrate(parse(TWICE), taken(0.10, steady + spelled))
+    assert models.time("linear").disturbed_samples == 0 and not models.time("linear").warnings
+    entry = models.time("twice")
+    assert entry.disturbed_samples == 0 and entry.samples == 60
+    assert any(w.startswith("53 of 80 samples were taken while the host meter read a slow spell")
+               and "most were" in w for w in entry.warnings), entry.warnings
+
+
 def test_the_meter_s_usual_reading_is_the_host_s_pace():
     """A meter that reads the host 1.12 times as slow as its yardstick at
     every sample has found the host's usual pace, not a spell: only the
