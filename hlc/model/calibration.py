@@ -45,8 +45,8 @@ PROBES = 2000
 #: they ran slower, by their median, than this share above what the other
 #: samples' model predicts for them.  On a Zen 4 host whose spells were
 #: 1.5-1.7 times its usual pace they ran 1.28-1.46 times their prediction;
-#: on an Intel host whose meter read 1.2-1.4 they ran 1.01-1.09 times it,
-#: and leaving them out only took samples from the fit.
+#: on an Intel host whose meter read 1.2-1.4 the one-rank sorts' ran
+#: 1.01-1.05 times it, and leaving them out only took samples from the fit.
 SLOWED = 0.1
 
 
@@ -129,8 +129,8 @@ def _slowdown(predictor: Predictor, implementation: ast.Implementation, model: a
               steady: list[Sample], disturbed: list[Sample], relative: bool) -> float:
     """How much slower the ``disturbed`` samples ran than the ``steady``
     ones: the median of their times over the predictions of the written
-    terms fitted to the steady samples (of the factored model), divided by
-    the steady samples' own median of that ratio."""
+    terms fitted to the steady samples (a factored model's own
+    predictions), divided by the steady samples' own median of that ratio."""
     def ratios(samples: list[Sample], predict: Callable[[list[Sample]], np.ndarray]) -> np.ndarray:
         predicted = predict(samples)
         times = np.array([s.seconds for s in samples], dtype=float)
