@@ -23,6 +23,7 @@ the two inputs apart.  Where the fastest on one input is slower than the
 tolerance on the other, and no alternative is within it on both, the choice
 turns on the input itself, and no cost model of those variables can be
 right at both.
+
 Each point becomes one ``evaluation`` line (hlc.artefacts.samples.Evaluated):
 the agreed variables, what the module chose, and every candidate's time with
 its timings keyed by round, so that two candidates can be compared round by
@@ -154,17 +155,35 @@ class Evaluator:
         timings = self.engine.time_rounds(interface, ready, arguments, point, self.rounds)
         self.confirm(interface, ready, timings, arguments, point, choice)
         other_input = self.other_input(interface, index, point, variables, ready, timings, choice)
-        measured = []
-        for position, ((implementation, settings, repeat), values) in enumerate(zip(ready, timings, strict=True)):
-            if (interface.name, implementation.name) in self.state.excluded or not values:
-                continue
-            timed = self.measured(position, values, repeat)
-            measured.append(Candidate(label(implementation.name, settings), implementation.name, settings,
-                                      timed["seconds"], tuple(timed["rounds"]),
-                                      not Timing(tuple(values), repeat).settled))
+        measured = self.timed_candidates(interface, ready, timings, self.rounds)
         chosen = Decision(choice.implementation, dict(choice.parameters), choice.seconds)
         self.program_run.write([Evaluated(interface.name, size, index, seed, point, variables, chosen,
-                                          tuple(measured), round(self.engine.slowdown, 3), other_input), done])
+                                          measured, round(self.engine.slowdown, 3), other_input), done])
+
+    def timed_candidates(self, interface: Interface, ready: list[tuple[Implementation, dict, int]],
+                         timings: list[list[float]], rounds: list[list[int]]) -> tuple[Candidate, ...]:
+        """Each candidate timed and not excluded, with its median and its timings by round."""
+        found = []
+        for (implementation, settings, repeat), values, numbers in zip(ready, timings, rounds, strict=True):
+            if (interface.name, implementation.name) in self.state.excluded or not values:
+                continue
+            timing = Timing(tuple(values), repeat)
+            found.append(Candidate(label(implementation.name, settings), implementation.name, settings,
+                                   timing.seconds, tuple(zip(numbers, values, strict=True)), not timing.settled))
+        return tuple(found)
+
+    def alternatives(self, ready: list[tuple[Implementation, dict, int]], timings: list[list[float]],
+                     choice: Any) -> tuple[list[dict[str, Any]], list[int], list[int]]:
+        """Each candidate as far as it was timed (``measured``), the positions
+        of the alternatives that were (not the dispatched call, nor the
+        reference's second timing), and those of the chosen one among them."""
+        measured = [self.measured(position, values, repeat)
+                    for position, ((_, _, repeat), values) in enumerate(zip(ready, timings, strict=True))]
+        alternatives = [i for i, (implementation, _, _) in enumerate(ready)
+                        if implementation.name not in (DISPATCHED, AGAIN) and math.isfinite(measured[i]["seconds"])]
+        chosen = [i for i in alternatives if ready[i][0].name == choice.implementation
+                  and ready[i][1] == choice.settings.get(choice.implementation, choice.parameters)]
+        return measured, alternatives, chosen
 
     def confirm(self, interface: Interface, ready: list[tuple[Implementation, dict, int]], timings: list[list[float]],
                 arguments: tuple, point: dict, choice: Any) -> None:
@@ -178,10 +197,7 @@ class Evaluator:
         same passes did, by 16%); timing them again, side by side, is what
         makes "within 3% of the fastest" a statement about the alternatives
         rather than about the noise."""
-        measured = [self.measured(position, values, repeat)
-                    for position, ((_, _, repeat), values) in enumerate(zip(ready, timings, strict=True))]
-        alternatives = [i for i, (implementation, _, _) in enumerate(ready)
-                        if implementation.name not in (DISPATCHED, AGAIN) and math.isfinite(measured[i]["seconds"])]
+        measured, alternatives, chosen = self.alternatives(ready, timings, choice)
         if not alternatives:
             return
         contenders = set()
@@ -189,8 +205,6 @@ class Evaluator:
                                        for name in {ready[i][0].name for i in alternatives}]:
             fastest = min(measured[i]["seconds"] for i in group)
             contenders.update(i for i in group if measured[i]["seconds"] <= (1 + CLOSE) * fastest)
-        chosen = [i for i in alternatives if ready[i][0].name == choice.implementation
-                  and ready[i][1] == choice.settings.get(choice.implementation, choice.parameters)]
         for position in chosen:
             contenders.add(position)
             contenders.update(i for i in alternatives if ratio(measured[position], measured[i]) > 1)
@@ -202,20 +216,16 @@ class Evaluator:
         """The positions of the alternatives within CLOSE of the fastest, of
         each implementation's fastest setting within REACH of it, and of the
         chosen one."""
-        measured = [self.measured(position, values, repeat)["seconds"]
-                    for position, ((_, _, repeat), values) in enumerate(zip(ready, timings, strict=True))]
-        alternatives = [i for i, (implementation, _, _) in enumerate(ready)
-                        if implementation.name not in (DISPATCHED, AGAIN) and math.isfinite(measured[i])]
+        timed, alternatives, chosen = self.alternatives(ready, timings, choice)
         if not alternatives:
             return []
-        fastest = min(measured[i] for i in alternatives)
-        own_fastest = {}
-        for i in sorted(alternatives, key=measured.__getitem__):
+        seconds = [candidate["seconds"] for candidate in timed]
+        fastest = min(seconds[i] for i in alternatives)
+        own_fastest: dict[str, int] = {}
+        for i in sorted(alternatives, key=seconds.__getitem__):
             own_fastest.setdefault(ready[i][0].name, i)
-        return [i for i in alternatives if measured[i] <= (1 + CLOSE) * fastest
-                or (i == own_fastest[ready[i][0].name] and measured[i] <= (1 + REACH) * fastest)
-                or (ready[i][0].name == choice.implementation
-                    and ready[i][1] == choice.settings.get(choice.implementation, choice.parameters))]
+        return [i for i in alternatives if seconds[i] <= (1 + CLOSE) * fastest or i in chosen
+                or (i == own_fastest[ready[i][0].name] and seconds[i] <= (1 + REACH) * fastest)]
 
     def other_input(self, interface: Interface, index: int, point: dict, variables: dict,
                     ready: list[tuple[Implementation, dict, int]], timings: list[list[float]],
@@ -238,14 +248,7 @@ class Evaluator:
         for round_ in range(CONFIRM_ROUNDS):
             self.engine.time_round(interface, again, list(range(len(again))), round_, values, arguments, point,
                                    rounds)
-        timed = []
-        for (implementation, settings, repeat), taken, numbers in zip(again, values, rounds, strict=True):
-            if (interface.name, implementation.name) in self.state.excluded or not taken:
-                continue
-            timing = Timing(tuple(taken), repeat)
-            timed.append(Candidate(label(implementation.name, settings), implementation.name, settings,
-                                   timing.seconds, tuple(zip(numbers, taken, strict=True)), not timing.settled))
-        return tuple(timed)
+        return self.timed_candidates(interface, again, values, rounds)
 
     def other_seed(self, interface: Interface, index: int) -> int:
         """The seed of the second input at a point: a stream of its own, per rank."""
