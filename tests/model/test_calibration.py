@@ -98,20 +98,24 @@ TWICE = DESCRIPTION.replace("time ~ 1 + n\n", "time ~ 1 + n\n\n"
                             "        time ~ 1 + n\n", 1)
 
 
-def test_samples_mostly_taken_in_spells_are_left_out_while_enough_others_remain():
+def test_samples_mostly_taken_in_spells_are_kept_scaled_back_while_enough_others_remain():
     """Where most of an implementation's samples were taken in spells (its
-    two-rank runs on two busy cores) and ran slow, the others still find its
-    costs while there are STEADY_PER_TERM of them per term: the spells' are
-    left out.  With fewer, all are kept, and the model says so."""
+    two-rank runs on two busy cores) and ran slow, the others cover too
+    little: the fitting ones are kept, their times divided by how much
+    slower they ran, and the verification is the others'.  With fewer than
+    STEADY_PER_TERM others per term, all are kept as they are."""
     steady = list(samples(0.0).samples)
     spelled = [replace(r, implementation="twice", host=2.0, seconds=2 * r.seconds) if r.index % 3
                else replace(r, implementation="twice") for r in samples(0.0, seed=1).samples]
     models = calibrate(parse(TWICE), taken(0.10, steady + spelled))
     assert models.time("linear").disturbed_samples == 0 and not models.time("linear").warnings
     entry = models.time("twice")
-    assert entry.disturbed_samples == 53 and entry.samples == 20  # every third of 60 is steady
+    # every fitting sample kept, 40 of them scaled; the 13 verification ones of spells left out
+    assert entry.samples == 60 and entry.verification_samples == 7 and entry.disturbed_samples == 13
     assert entry.coefficients["n"] == pytest.approx(TRUE_SLOPE, rel=0.02)
     assert entry.verification_mre < 1.02
+    assert any(w.startswith("53 of 80 samples were taken while the host meter read a slow spell")
+               and "ran 2.00 times as long" in w and "divided" in w for w in entry.warnings), entry.warnings
 
     few = [r for r in spelled if r.verify or r.index % 3 or r.index < 15]  # 5 steady for 2 terms
     entry = calibrate(parse(TWICE), taken(0.10, steady + few)).time("twice")
@@ -123,16 +127,19 @@ def test_samples_mostly_taken_in_spells_are_left_out_while_enough_others_remain(
 def test_a_host_slow_most_of_the_time_keeps_its_usual_pace():
     """The usual pace is the one the host keeps outside its spells, even
     when the spells hold most of the readings: there, a median reading is
-    a spell's."""
+    a spell's.  Measured from it, the spells' samples are scaled back."""
     records = [replace(r, host=round(1.6 * r.host, 3), seconds=1.6 * r.seconds) if r.index % 3 else r
                for r in samples(0.0).samples]
     spelled = taken(0.10, records)
     assert float(np.median([r.host for r in spelled.samples])) > 1.5
     assert host_tolerance(spelled) < 0.15
     entry = fitted(spelled)
-    assert entry.disturbed_samples == 53 and entry.samples == 20
+    assert entry.samples == 60 and entry.disturbed_samples == 13
     assert entry.coefficients["n"] == pytest.approx(TRUE_SLOPE, rel=0.02)
     assert entry.verification_mre < 1.02
+    # Measured from the median reading, no sample is disturbed, and the fit holds the spells' factor.
+    slow = fitted(taken(0.6, records))
+    assert slow.disturbed_samples == 0 and slow.verification_mre > 1.2
 
 
 def test_the_meter_s_usual_reading_is_the_host_s_pace():
