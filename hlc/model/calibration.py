@@ -55,8 +55,8 @@ SLOWED = 0.1
 #: quarter) and 1.5-1.7 (the rest) that median marked none of the stencil's
 #: samples as disturbed, and the models' verification MREs were 1.20-1.24.
 FAST_QUANTILE = 0.1
-#: Samples taken in spells are kept when fewer than this many others per
-#: written term and family would be left to fit and discover from.
+#: Samples taken in spells are kept, scaled back, when fewer than this many
+#: others per written term and family would be left to fit and discover from.
 STEADY_PER_TERM = 3
 
 
@@ -106,7 +106,7 @@ class Steadiness:
     left_out: int = 0  # disturbed samples left out
     kept: int = 0  # disturbed samples kept
     why: str = ""  # why they were kept
-    scaled: int = 0  # disturbed fitting samples kept, their times divided by ``slowdown``
+    scaled: int = 0  # disturbed samples whose fitting ones are kept, their times divided by ``slowdown``
     slowdown: float = 1.0  # how much slower the disturbed samples ran than the others' model predicts
 
 
@@ -118,32 +118,41 @@ def _steady(predictor: Predictor, implementation: ast.Implementation, model: ast
     (1.2-4x on two ranks sharing two busy cores), and a few of them pull a
     relative-error fit and its verification alike.  But the meter times a
     yardstick, not the task: a spell it reads need not slow a task, and
-    then the samples are good ones.  Where the others are too few to find
-    the costs from (``STEADY_PER_TERM``), all are kept: a two-rank counting
-    sort fitted on the 23 samples of 74 left went from verification MRE
-    1.27 to 1.64.  And where most samples were taken in spells, the others
-    cover too little of the domain: the fitting ones are kept, their times
-    divided by how much slower they ran, and the verdict is the others'.
-    On 21 sort builds of a Zen 4 host slow three quarters of the time, this
-    took the one-rank choices from 88.3% and 88.6% right (left out) to
-    90.5% and 90.2%, and the two-rank ones from 86.4% to 87.5%; scaled
-    wherever a spell hit, not only where most were, the samples of quieter
-    hosts lost up to 4.5 points."""
+    then the samples are good ones.  Where most samples were taken in
+    spells, or the others are too few to find the costs from
+    (``STEADY_PER_TERM``), leaving them out loses the domain: the fitting
+    ones are kept, their times divided by how much slower they ran, and
+    the verdict is the others'.  Only where the others are too few to tell
+    how much slower are all kept as they are.  On 21 sort builds of a Zen 4
+    host slow three quarters of the time, replayed against its exhaustive
+    evaluations, the one-rank choices were right at 92.0% and 91.8%, the
+    two-rank ones at 89.7%: kept as they were, 87.3%, 88.7% and 88.8%;
+    left out, 88.3%, 88.6% and 86.4%.  Scaled back wherever a spell hit,
+    the samples of quieter hosts lost up to 4.5 points: a spell slows
+    different calls by different factors."""
     disturbed = [s for s in fitting + verification if is_disturbed(s, tolerance)]
     steady = [s for s in fitting if not is_disturbed(s, tolerance)]
     if not disturbed:
         return Steadiness(fitting, verification)
-    if model.fitted and len(steady) < STEADY_PER_TERM * (written_terms(model) + len(model.families)):
+    few = model.fitted and len(steady) < STEADY_PER_TERM * (written_terms(model) + len(model.families))
+    slowdown = math.inf if few and len(steady) <= written_terms(model) else \
+        _slowdown(predictor, implementation, model, steady, disturbed, relative)
+    if few and not math.isfinite(slowdown):
         return Steadiness(fitting, verification, kept=len(disturbed), why="too few others were left to fit")
-    slowdown = _slowdown(predictor, implementation, model, steady, disturbed, relative)
     if slowdown <= 1 + SLOWED:
         return Steadiness(fitting, verification, kept=len(disturbed),
                           why=f"they ran {slowdown:.2f} times as long as the others' model predicts")
     calm = [s for s in verification if not is_disturbed(s, tolerance)]
-    if 2 * len(disturbed) > len(fitting + verification) and math.isfinite(slowdown):
-        scaled = [replace(s, seconds=s.seconds / slowdown) for s in fitting if is_disturbed(s, tolerance)]
-        return Steadiness(steady + scaled, calm, left_out=len(disturbed) - len(scaled), scaled=len(scaled),
-                          slowdown=slowdown)
+    if (few or 2 * len(disturbed) > len(fitting + verification)) and math.isfinite(slowdown):
+        def scaled(samples: list[Sample]) -> list[Sample]:
+            return [replace(s, seconds=s.seconds / slowdown) if is_disturbed(s, tolerance) else s for s in samples]
+
+        why = "too few others were left to fit" if few else "most were and the others cover too little"
+        if calm or not verification:
+            return Steadiness(scaled(fitting), calm, left_out=len(verification) - len(calm), scaled=len(disturbed),
+                              slowdown=slowdown, why=why)
+        return Steadiness(scaled(fitting), scaled(verification), scaled=len(disturbed), slowdown=slowdown,
+                          why=why + " (the verification ones too: no other was left to verify with)")
     return Steadiness(steady, calm, left_out=len(disturbed))
 
 
@@ -296,10 +305,10 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
         notes.append(f"{steadiness.kept} of {len(fitting + verification)} samples were taken while the host meter "
                      f"read a slow spell or never settled: kept, as {steadiness.why}")
     if steadiness.scaled:
-        notes.append(f"{steadiness.scaled + steadiness.left_out} of {len(fitting + verification) + steadiness.left_out}"
-                     f" samples were taken while the host meter read a slow spell or never settled, and ran "
-                     f"{steadiness.slowdown:.2f} times as long as the others' model predicts: most, so the fitting "
-                     f"ones are kept, their times divided by that, and the verification ones left out")
+        notes.append(f"{steadiness.scaled} of {len(fitting + verification) + steadiness.left_out} samples were "
+                     f"taken while the host meter read a slow spell or never settled, and ran "
+                     f"{steadiness.slowdown:.2f} times as long as the others' model predicts: kept, as "
+                     f"{steadiness.why}, their times divided by that")
     held_mre, by_ranks = None, {}
     if verification:
         held_columns, held_times = _columns(predictor, implementation, terms, verification)
