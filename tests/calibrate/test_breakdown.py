@@ -79,9 +79,12 @@ def test_a_profile_accounts_for_its_time(tmp_path):
     (written,) = records.accounts
     program = Breakdown.of_account(written)
     timed = sum(sum(s.timings) * s.repeat for s in records.samples)
-    # measuring is the timings the samples keep (timings dropped for a slow host are 'retaken');
-    # a sample's repeat count is its last, which a timing that fell short may have grown
-    assert program.seconds[MEASURING] == pytest.approx(timed, rel=0.03, abs=2e-3)
+    # Measuring is the timings the samples keep (timings dropped for a slow host are 'retaken').
+    # A sample records its last repeat count only: a timing that fell short grew it for the
+    # block's later timings, so its earlier ones ran fewer calls than `timed` counts for them.
+    # Leaving one of a block's three timings out of the account would lose a third.
+    # (the account keeps milliseconds)
+    assert 0.8 * timed - 1e-3 <= program.seconds[MEASURING] <= timed + 1e-3
     for activity in ("warm-up", "checks", "inputs", "host waits"):
         assert program.seconds[activity] > 0, activity
     assert program.accounted <= program.wall
