@@ -41,9 +41,11 @@ grid budget (of those tried) that reached that share.
 The builds of one method and budget differ by more than their sampling:
 noise in the timings moves a right share by a point or two from one build
 to the next.  ``--repeats N`` builds each N times, with seeds 0 .. N-1, and
-averages their figures.  Each stored evaluation judges every interface's
-points together.  A run takes about as long as its builds (for sort on a
-two-core machine, about ten minutes per repeat).
+averages their figures; each repeat builds every kind in turn, so that the
+host's busier and quieter stretches fall on both methods alike.  Each
+stored evaluation judges every interface's points together.  A run takes
+about as long as its builds (for sort on a two-core machine, about eleven
+minutes per repeat).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ import argparse
 import math
 import shutil
 import statistics
+import sys
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -143,36 +146,50 @@ def prepare_uses(library: str, folder: Path) -> None:
         shutil.copy(models, folder / name / "models.json")
 
 
-def judged(library: str, method: str, budget: float | None, folder: Path, stored: list[Path],
-           repeats: int) -> Judged:
-    """Build ``repeats`` times (seeds 0, 1, …) and judge each build against
-    ``stored``; the figures are the means over the builds."""
+def built_and_judged(library: str, method: str, budget: float | None, seed: int, folder: Path,
+                     stored: list[Path]) -> Judged:
+    """One build at ``seed``, judged against ``stored``."""
     ranks = sorted({size for path in stored for size in evaluation_artefact.load(path).settings.ranks})
-    builds = []
+    out = folder / f"{method}-{budget}-{seed}" / library
+    prepare_uses(library, out.parent)
+    result = build(ROOT / "libraries" / f"{library}.hl", out=out, ranks=ranks, budget=budget, seed=seed,
+                   adaptive=method == "adaptive")
+    spent = result.breakdown
+    profiling = spent.wall - sum(spent.seconds.get(activity, 0.0) for activity in NOT_PROFILING)
+    right, expected = [], []
+    for evaluation in stored:
+        entries = replay(out, evaluation).interfaces.values()
+        # Every interface's points together.  A point where the build chose
+        # nothing (no model there), or something the evaluation did not
+        # time, counts as a wrong choice.
+        summaries = [entry.summary for entry in entries if entry.summary is not None]
+        judged_points = sum(summary.points for summary in summaries)
+        points = judged_points + sum(entry.unmeasured or 0 for entry in entries)
+        right_points = sum(summary.right_share * summary.points for summary in summaries)
+        right.append(right_points / points if points else 0.0)
+        expected.append(sum(summary.expected_penalty * summary.points for summary in summaries)
+                        / judged_points if judged_points else 0.0)
+    shutil.rmtree(out.parent)
+    return Judged(method, budget, spent.wall, profiling, spent.measuring_share, right, expected,
+                  [statistics.mean(right)], complete=result.coverage is None)
+
+
+def judged_interleaved(library: str, kinds: list[tuple[str, float | None]], folder: Path, stored: list[Path],
+                       repeats: int) -> dict[tuple[str, float | None], Judged]:
+    """Every kind of build (method, budget) ``repeats`` times, seeds 0, 1, …,
+    each repeat building every kind before the next begins; the figures of
+    a kind are the means over its builds.  A shared host's busy spells last
+    minutes: had each kind's builds run together, one method's would have
+    fallen in one stretch of the host's load and the other's in another,
+    and the comparison would be of the stretches."""
+    builds: dict[tuple[str, float | None], list[Judged]] = {kind: [] for kind in kinds}
     for seed in range(repeats):
-        out = folder / f"{method}-{budget}-{seed}" / library
-        prepare_uses(library, out.parent)
-        result = build(ROOT / "libraries" / f"{library}.hl", out=out, ranks=ranks, budget=budget, seed=seed,
-                       adaptive=method == "adaptive")
-        spent = result.breakdown
-        profiling = spent.wall - sum(spent.seconds.get(activity, 0.0) for activity in NOT_PROFILING)
-        right, expected = [], []
-        for evaluation in stored:
-            entries = replay(out, evaluation).interfaces.values()
-            # Every interface's points together.  A point where the build chose
-            # nothing (no model there), or something the evaluation did not
-            # time, counts as a wrong choice.
-            summaries = [entry.summary for entry in entries if entry.summary is not None]
-            judged_points = sum(summary.points for summary in summaries)
-            points = judged_points + sum(entry.unmeasured or 0 for entry in entries)
-            right_points = sum(summary.right_share * summary.points for summary in summaries)
-            right.append(right_points / points if points else 0.0)
-            expected.append(sum(summary.expected_penalty * summary.points for summary in summaries)
-                            / judged_points if judged_points else 0.0)
-        shutil.rmtree(out.parent)
-        builds.append(Judged(method, budget, spent.wall, profiling, spent.measuring_share, right, expected,
-                             [statistics.mean(right)], complete=result.coverage is None))
-    return pooled(method, budget, builds)
+        for method, budget in kinds:
+            one = built_and_judged(library, method, budget, seed, folder, stored)
+            builds[(method, budget)].append(one)
+            print(f"  built {method} at {'default' if budget is None else f'{budget:g} s'}, seed {seed}: "
+                  f"right {100 * one.builds[0]:.1f}%", file=sys.stderr, flush=True)
+    return {kind: pooled(kind[0], kind[1], each) for kind, each in builds.items()}
 
 
 def pooled(method: str, budget: float | None, groups: list[Judged]) -> Judged:
@@ -251,21 +268,21 @@ def main() -> None:
         names = "  ".join(f"{p.stem:>16}" for p in stored)
         print(f"{library}: right share and expected penalty on {names}")
         print(f"{'method':<9} {'budget':>7} {'profile':>8} {'build':>7} {'meas.':>6}")
+        grid_budgets = sorted(set(budgets) | {2 * b for b in budgets})
+        kinds = [("grid", b) for b in grid_budgets] + [("adaptive", b) for b in budgets] + [("adaptive", None)]
         with tempfile.TemporaryDirectory(prefix="hlc-cost-") as scratch:
-            folder = Path(scratch)
-            grid = {}
-            for budget in sorted(set(budgets) | {2 * b for b in budgets}):
-                grid[budget] = judged(library, "grid", budget, folder, stored, args.repeats)
-                print(row(grid[budget]), flush=True)
-            whole = whole_grid(grid)
-            if whole is not None:
-                print(row(whole), flush=True)
-            adaptive = {}
-            for budget in budgets:
-                adaptive[budget] = judged(library, "adaptive", budget, folder, stored, args.repeats)
-                print(row(adaptive[budget]), flush=True)
-            default = judged(library, "adaptive", None, folder, stored, args.repeats)
-            print(row(default), flush=True)
+            results = judged_interleaved(library, kinds, Path(scratch), stored, args.repeats)
+        grid = {budget: results[("grid", budget)] for budget in grid_budgets}
+        for budget in grid_budgets:
+            print(row(grid[budget]), flush=True)
+        whole = whole_grid(grid)
+        if whole is not None:
+            print(row(whole), flush=True)
+        adaptive = {budget: results[("adaptive", budget)] for budget in budgets}
+        for budget in budgets:
+            print(row(adaptive[budget]), flush=True)
+        default = results[("adaptive", None)]
+        print(row(default), flush=True)
         # The verdicts weigh every stored evaluation alike.
         noise = build_noise([*grid.values(), *adaptive.values(), default])
         # A budget that reached the whole grid is judged by every build that did.
