@@ -76,7 +76,7 @@ from pathlib import Path
 from typing import Any
 
 from hlc.artefacts.models import NOT_CALIBRATED, Models, load_each
-from hlc.artefacts.samples import Samples
+from hlc.artefacts.samples import Sample, Samples
 from hlc.boundaries import boundaries, measured_candidates
 from hlc.calibrate.breakdown import Breakdown
 from hlc.calibrate.run import ProfileResult, Progress, Server, failures_in, prepare
@@ -342,6 +342,7 @@ class Judge:
         self.records = records  # the samples the models were fitted to: where their knots are loose
         self.grid = grid  # where the samples lie: their misses widen their neighbours' bands
         self._misfits: dict[tuple[str, tuple, tuple], float] | None = None  # (name, settings, site) → miss
+        self.tolerance: float | None = None  # the host meter's, over the samples (as_fitted)
         self._unmodelled: dict[str, int] | None = None
         self.loose: dict[str, list[LooseKnot]] = {}
         self.ambiguities: dict[tuple, float] = {}
@@ -423,19 +424,17 @@ class Judge:
             return 0.0  # a midpoint between the grid's is taken for its boundary, not for a misfit
         if self._misfits is None:
             self._misfits = {}
-            tolerance = host_tolerance(self.records)
             for sample in self.records.samples:
                 key = (sample.interface, sample.P, sample.index)
                 if sample.verify:  # held out of the fit, and so the fairer judge of it
                     key = self.grid.nearest(sample.interface, sample.P, sample.point or {})
-                entry = self.entries.get(sample.implementation, NOT_CALIBRATED)
-                if key not in self.grid.by_key or sample.seconds <= 0 \
-                        or (entry.disturbed_samples and is_disturbed(sample, tolerance)):  # as the fit did
+                seconds = self.as_fitted(sample)
+                if key not in self.grid.by_key or seconds is None or seconds <= 0:
                     continue
                 predicted = self.predicted(sample.implementation, sample.environment)
                 if predicted is None or predicted[0] <= 0:
                     continue
-                ratio = sample.seconds / predicted[0]
+                ratio = seconds / predicted[0]
                 miss = max(ratio, 1 / ratio) - 1.0
                 if miss < MISFIT:
                     continue
@@ -443,6 +442,24 @@ class Judge:
                 self._misfits[where] = max(self._misfits.get(where, 0.0), miss)
         mine = (name, tuple(sorted(settings.items())))
         return max((self._misfits.get((*mine, key), 0.0) for key in self.grid.neighbours(site.key)), default=0.0)
+
+    def as_fitted(self, sample: Sample) -> float | None:
+        """The sample's seconds as its model's fit took them: None where the
+        fit left it out, taken in a slow spell, and divided by the spell's
+        slowdown where the fit kept it scaled back (hlc.model.calibration).
+        Judged by its raw time, a sample the fit scaled back by 1.5 would be a
+        miss of half its prediction, and widen every band around it."""
+        entry = self.entries.get(sample.implementation, NOT_CALIBRATED)
+        if not (entry.slowdown or entry.disturbed_samples):
+            return sample.seconds
+        if self.tolerance is None:
+            self.tolerance = host_tolerance(self.records) if self.records is not None else 0.0
+        if not is_disturbed(sample, self.tolerance):
+            return sample.seconds
+        # Where both, the fit scaled its fitting samples and left out the verification ones.
+        if entry.slowdown and not (sample.verify and entry.disturbed_samples):
+            return sample.seconds / entry.slowdown
+        return None
 
     def ambiguity(self, name: str, environment: dict[str, Any]) -> float:
         """Seconds the model's discovered terms may add or take away at an
@@ -452,9 +469,11 @@ class Judge:
         if self.records is None:
             return 0.0
         if name not in self.loose:
-            fitted = [s for s in self.records.samples if s.implementation == name and not s.verify]
+            fitted = [(s, self.as_fitted(s)) for s in self.records.samples
+                      if s.implementation == name and not s.verify]
+            fitted = [(s, seconds) for s, seconds in fitted if seconds is not None]
             self.loose[name] = loose_knots(self.predictor, self.implementations[name], self.entries[name],
-                                           [s.environment for s in fitted], [s.seconds for s in fitted])
+                                           [s.environment for s, _ in fitted], [seconds for _, seconds in fitted])
         if not self.loose[name]:
             return 0.0
         key = (name, tuple(sorted(environment.items())))

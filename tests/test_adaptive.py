@@ -293,6 +293,47 @@ def test_a_fitting_sample_far_off_its_model_widens_the_bands_around_it(adaptive)
     assert far and all(dot(widened, key) == pytest.approx(dot(plain, key)) for key in far)
 
 
+def test_the_planner_sees_the_samples_of_slow_spells_as_the_fit_took_them(adaptive):
+    """Left out where the fit left them out, divided by the spell's slowdown
+    where it kept them scaled back: a sample the fit scaled by 2 is no miss
+    of its model, however far its raw time lies from the prediction."""
+    library, samples, _, _, _ = adaptive
+    records = Samples.read(samples)
+    models = calibrate(library, records)
+    grid = Grid([site for site in read_sites(records) if not site.refined])
+    plain = Judge(library, models, records=records, grid=grid)
+    fitting = [s for s in records.samples if not s.verify and s.implementation == "dot"
+               and (s.interface, s.P, s.index) in grid.by_key and plain.as_fitted(s) is not None]
+    off = min(fitting, key=lambda s: abs(math.log(s.seconds / plain.predicted("dot", s.environment)[0])))
+    # Every other sample calm, so that only this one is read as a slow spell's; twice as long.
+    slowed = dataclasses.replace(off, seconds=2 * off.seconds, host=100.0, noisy=False)
+    verifying = dataclasses.replace(slowed, verify=True)
+    calm = dataclasses.replace(records, samples=tuple(dataclasses.replace(s, host=1.0, noisy=False)
+                                                      for s in records.samples))
+    pairs = zip(records.samples, calm.samples, strict=True)
+    spelled = dataclasses.replace(calm, samples=tuple(slowed if original is off else s for original, s in pairs))
+    entry = models.time("dot")
+
+    def judge(taken: Samples = spelled, **changed) -> Judge:
+        implementations = dict(models.implementations)
+        implementations["dot"] = dataclasses.replace(implementations["dot"],
+                                                     time=dataclasses.replace(entry, **changed))
+        return Judge(library, dataclasses.replace(models, implementations=implementations), records=taken,
+                     grid=grid)
+
+    scaled, left_out = judge(slowdown=2.0, disturbed_samples=0), judge(slowdown=None, disturbed_samples=1)
+    both, kept = judge(slowdown=2.0, disturbed_samples=1), judge(slowdown=None, disturbed_samples=0)
+    assert scaled.as_fitted(slowed) == pytest.approx(off.seconds) and left_out.as_fitted(slowed) is None
+    assert both.as_fitted(slowed) == pytest.approx(off.seconds) and both.as_fitted(verifying) is None
+    assert kept.as_fitted(slowed) == slowed.seconds and scaled.as_fitted(verifying) == pytest.approx(off.seconds)
+    where = grid.by_key[(off.interface, off.P, off.index)]
+    settings = dict(off.parameters)
+    unslowed = judge(calm, slowdown=None, disturbed_samples=0)
+    assert scaled.misfit("dot", settings, where) == left_out.misfit("dot", settings, where) \
+        == unslowed.misfit("dot", settings, where)
+    assert kept.misfit("dot", settings, where) >= 0.9  # taken at its raw time: twice its prediction
+
+
 def test_an_implementation_with_too_few_samples_for_a_model_is_measured_first(adaptive):
     """An implementation left unfitted for want of fitting samples has no
     prediction, and no uncertainty points to where it applies: the next

@@ -101,6 +101,9 @@ class TimeModel:
     verification_samples: int = 0
     noisy_samples: int = 0
     disturbed_samples: int = 0  # left out: taken while the host ran slow
+    # The factor the times of samples taken while the host ran slow were divided
+    # by, where the fit kept them scaled back (hlc.model.calibration._steady).
+    slowdown: float | None = None
     discovered: tuple[Discovered, ...] = ()
     terms: tuple[str, ...] = ()  # every term fitted: written, then discovered
     kept: tuple[str, ...] = ()  # the terms the relevance test kept
@@ -194,10 +197,10 @@ _FIELDS_OF = {
     "factored": (*_COUNTS, "verification_mre", *_GENERATED),
     "fitted": (*_COUNTS, "discovered", "terms", "kept", "coefficients", "half_widths", "covariance", "quantile",
                "dropped", "aliases", "r2", "mre", "residuals", "warnings", "verification_mre",
-               "verification_mre_by_ranks", "deviations", "risk", *_GENERATED),
+               "verification_mre_by_ranks", "deviations", "risk", "slowdown", *_GENERATED),
 }
 #: Fields left out of the file when empty.
-_OPTIONAL = ("verification_mre_by_ranks", "deviations", "risk", "domain", "python", "c", "point")
+_OPTIONAL = ("verification_mre_by_ranks", "deviations", "risk", "slowdown", "domain", "python", "c", "point")
 
 
 #: What a models file without an entry for an implementation says of it.

@@ -330,7 +330,7 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
         quantile=result.quantile, dropped=tuple(result.dropped), aliases=dict(result.aliases), r2=result.r2,
         mre=result.mre, residuals=tuple(float(r) for r in result.residuals), warnings=tuple(notes),
         verification_mre=held_mre, verification_mre_by_ranks=by_ranks or {}, deviations=deviations,
-        risk=RISK if deviations else None)
+        risk=RISK if deviations else None, slowdown=steadiness.slowdown if steadiness.scaled else None)
 
 
 def sites_of(samples: Samples, interface: str) -> list[dict[str, float]]:
