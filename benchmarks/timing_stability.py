@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from hlc.artefacts.samples import Samples
+from hlc.model.calibration import host_tolerance, is_disturbed
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "tests" / "descriptions" / "vector.hl"
@@ -56,11 +57,13 @@ class Version:
     name: str
     tree: Path
     deviations: list[float] = field(default_factory=list)
+    calm: list[float] = field(default_factory=list)  # of the pairs neither of whose samples a spell marked
     yardsticks: list[float] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
 
-    def profile(self, description: Path, samples: Path, build: Path) -> dict[tuple, float]:
-        """The sample medians of one profile, run by this version's hlc in a process of its own."""
+    def profile(self, description: Path, samples: Path, build: Path) -> dict[tuple, tuple[float, bool]]:
+        """The sample medians of one profile, run by this version's hlc in a
+        process of its own, each with whether a slow spell marked it."""
         environment = {**os.environ, "PYTHONPATH": str(self.tree)}
         before = yardstick()
         started = time.monotonic()
@@ -80,12 +83,29 @@ class Version:
                 f"(median)",
                 f"  |t2/t1 - 1|: median {statistics.median(deviations):.2%}, "
                 f"95th percentile {deviations[int(0.95 * (len(deviations) - 1))]:.2%}, max {deviations[-1]:.2%}",
-                f"  pairs within 5% of each other: {within:.1%}"]
+                f"  pairs within 5% of each other: {within:.1%}"] + self.calm_summary()
+
+    def calm_summary(self) -> list[str]:
+        """The same of the pairs a fit takes as they are (neither sample marked),
+        where a spell marked any: the profiler marks the samples a slow spell
+        hit instead of waiting it out, and the fit leaves them out or scales
+        them back (hlc.model.calibration)."""
+        if len(self.calm) == len(self.deviations) or not self.calm:
+            return [] if self.calm else ["  every pair had a sample a slow spell marked"]
+        calm = sorted(self.calm)
+        within = sum(d <= 0.05 for d in calm) / len(calm)
+        return [f"  the {len(calm)} pairs ({len(calm) / len(self.deviations):.0%}) neither of whose samples "
+                f"a slow spell marked: median {statistics.median(calm):.2%}, 95th percentile "
+                f"{calm[int(0.95 * (len(calm) - 1))]:.2%}, within 5% {within:.1%}"]
 
 
-def medians(path: Path) -> dict[tuple, float]:
-    return {(s.implementation, s.P, s.verify, s.index, tuple(sorted(s.parameters.items()))): s.seconds
-            for s in Samples.load(path).samples}
+def medians(path: Path) -> dict[tuple, tuple[float, bool]]:
+    """Each sample's median, and whether the host meter marked it (a file
+    without the meter's readings marks none)."""
+    samples = Samples.load(path)
+    tolerance = host_tolerance(samples)
+    return {(s.implementation, s.P, s.verify, s.index, tuple(sorted(s.parameters.items()))):
+            (s.seconds, is_disturbed(s, tolerance)) for s in samples.samples}
 
 
 def yardstick(seconds: float = 1.0) -> float:
@@ -101,8 +121,11 @@ def yardstick(seconds: float = 1.0) -> float:
     return statistics.median(windows)
 
 
-def deviations(first: dict[tuple, float], second: dict[tuple, float]) -> list[float]:
-    return [abs(second[key] / first[key] - 1.0) for key in first.keys() & second.keys()]
+def deviations(first: dict[tuple, tuple[float, bool]], second: dict[tuple, tuple[float, bool]],
+               calm_only: bool = False) -> list[float]:
+    """|t2/t1 - 1| of each pair; with ``calm_only``, of the pairs neither of whose samples is marked."""
+    return [abs(second[key][0] / first[key][0] - 1.0) for key in first.keys() & second.keys()
+            if not (calm_only and (first[key][1] or second[key][1]))]
 
 
 def main() -> None:
@@ -132,6 +155,7 @@ def main() -> None:
                         profiles[version.name].append(version.profile(own, where / "samples.jsonl", where))
                 for version in versions:
                     version.deviations += deviations(*profiles[version.name])
+                    version.calm += deviations(*profiles[version.name], calm_only=True)
                 print(f"round {round_ + 1} of {args.rounds} done", flush=True)
         finally:
             if args.against:
