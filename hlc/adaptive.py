@@ -83,7 +83,7 @@ from hlc.calibrate.run import ProfileResult, Progress, Server, failures_in, prep
 from hlc.calibrate.timing import MINIMUM_TIMING
 from hlc.language import ast
 from hlc.language.expressions import unparse
-from hlc.model.calibration import calibrate, host_tolerance, is_disturbed, written_terms
+from hlc.model.calibration import HOST_TOLERANCE, calibrate, fitted_seconds, host_tolerance, written_terms
 from hlc.model.knots import LooseKnot, knot_ambiguity, loose_knots
 from hlc.model.predict import Covariance, Predictor, band, sum_of_terms, term_values
 from hlc.model.terms import model_terms
@@ -444,22 +444,13 @@ class Judge:
         return max((self._misfits.get((*mine, key), 0.0) for key in self.grid.neighbours(site.key)), default=0.0)
 
     def as_fitted(self, sample: Sample) -> float | None:
-        """The sample's seconds as its model's fit took them: None where the
-        fit left it out, taken in a slow spell, and divided by the spell's
-        slowdown where the fit kept it scaled back (hlc.model.calibration).
-        Judged by its raw time, a sample the fit scaled back by 1.5 would be a
-        miss of half its prediction, and widen every band around it."""
-        entry = self.entries.get(sample.implementation, NOT_CALIBRATED)
-        if not (entry.slowdown or entry.disturbed_samples):
-            return sample.seconds
+        """The sample's seconds as its model's fit took them
+        (hlc.model.calibration.fitted_seconds).  Judged by its raw time, a
+        sample the fit scaled back by 1.5 would be a miss of half its
+        prediction, and widen every band around it."""
         if self.tolerance is None:
-            self.tolerance = host_tolerance(self.records) if self.records is not None else 0.0
-        if not is_disturbed(sample, self.tolerance):
-            return sample.seconds
-        # Where both, the fit scaled its fitting samples and left out the verification ones.
-        if entry.slowdown and not (sample.verify and entry.disturbed_samples):
-            return sample.seconds / entry.slowdown
-        return None
+            self.tolerance = host_tolerance(self.records) if self.records is not None else HOST_TOLERANCE
+        return fitted_seconds(self.entries.get(sample.implementation, NOT_CALIBRATED), sample, self.tolerance)
 
     def ambiguity(self, name: str, environment: dict[str, Any]) -> float:
         """Seconds the model's discovered terms may add or take away at an

@@ -96,6 +96,19 @@ def is_disturbed(sample: Sample, tolerance: float) -> bool:
     return (sample.host is not None and sample.host > 1 + tolerance) or bool(sample.noisy)
 
 
+def fitted_seconds(entry: TimeModel, sample: Sample, tolerance: float) -> float | None:
+    """The sample's seconds as the fit of ``entry`` took them (``_steady``):
+    None where it was left out, taken in a slow spell; divided by the
+    recorded ``slowdown`` where it was kept scaled back (where both, the
+    fitting samples were scaled and the verification ones left out); else
+    as measured."""
+    if not (entry.slowdown or entry.disturbed_samples) or not is_disturbed(sample, tolerance):
+        return sample.seconds
+    if entry.slowdown and not (sample.verify and entry.disturbed_samples):
+        return sample.seconds / entry.slowdown
+    return None
+
+
 @dataclass(frozen=True)
 class Steadiness:
     """The samples a model is fitted and verified on, and what was done with
