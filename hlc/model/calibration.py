@@ -136,7 +136,8 @@ def _steady(predictor: Predictor, implementation: ast.Implementation, model: ast
     (``STEADY_PER_TERM``), leaving them out loses the domain: the fitting
     ones are kept, their times divided by how much slower they ran, and
     the verdict is the others'.  Only where the others are too few to tell
-    how much slower are all kept as they are.  On 21 sort builds of a Zen 4
+    how much slower (or tell more than the meter read, :func:`_read`) are
+    all kept as they are.  On 21 sort builds of a Zen 4
     host slow three quarters of the time, replayed against its exhaustive
     evaluations, the one-rank choices were right at 92.0% and 91.8%, the
     two-rank ones at 89.7%: kept as they were, 87.3%, 88.7% and 88.8%;
@@ -150,6 +151,8 @@ def _steady(predictor: Predictor, implementation: ast.Implementation, model: ast
     few = model.fitted and len(steady) < STEADY_PER_TERM * (written_terms(model) + len(model.families))
     slowdown = math.inf if few and len(steady) <= written_terms(model) else \
         _slowdown(predictor, implementation, model, steady, disturbed, relative)
+    if slowdown > _read(disturbed, tolerance) * (1 + tolerance):
+        slowdown = math.inf  # more than the meter read: the others' model is off there, not the spell
     if few and not math.isfinite(slowdown):
         return Steadiness(fitting, verification, kept=len(disturbed), why="too few others were left to fit")
     if slowdown <= 1 + SLOWED:
@@ -167,6 +170,20 @@ def _steady(predictor: Predictor, implementation: ast.Implementation, model: ast
         return Steadiness(scaled(fitting), scaled(verification), scaled=len(disturbed), slowdown=slowdown,
                           why=why + " (the verification ones too: no other was left to verify with)")
     return Steadiness(steady, calm, left_out=len(disturbed))
+
+
+def _read(disturbed: list[Sample], tolerance: float) -> float:
+    """The most the host meter read slow at the ``disturbed`` samples: how
+    much slower they can credibly have run.  A task in a spell slows about
+    as the yardstick beside it does; a larger factor comes from the model
+    the others fit, which a few of them fit closely and which may miss
+    the disturbed ones' points by far more (a counting sort of 92,681 keys
+    at a meter reading of 1.73, put at 3.94 times its pace by a fit of six
+    terms to eight samples, was divided by that, and its fit dropped the
+    cost per key).  Unbounded where a sample never settled without a
+    spell the meter read."""
+    readings = [s.host if s.host is not None and s.host > 1 + tolerance else math.inf for s in disturbed]
+    return max(readings, default=math.inf)
 
 
 def _slowdown(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
