@@ -32,6 +32,7 @@ interface work(values: float64[]) -> float "Some work."
 
 TRUE_CONSTANT, TRUE_SLOPE = 2e-6, 3e-9
 ROOT = Path(__file__).resolve().parents[2]
+QUICK_SPELL = ROOT / "tests" / "data" / "quick-spell" / "samples.jsonl"
 
 
 def samples(disturbed_share: float, ranks: tuple[int, ...] = (1,), seed: int = 0, felt: bool = True,
@@ -167,9 +168,6 @@ def test_too_few_steady_samples_keep_the_disturbed_ones():
     entry = fitted(taken(0.10, records))
     assert entry.disturbed_samples == 0 and entry.samples == 4
     assert any("too few others" in w for w in entry.warnings), entry.warnings
-
-
-QUICK_SPELL = Path(__file__).resolve().parents[1] / "data" / "quick-spell" / "samples.jsonl"
 
 
 def test_a_slowdown_beyond_what_the_meter_read_is_the_model_s_not_the_spell_s():
