@@ -130,6 +130,14 @@ LEAST_ROUND_SHARE = 4.0
 #: budget into predicted seconds: on a busy host a round planned at a fifth
 #: of what was left took all of it, and the profile re-planned once.
 PACE_BOUNDS = (1.0, 8.0)
+#: A round stops at this multiple of the seconds it was planned to take (its
+#: share of the budget left), and the next is planned from what it measured.
+#: A round is planned by the models of the round before, which may miss the
+#: costs of points far from their samples many times over: the second round
+#: of a 30 s sort build, planned at 4 s from models fitted to 16 points,
+#: timed the two-rank radix sort of 3M keys a rank at one to three bits per
+#: digit for 21 s, and left the build 78 of its 288 points.
+ROUND_OVERRUN = 2.0
 #: A round with room left takes the decisions uncertain at these multiples of the models' uncertainty.
 WIDENINGS = (2.0, 4.0)
 #: The fitter searches the terms again when the measured points have grown by this factor.
@@ -824,6 +832,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
     pace = PACE_BOUNDS[0]  # seconds a round takes per second of timed calls it was predicted to take
     paced = False  # whether a round has shown its pace yet
     previous: tuple[list[Site], dict, float, bool] | None = None  # the last round: sites, plan, seconds, cut short
+    limit = math.inf  # the seconds the round under way may take (ROUND_OVERRUN)
 
     def observe_pace(judge: Judge) -> None:
         """The pace of the last round, its plan costed by the models fitted
@@ -847,7 +856,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
 
     def fitting_rounds(until: float) -> bool:
         """Rounds until ``until`` seconds into the budget; whether that cut them short."""
-        nonlocal records, taken, searched, overhead, previous
+        nonlocal records, taken, searched, overhead, previous, limit
         while True:
             left = until - (time.monotonic() - started)
             if not taken:
@@ -855,6 +864,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                 by_rule = {"uncertain": 0, "gaps": len(batch), "spread": 0}
                 plan: dict[tuple, Candidates | None] = {site.key: None for site in batch}  # None: every candidate
                 judge = None
+                limit = math.inf
             else:
                 if left <= 0:
                     say("the fitting share of the budget is spent")
@@ -875,7 +885,9 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                     judge = Judge(library, models, used_models, values, records, grid)
                     observe_pace(judge)
                     timed = timed_settings(records, grid)
-                    seconds = min(max(ROUND_SHARE * left, overhead), left) / pace
+                    planned = min(max(ROUND_SHARE * left, overhead), left)
+                    limit = ROUND_OVERRUN * planned
+                    seconds = planned / pace
                     rivals = untimed_rivals(grid, taken, judge, timed, seconds / 2)
                     seconds -= sum(judge.cost(grid.by_key[key], candidates) for key, candidates in rivals.items())
                     batch, by_rule = next_round(grid, taken, judge, max(seconds, 0.0), bisecting)
@@ -902,7 +914,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
             # Each rank count gets the share of what is left that its points are predicted to take.
             costs = {size: sum(judge.cost(site, plan[site.key]) if judge else 1.0
                                for site in batch if size == site.P) for size in ranks}
-            cut = False
+            cut = overran = False
             for position, size in enumerate(ranks):
                 chosen: dict[str, list[int]] = defaultdict(list)
                 narrowed: dict[str, dict[str, Candidates]] = defaultdict(dict)
@@ -918,16 +930,20 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                     continue
                 later = sum(costs[other] for other in ranks[position:])
                 share = costs[size] / later if later > 0 else 1.0
-                deadline = time.time() + share * max(until - (time.monotonic() - started), 0.0)
+                budget_left = max(until - (time.monotonic() - started), 0.0)
+                round_left = max(limit - (time.monotonic() - round_started), 0.0)
+                deadline = time.time() + share * min(budget_left, round_left)
                 coverage = servers[size].run({"select": chosen, "settings": narrowed, "refined": refined,
                                               "verifying": VERIFYING, "verify_per_fit": VERIFY_PER_FIT,
                                               "deadline": deadline})
-                if coverage is not None:
+                if coverage is not None and round_left < budget_left:
+                    overran = True  # the round's own limit: the next round is planned with what it measured
+                elif coverage is not None:
                     result.coverage = coverage
                     cut = True
             records = Samples.read(samples)
             before, taken = taken, measured_keys(records)
-            previous = (batch, plan, time.monotonic() - round_started, cut)
+            previous = (batch, plan, time.monotonic() - round_started, cut or overran)
             retaken = by_rule.get("retaken", 0)
             rounds.append(Round(len(batch), by_rule["uncertain"], by_rule["gaps"],
                                 time.monotonic() - round_started, by_rule["spread"], retaken,
@@ -944,12 +960,14 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                             if by_rule.get("rivals") else "")
                 what = (f"{len(batch)} points ({by_rule['uncertain']} uncertain{bisected}, "
                         f"{by_rule['gaps']} in gaps{spread}){covered}")
-            say(f"round {len(rounds)}: {what}, {time.monotonic() - round_started:.1f} s; "
+            stopped = f" (stopped at {ROUND_OVERRUN:g} times the {limit / ROUND_OVERRUN:.1f} s planned)" \
+                if overran else ""
+            say(f"round {len(rounds)}: {what}, {time.monotonic() - round_started:.1f} s{stopped}; "
                 f"{len(taken & grid.by_key.keys())} of {len(sites)} grid points measured")
             if cut:
                 return True
             # nothing measured: the same round again would be no better
-            if taken == before and not retaken and not by_rule.get("rivals"):
+            if taken == before and not (retaken or overran or by_rule.get("rivals")):
                 say("a round measured nothing: stopping")
                 return False
 

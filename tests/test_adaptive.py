@@ -210,6 +210,28 @@ def test_an_adaptive_profile_surveys_the_grid_and_measures_part_of_it(adaptive):
     assert not result.coverage
 
 
+def test_a_round_past_its_limit_stops_and_the_next_is_planned(tmp_path, monkeypatch):
+    """A round that overruns its plan (ROUND_OVERRUN) is stopped, and the
+    profile goes on with the next round, planned from what it measured:
+    only the budget ends the fitting rounds.  With no time allowed for
+    it, every round after the start stops before its first point, until
+    the budget is spent."""
+    monkeypatch.setattr(adaptive_profile, "ROUND_OVERRUN", 1e-9)
+    library = hlc.parse_file(DESCRIPTIONS / "crossing.hl")
+    lines: list[str] = []
+    samples = tmp_path / "samples.jsonl"
+    result, rounds = profile_adaptively(library, samples, tmp_path, ranks=[1], budget=4.0, report=lines.append)
+    stopped = [line for line in lines if "(stopped at 1e-09 times the" in line]
+    # all but the start and the last, which the budget stopped
+    assert len(stopped) >= 2 and len(stopped) >= len(rounds) - 2
+    assert not any("measured nothing" in line for line in lines)
+    assert len(measured_keys(Samples.read(samples))) == rounds[0].sites  # the start's points alone
+    assert lines[-1].startswith("verification: ")
+    # the budget ended the rounds: spent before a round, or during the last
+    assert "the fitting share of the budget is spent" in lines \
+        or result.coverage == f"the budget ran out: {rounds[0].sites} of 57 grid points measured"
+
+
 def test_an_adaptive_profile_stops_when_the_grid_is_measured_or_the_budget_spent(adaptive):
     library, samples, _, _, lines = adaptive
     records = Samples.read(samples)
