@@ -832,7 +832,6 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
     pace = PACE_BOUNDS[0]  # seconds a round takes per second of timed calls it was predicted to take
     paced = False  # whether a round has shown its pace yet
     previous: tuple[list[Site], dict, float, bool] | None = None  # the last round: sites, plan, seconds, cut short
-    limit = math.inf  # the seconds the round under way may take (ROUND_OVERRUN)
 
     def observe_pace(judge: Judge) -> None:
         """The pace of the last round, its plan costed by the models fitted
@@ -856,7 +855,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
 
     def fitting_rounds(until: float) -> bool:
         """Rounds until ``until`` seconds into the budget; whether that cut them short."""
-        nonlocal records, taken, searched, overhead, previous, limit
+        nonlocal records, taken, searched, overhead, previous
         while True:
             left = until - (time.monotonic() - started)
             if not taken:
@@ -864,7 +863,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                 by_rule = {"uncertain": 0, "gaps": len(batch), "spread": 0}
                 plan: dict[tuple, Candidates | None] = {site.key: None for site in batch}  # None: every candidate
                 judge = None
-                limit = math.inf
+                limit = math.inf  # the seconds the round may take (ROUND_OVERRUN): the start has no plan
             else:
                 if left <= 0:
                     say("the fitting share of the budget is spent")
