@@ -83,7 +83,14 @@ from hlc.calibrate.run import ProfileResult, Progress, Server, failures_in, prep
 from hlc.calibrate.timing import MINIMUM_TIMING
 from hlc.language import ast
 from hlc.language.expressions import unparse
-from hlc.model.calibration import HOST_TOLERANCE, calibrate, fitted_seconds, host_tolerance, written_terms
+from hlc.model.calibration import (
+    HOST_TOLERANCE,
+    HostTolerance,
+    calibrate,
+    fitted_seconds,
+    host_tolerance,
+    written_terms,
+)
 from hlc.model.knots import LooseKnot, knot_ambiguity, loose_knots
 from hlc.model.predict import Covariance, Predictor, band, sum_of_terms, term_values
 from hlc.model.terms import model_terms
@@ -350,7 +357,7 @@ class Judge:
         self.records = records  # the samples the models were fitted to: where their knots are loose
         self.grid = grid  # where the samples lie: their misses widen their neighbours' bands
         self._misfits: dict[tuple[str, tuple, tuple], float] | None = None  # (name, settings, site) → miss
-        self.tolerance: float | None = None  # the host meter's, over the samples (as_fitted)
+        self.tolerance: HostTolerance | float | None = None  # the host meter's, over the samples (as_fitted)
         self._unmodelled: dict[str, int] | None = None
         self.loose: dict[str, list[LooseKnot]] = {}
         self.ambiguities: dict[tuple, float] = {}

@@ -15,7 +15,7 @@ import math
 import time
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -88,15 +88,46 @@ def _order(library: ast.Library) -> list[tuple[ast.Interface, ast.Implementation
     return [pairs[name] for name in ordered]
 
 
-def is_disturbed(sample: Sample, tolerance: float) -> bool:
+@dataclass(frozen=True)
+class HostTolerance:
+    """How far above 1 the host meter may read during a sample before the
+    sample is disturbed, for each rank count profiled (``by_ranks``; else
+    ``default``): the meter's own tolerance (``meter``) above the usual
+    pace of that rank count's readings.  A sample's reading is the slowest
+    rank's, and with many ranks one of them is slower than its own best
+    throughout, not in a spell: on a 16-core virtual machine the readings
+    of nine-rank samples lay at 1.4-2.4 (median 1.88) where the one-rank
+    ones' lay at 1.01-1.8 (median 1.08).  Measured from the one-rank pace,
+    every nine-rank sample was disturbed."""
+
+    default: float = HOST_TOLERANCE
+    by_ranks: Mapping[int, float] = field(default_factory=dict)
+    meter: float = HOST_TOLERANCE
+
+    def of(self, sample: Sample) -> float:
+        return self.at(sample.P)
+
+    def at(self, ranks: int) -> float:
+        return self.by_ranks.get(ranks, self.default)
+
+    def usual(self, sample: Sample) -> float:
+        """The usual reading at the sample's rank count (1: the meter's best)."""
+        return (1 + self.of(sample)) / (1 + self.meter)
+
+
+def _limit(sample: Sample, tolerance: HostTolerance | float) -> float:
+    return tolerance.of(sample) if isinstance(tolerance, HostTolerance) else tolerance
+
+
+def is_disturbed(sample: Sample, tolerance: HostTolerance | float) -> bool:
     """Whether the host ran slower than its tolerance during the sample's
     timings, after the profiler's waits and retakes (the sample's ``host``),
     or the timings never settled (``noisy``: after all retakes, no median
     that another timing confirms, or a timing far below it)."""
-    return (sample.host is not None and sample.host > 1 + tolerance) or bool(sample.noisy)
+    return (sample.host is not None and sample.host > 1 + _limit(sample, tolerance)) or bool(sample.noisy)
 
 
-def fitted_seconds(entry: TimeModel, sample: Sample, tolerance: float) -> float | None:
+def fitted_seconds(entry: TimeModel, sample: Sample, tolerance: HostTolerance | float) -> float | None:
     """The sample's seconds as the fit of ``entry`` took them (``_steady``):
     None where it was left out, taken in a slow spell; divided by the
     recorded ``slowdown`` where it was kept scaled back (where both, the
@@ -124,7 +155,8 @@ class Steadiness:
 
 
 def _steady(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
-            fitting: list[Sample], verification: list[Sample], tolerance: float, relative: bool) -> Steadiness:
+            fitting: list[Sample], verification: list[Sample], tolerance: HostTolerance | float,
+            relative: bool) -> Steadiness:
     """The fitting and verification samples without those taken while the
     host ran slow or never settled, when those ran slower than the others
     (``SLOWED``).  Such a sample is off the model by the spell's factor
@@ -151,7 +183,8 @@ def _steady(predictor: Predictor, implementation: ast.Implementation, model: ast
     few = model.fitted and len(steady) < STEADY_PER_TERM * (written_terms(model) + len(model.families))
     slowdown = math.inf if few and len(steady) <= written_terms(model) else \
         _slowdown(predictor, implementation, model, steady, disturbed, relative)
-    if slowdown > _read(disturbed, tolerance) * (1 + tolerance):
+    meter = tolerance.meter if isinstance(tolerance, HostTolerance) else tolerance
+    if slowdown > _read(disturbed, tolerance) * (1 + meter):
         slowdown = math.inf  # more than the meter read: the others' model is off there, not the spell
     if few and not math.isfinite(slowdown):
         return Steadiness(fitting, verification, kept=len(disturbed), why="too few others were left to fit")
@@ -172,7 +205,7 @@ def _steady(predictor: Predictor, implementation: ast.Implementation, model: ast
     return Steadiness(steady, calm, left_out=len(disturbed))
 
 
-def _read(disturbed: list[Sample], tolerance: float) -> float:
+def _read(disturbed: list[Sample], tolerance: HostTolerance | float) -> float:
     """The most the host meter read slow at the ``disturbed`` samples: how
     much slower they can credibly have run.  A task in a spell slows about
     as the yardstick beside it does; a larger factor comes from the model
@@ -181,8 +214,13 @@ def _read(disturbed: list[Sample], tolerance: float) -> float:
     at a meter reading of 1.73, put at 3.94 times its pace by a fit of six
     terms to eight samples, was divided by that, and its fit dropped the
     cost per key).  Unbounded where a sample never settled without a
-    spell the meter read."""
-    readings = [s.host if s.host is not None and s.host > 1 + tolerance else math.inf for s in disturbed]
+    spell the meter read.  A reading counts from its rank count's usual
+    pace."""
+    def usual(sample: Sample) -> float:
+        return tolerance.usual(sample) if isinstance(tolerance, HostTolerance) else 1.0
+
+    readings = [s.host / usual(s) if s.host is not None and s.host > 1 + _limit(s, tolerance) else math.inf
+                for s in disturbed]
     return max(readings, default=math.inf)
 
 
@@ -191,7 +229,11 @@ def _slowdown(predictor: Predictor, implementation: ast.Implementation, model: a
     """How much slower the ``disturbed`` samples ran than the ``steady``
     ones: the median of their times over the predictions of the written
     terms fitted to the steady samples (a factored model's own
-    predictions), divided by the steady samples' own median of that ratio."""
+    predictions), each divided by the steady samples' median of that ratio
+    at its rank count.  Where the steady samples are of one rank count and
+    the disturbed ones of another, the ratio would be the model's miss
+    across rank counts, not the spell's: disturbed samples at a rank count
+    without steady ones say nothing of it."""
     def ratios(samples: list[Sample], predict: Callable[[list[Sample]], np.ndarray]) -> np.ndarray:
         predicted = predict(samples)
         times = np.array([s.seconds for s in samples], dtype=float)
@@ -212,10 +254,15 @@ def _slowdown(predictor: Predictor, implementation: ast.Implementation, model: a
     else:
         def predict(samples: list[Sample]) -> np.ndarray:
             return np.array([predictor.evaluate(implementation.name, _environment(s)) for s in samples])
-    own, theirs = ratios(steady, predict), ratios(disturbed, predict)
-    if not own.size or not theirs.size:
+    relative_to_own = []
+    for ranks in sorted({s.P for s in disturbed}):
+        own = ratios([s for s in steady if ranks == s.P], predict)
+        theirs = ratios([s for s in disturbed if ranks == s.P], predict)
+        if own.size and theirs.size:
+            relative_to_own.append(theirs / np.median(own))
+    if not relative_to_own:
         return math.inf
-    return float(np.median(theirs) / np.median(own))
+    return float(np.median(np.concatenate(relative_to_own)))
 
 
 def _by_ranks(result: Fit, columns: dict[str, np.ndarray], times: np.ndarray,
@@ -297,7 +344,7 @@ def _discovered(predictor: Predictor, implementation: ast.Implementation, model:
 
 def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
              fitting: list[Sample], verification: list[Sample], relative: bool,
-             confidence: float, tolerance: float = HOST_TOLERANCE, discovering: bool = True,
+             confidence: float, tolerance: HostTolerance | float = HOST_TOLERANCE, discovering: bool = True,
              discovered: tuple[Discovered, ...] | None = None, shortlist: int | None = None,
              sites: list[dict[str, float]] | None = None) -> TimeModel:
     steadiness = _steady(predictor, implementation, model, fitting, verification, tolerance, relative)
@@ -546,23 +593,33 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
         created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), samples_header=samples.header.as_record())
 
 
-def host_tolerance(samples: Samples) -> float:
+def host_tolerance(samples: Samples) -> HostTolerance:
     """How far above its usual pace the host meter may read during a sample
-    before the sample is disturbed: the meter's tolerance when the samples
-    were taken (files from before the meter had a tolerance of their own:
-    its default), above the usual pace: the median of the readings within
-    that tolerance of their ``FAST_QUANTILE``.  The meter's yardstick is
-    timed afresh in every run, so the usual pace need not read 1: where the
-    meter read 1.07-1.15 at most samples, that was the host's pace, and the
-    spells were the readings above it, 1.2 to 1.4."""
+    before the sample is disturbed, per rank count: the meter's tolerance
+    when the samples were taken (files from before the meter had a
+    tolerance of their own: its default), above the usual pace: the median
+    of the readings within that tolerance of their ``FAST_QUANTILE``.  The
+    meter's yardstick is timed afresh in every run, so the usual pace need
+    not read 1: where the meter read 1.07-1.15 at most samples, that was
+    the host's pace, and the spells were the readings above it, 1.2 to 1.4.
+    Each rank count has a pace of its own (HostTolerance says why)."""
     tolerance = samples.header.host_tolerance
     tolerance = HOST_TOLERANCE if tolerance is None else tolerance
-    readings = [sample.host for sample in samples.samples if sample.host is not None]
-    if not readings:
-        return tolerance
-    meter = np.array(readings)
-    unhindered = meter[meter <= (1 + tolerance) * np.quantile(meter, FAST_QUANTILE)]
-    return (1 + tolerance) * max(1.0, float(np.median(unhindered))) - 1
+
+    def above_usual(readings: list[float]) -> float:
+        if not readings:
+            return tolerance
+        meter = np.array(readings)
+        unhindered = meter[meter <= (1 + tolerance) * np.quantile(meter, FAST_QUANTILE)]
+        return (1 + tolerance) * max(1.0, float(np.median(unhindered))) - 1
+
+    by_ranks: dict[int, list[float]] = {}
+    for sample in samples.samples:
+        if sample.host is not None:
+            by_ranks.setdefault(sample.P, []).append(sample.host)
+    everything = [reading for readings in by_ranks.values() for reading in readings]
+    return HostTolerance(above_usual(everything),
+                         {ranks: above_usual(readings) for ranks, readings in by_ranks.items()}, tolerance)
 
 
 def _within(predictor: Predictor, implementation: ast.Implementation,

@@ -138,7 +138,7 @@ def test_a_host_slow_most_of_the_time_keeps_its_usual_pace():
                for r in samples(0.0).samples]
     spelled = taken(0.10, records)
     assert float(np.median([r.host for r in spelled.samples])) > 1.5
-    assert host_tolerance(spelled) < 0.15
+    assert host_tolerance(spelled).at(1) < 0.15
     entry = fitted(spelled)
     assert entry.samples == 60 and entry.disturbed_samples == 13
     assert entry.coefficients["n"] == pytest.approx(TRUE_SLOPE, rel=0.02)
@@ -154,10 +154,33 @@ def test_the_meter_s_usual_reading_is_the_host_s_pace():
     readings above that pace by more than the tolerance are spells."""
     records = samples(0.1, usual=1.12)
     usual = float(np.median([r.host for r in records.samples if r.host < 1.5]))
-    assert 1.12 < usual < 1.15 and host_tolerance(records) == pytest.approx(1.1 * usual - 1)
+    assert 1.12 < usual < 1.15 and host_tolerance(records).at(1) == pytest.approx(1.1 * usual - 1)
     entry = fitted(records)
     assert entry.disturbed_samples == 8 and entry.samples == 54
     assert entry.verification_mre < 1.02
+
+
+#: DESCRIPTION with a cost that grows with the rank count.
+BY_RANKS = DESCRIPTION.replace("time ~ 1 + n\n", "time ~ 1 + n + logP + n * logP\n")
+
+
+def test_each_rank_count_keeps_its_own_usual_pace():
+    """A sample's meter reading is its slowest rank's, and with many ranks
+    one of them runs below its own best throughout: that rank count's usual
+    pace, not a spell.  Measured from the one-rank pace, every nine-rank
+    sample would be disturbed and, most samples being so, scaled back by how
+    much slower they ran than a model of the one-rank samples predicts:
+    their whole cost of the ranks.  Measured from their own pace, only the
+    spells' samples are disturbed, at each rank count alike."""
+    one, nine = samples(0.1, ranks=(1,)), samples(0.1, ranks=(9,), usual=1.8, seed=1)
+    records = taken(0.10, list(one.samples) + list(nine.samples))
+    tolerance = host_tolerance(records)
+    assert tolerance.at(1) < 0.15 and tolerance.at(9) == pytest.approx(1.1 * 1.8 - 1, rel=0.03)
+    entry = calibrate(parse(BY_RANKS), records).time("linear")
+    assert entry.disturbed_samples == 16 and entry.samples == 108
+    assert entry.coefficients["n"] == pytest.approx(TRUE_SLOPE, rel=0.02)
+    assert entry.verification_mre < 1.02
+    assert not any("slow spell" in w for w in entry.warnings), entry.warnings
 
 
 def test_too_few_steady_samples_keep_the_disturbed_ones():
