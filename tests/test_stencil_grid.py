@@ -176,3 +176,33 @@ def test_the_ranks_are_timed_against_each_other_under_mpiexec(tmp_path):
     assert len(speeds["seconds"]) == 2 and all(len(rank) == grid.SPEED_ROUNDS for rank in speeds["seconds"])
     assert min(speeds["relative"]) == 1.0 and speeds["spread"] >= 1.0
     assert not (tmp_path / "native").exists()  # nothing built
+
+
+LAN = ROOT / "tests" / "data" / "stencil-grid-lan"
+
+
+def test_nine_rank_lan_samples_refit_choose_the_layout_measured_fastest():
+    # A 16-core machine's LAN run: every nine-rank sample's host meter read
+    # 1.4-2.4, its slowest rank's pace, not a spell.  Fitted from these
+    # samples, the models must choose computing the whole grid on every rank
+    # where the trials measured it fastest (all 20 points, by 2-10 times).
+    import json
+    import math
+
+    import hlc
+    from hlc.dispatch.reference import Decider
+    from hlc.model.calibration import fit_samples
+    from hlc.model.predict import Predictor
+
+    library = hlc.parse_file(ROOT / "libraries" / "stencil.hl")
+    runtime = fit_samples(LAN / "runtime_samples.jsonl", description=ROOT / "libraries" / "runtime.hl")
+    models = fit_samples(LAN / "samples.jsonl", description=ROOT / "libraries" / "stencil.hl")
+    for name in ("strips", "blocks"):
+        assert models.time(name).verification_mre < 1.1, (name, models.time(name).warnings)
+    predictor = Predictor(library, models.times(), {"runtime": Predictor(library.used["runtime"], runtime.times())})
+    decider, relax_interface = Decider(library, predictor), next(i for i in library.interfaces if i.name == "relax")
+    trials = [json.loads(line) for line in (LAN / "trials.jsonl").read_text().splitlines()]
+    assert len(trials) == 20 and all(t["fastest"] == "uniprocessor" for t in trials)
+    chosen = [decider.decide(relax_interface, {"height": t["height"], "width": t["width"], "iters": t["iters"],
+                                               "P": 9, "logP": math.log2(9)}).implementation for t in trials]
+    assert chosen.count("uniprocessor") >= 19, chosen
