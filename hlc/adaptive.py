@@ -84,7 +84,6 @@ from hlc.calibrate.timing import MINIMUM_TIMING
 from hlc.language import ast
 from hlc.language.expressions import unparse
 from hlc.model.calibration import (
-    HOST_TOLERANCE,
     HostTolerance,
     calibrate,
     fitted_seconds,
@@ -357,7 +356,7 @@ class Judge:
         self.records = records  # the samples the models were fitted to: where their knots are loose
         self.grid = grid  # where the samples lie: their misses widen their neighbours' bands
         self._misfits: dict[tuple[str, tuple, tuple], float] | None = None  # (name, settings, site) → miss
-        self.tolerance: HostTolerance | float | None = None  # the host meter's, over the samples (as_fitted)
+        self.tolerance: HostTolerance | None = None  # the host meter's, over the samples (as_fitted)
         self._unmodelled: dict[str, int] | None = None
         self.loose: dict[str, list[LooseKnot]] = {}
         self.ambiguities: dict[tuple, float] = {}
@@ -464,7 +463,7 @@ class Judge:
         sample the fit scaled back by 1.5 would be a miss of half its
         prediction, and widen every band around it."""
         if self.tolerance is None:
-            self.tolerance = host_tolerance(self.records) if self.records is not None else HOST_TOLERANCE
+            self.tolerance = host_tolerance(self.records) if self.records is not None else HostTolerance()
         return fitted_seconds(self.entries.get(sample.implementation, NOT_CALIBRATED), sample, self.tolerance)
 
     def ambiguity(self, name: str, environment: dict[str, Any]) -> float:

@@ -115,19 +115,15 @@ class HostTolerance:
         return (1 + self.of(sample)) / (1 + self.meter)
 
 
-def _limit(sample: Sample, tolerance: HostTolerance | float) -> float:
-    return tolerance.of(sample) if isinstance(tolerance, HostTolerance) else tolerance
-
-
-def is_disturbed(sample: Sample, tolerance: HostTolerance | float) -> bool:
+def is_disturbed(sample: Sample, tolerance: HostTolerance) -> bool:
     """Whether the host ran slower than its tolerance during the sample's
     timings, after the profiler's waits and retakes (the sample's ``host``),
     or the timings never settled (``noisy``: after all retakes, no median
     that another timing confirms, or a timing far below it)."""
-    return (sample.host is not None and sample.host > 1 + _limit(sample, tolerance)) or bool(sample.noisy)
+    return (sample.host is not None and sample.host > 1 + tolerance.of(sample)) or bool(sample.noisy)
 
 
-def fitted_seconds(entry: TimeModel, sample: Sample, tolerance: HostTolerance | float) -> float | None:
+def fitted_seconds(entry: TimeModel, sample: Sample, tolerance: HostTolerance) -> float | None:
     """The sample's seconds as the fit of ``entry`` took them (``_steady``):
     None where it was left out, taken in a slow spell; divided by the
     recorded ``slowdown`` where it was kept scaled back (where both, the
@@ -155,7 +151,7 @@ class Steadiness:
 
 
 def _steady(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
-            fitting: list[Sample], verification: list[Sample], tolerance: HostTolerance | float,
+            fitting: list[Sample], verification: list[Sample], tolerance: HostTolerance,
             relative: bool) -> Steadiness:
     """The fitting and verification samples without those taken while the
     host ran slow or never settled, when those ran slower than the others
@@ -183,8 +179,7 @@ def _steady(predictor: Predictor, implementation: ast.Implementation, model: ast
     few = model.fitted and len(steady) < STEADY_PER_TERM * (written_terms(model) + len(model.families))
     slowdown = math.inf if few and len(steady) <= written_terms(model) else \
         _slowdown(predictor, implementation, model, steady, disturbed, relative)
-    meter = tolerance.meter if isinstance(tolerance, HostTolerance) else tolerance
-    if slowdown > _read(disturbed, tolerance) * (1 + meter):
+    if slowdown > _read(disturbed, tolerance) * (1 + tolerance.meter):
         slowdown = math.inf  # more than the meter read: the others' model is off there, not the spell
     if few and not math.isfinite(slowdown):
         return Steadiness(fitting, verification, kept=len(disturbed), why="too few others were left to fit")
@@ -205,7 +200,7 @@ def _steady(predictor: Predictor, implementation: ast.Implementation, model: ast
     return Steadiness(steady, calm, left_out=len(disturbed))
 
 
-def _read(disturbed: list[Sample], tolerance: HostTolerance | float) -> float:
+def _read(disturbed: list[Sample], tolerance: HostTolerance) -> float:
     """The most the host meter read slow at the ``disturbed`` samples: how
     much slower they can credibly have run.  A task in a spell slows about
     as the yardstick beside it does; a larger factor comes from the model
@@ -216,10 +211,7 @@ def _read(disturbed: list[Sample], tolerance: HostTolerance | float) -> float:
     cost per key).  Unbounded where a sample never settled without a
     spell the meter read.  A reading counts from its rank count's usual
     pace."""
-    def usual(sample: Sample) -> float:
-        return tolerance.usual(sample) if isinstance(tolerance, HostTolerance) else 1.0
-
-    readings = [s.host / usual(s) if s.host is not None and s.host > 1 + _limit(s, tolerance) else math.inf
+    readings = [s.host / tolerance.usual(s) if s.host is not None and s.host > 1 + tolerance.of(s) else math.inf
                 for s in disturbed]
     return max(readings, default=math.inf)
 
@@ -344,7 +336,7 @@ def _discovered(predictor: Predictor, implementation: ast.Implementation, model:
 
 def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
              fitting: list[Sample], verification: list[Sample], relative: bool,
-             confidence: float, tolerance: HostTolerance | float = HOST_TOLERANCE, discovering: bool = True,
+             confidence: float, tolerance: HostTolerance = HostTolerance(), discovering: bool = True,
              discovered: tuple[Discovered, ...] | None = None, shortlist: int | None = None,
              sites: list[dict[str, float]] | None = None) -> TimeModel:
     steadiness = _steady(predictor, implementation, model, fitting, verification, tolerance, relative)
