@@ -83,13 +83,7 @@ from hlc.calibrate.run import ProfileResult, Progress, Server, failures_in, prep
 from hlc.calibrate.timing import MINIMUM_TIMING
 from hlc.language import ast
 from hlc.language.expressions import unparse
-from hlc.model.calibration import (
-    HostTolerance,
-    calibrate,
-    fitted_seconds,
-    host_tolerance,
-    written_terms,
-)
+from hlc.model.calibration import HostTolerance, calibrate, fitted_seconds, host_tolerance, written_terms
 from hlc.model.knots import LooseKnot, knot_ambiguity, loose_knots
 from hlc.model.predict import Covariance, Predictor, band, sum_of_terms, term_values
 from hlc.model.terms import model_terms

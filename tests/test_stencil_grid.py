@@ -123,16 +123,22 @@ def test_rounds_timed_again_count_only_where_both_were_timed():
 STORED = ROOT / "tests" / "data" / "stencil-grid"
 
 
-def _stored_decider():
+def _decider(stencil, runtime):
+    """The Python decider of relax over these stencil and runtime models."""
     import hlc
-    from hlc.artefacts.models import load
     from hlc.dispatch.reference import Decider
     from hlc.model.predict import Predictor
 
     library = hlc.parse_file(ROOT / "libraries" / "stencil.hl")
-    runtime = Predictor(library.used["runtime"], load(STORED / "runtime_models.json").times())
-    predictor = Predictor(library, load(STORED / "stencil_models.json").times(), {"runtime": runtime})
-    return Decider(library, predictor), next(i for i in library.interfaces if i.name == "relax")
+    used = {"runtime": Predictor(library.used["runtime"], runtime.times())}
+    return Decider(library, Predictor(library, stencil.times(), used)), \
+        next(i for i in library.interfaces if i.name == "relax")
+
+
+def _stored_decider():
+    from hlc.artefacts.models import load
+
+    return _decider(load(STORED / "stencil_models.json"), load(STORED / "runtime_models.json"))
 
 
 def test_the_stored_nine_rank_trials_hold_the_choices_the_description_makes():
@@ -189,18 +195,13 @@ def test_nine_rank_lan_samples_refit_choose_the_layout_measured_fastest():
     import json
     import math
 
-    import hlc
-    from hlc.dispatch.reference import Decider
     from hlc.model.calibration import fit_samples
-    from hlc.model.predict import Predictor
 
-    library = hlc.parse_file(ROOT / "libraries" / "stencil.hl")
     runtime = fit_samples(LAN / "runtime_samples.jsonl", description=ROOT / "libraries" / "runtime.hl")
     models = fit_samples(LAN / "samples.jsonl", description=ROOT / "libraries" / "stencil.hl")
     for name in ("strips", "blocks"):
         assert models.time(name).verification_mre < 1.1, (name, models.time(name).warnings)
-    predictor = Predictor(library, models.times(), {"runtime": Predictor(library.used["runtime"], runtime.times())})
-    decider, relax_interface = Decider(library, predictor), next(i for i in library.interfaces if i.name == "relax")
+    decider, relax_interface = _decider(models, runtime)
     trials = [json.loads(line) for line in (LAN / "trials.jsonl").read_text().splitlines()]
     assert len(trials) == 20 and all(t["fastest"] == "uniprocessor" for t in trials)
     chosen = [decider.decide(relax_interface, {"height": t["height"], "width": t["width"], "iters": t["iters"],
