@@ -3,7 +3,8 @@
 Profiles one description twice with the same seed (so the same points and the
 same inputs), pairs the samples, and prints how far each pair's medians are
 apart: the median and 95th percentile of |t2/t1 − 1| and the share of pairs
-within 5%.
+within 5%, in all and by the decade of the task's time, with the share of
+pairs there whose samples a slow spell marked.
 
 With ``--against REF``, the profiler of the git revision REF (checked out
 into a temporary worktree) is judged side by side with this one, in the same
@@ -26,6 +27,7 @@ agree within 5% less often than REF's, by a paired test over the rounds.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import subprocess
@@ -67,6 +69,7 @@ class Version:
     deviations: list[float] = field(default_factory=list)
     calm: list[float] = field(default_factory=list)  # of the pairs neither of whose samples a spell marked
     shares: list[float] = field(default_factory=list)  # each round's share of pairs within 5%
+    pairs: list[tuple[float, float, bool]] = field(default_factory=list)  # (seconds, deviation, marked) of each pair
     yardsticks: list[float] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
 
@@ -92,7 +95,7 @@ class Version:
                 f"(median)",
                 f"  |t2/t1 - 1|: median {statistics.median(deviations):.2%}, "
                 f"95th percentile {deviations[int(0.95 * (len(deviations) - 1))]:.2%}, max {deviations[-1]:.2%}",
-                f"  pairs within 5% of each other: {within:.1%}"] + self.calm_summary()
+                f"  pairs within 5% of each other: {within:.1%}"] + self.calm_summary() + self.by_duration()
 
     def calm_summary(self) -> list[str]:
         """The same of the pairs a fit takes as they are (neither sample marked),
@@ -106,6 +109,31 @@ class Version:
         return [f"  the {len(calm)} pairs ({len(calm) / len(self.deviations):.0%}) neither of whose samples "
                 f"a slow spell marked: median {statistics.median(calm):.2%}, 95th percentile "
                 f"{calm[int(0.95 * (len(calm) - 1))]:.2%}, within 5% {within:.1%}"]
+
+
+    def by_duration(self) -> list[str]:
+        """Pairs within 5%, and the share a slow spell marked, by the decade of
+        the task's time: where a profiler's timings are least reproducible,
+        and whether spells or the timings themselves make it so."""
+        decades: dict[int, list[tuple[float, bool]]] = {}
+        for seconds, deviation, marked in self.pairs:
+            decades.setdefault(math.floor(math.log10(seconds)), []).append((deviation, marked))
+        lines = []
+        for decade, pairs in sorted(decades.items()):
+            within = sum(d <= WITHIN for d, _ in pairs) / len(pairs)
+            marked = sum(m for _, m in pairs) / len(pairs)
+            count = f"{len(pairs)} pair" + ("s" if len(pairs) != 1 else "")
+            lines.append(f"    tasks of {_decade(decade)}: {count}, within 5% {within:.1%}, "
+                         f"marked {marked:.1%}")
+        return lines
+
+
+def _decade(exponent: int) -> str:
+    """The decade from 10**exponent seconds: "1-10 µs" for -6, "0.1-1 ms" for -4."""
+    units = ((-9, "ns"), (-6, "µs"), (-3, "ms"), (0, "s"))
+    power, unit = max(((p, u) for p, u in units if p <= exponent + 1), default=units[0])
+    low = 10.0 ** (exponent - power)
+    return f"{low:g}-{low * 10:g} {unit}"
 
 
 def medians(path: Path) -> dict[tuple, tuple[float, bool]]:
@@ -128,6 +156,13 @@ def yardstick(seconds: float = 1.0) -> float:
             values.sum()
         windows.append((time.perf_counter() - start) / 200 * 1e6)
     return statistics.median(windows)
+
+
+def pairs_of(first: dict[tuple, tuple[float, bool]],
+           second: dict[tuple, tuple[float, bool]]) -> list[tuple[float, float, bool]]:
+    """(the first's seconds, |t2/t1 - 1|, whether either sample is marked) of each pair."""
+    return [(first[key][0], abs(second[key][0] / first[key][0] - 1.0), first[key][1] or second[key][1])
+            for key in first.keys() & second.keys()]
 
 
 def deviations(first: dict[tuple, tuple[float, bool]], second: dict[tuple, tuple[float, bool]],
@@ -167,6 +202,7 @@ def main() -> None:
                     version.deviations += paired
                     version.shares.append(sum(d <= WITHIN for d in paired) / len(paired))
                     version.calm += deviations(*profiles[version.name], calm_only=True)
+                    version.pairs += pairs_of(*profiles[version.name])
                 print(f"round {round_ + 1} of {args.rounds} done", flush=True)
         finally:
             if args.against:
