@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hlc.artefacts.samples import Sample, Samples
-from hlc.calibrate import harness, timing
+from hlc.calibrate import engine, harness, timing
 from hlc.calibrate.engine import HOST_RETAKES
 from hlc.calibrate.harness import Implementation, Interface
 from hlc.calibrate.host import MEMORY_TOLERANCE, TOLERANCE, HostMeter
@@ -155,15 +155,17 @@ def test_a_pace_the_host_keeps_becomes_its_best():
 
 
 def profile_one_point(tmp_path, readings_after_calls, monkeypatch, host_slow_above: float = 1,
-                      memory: float = 1.0, budget: float = 2.0,
-                      waits: bool = True) -> tuple[list[Sample], list[float]]:
+                      memory: float = 1.0, budget: float = 2.0, waits: bool = True,
+                      second_blocks: bool = False) -> tuple[list[Sample], list[float]]:
     """Profile one implementation at one point; ``readings_after_calls(n)``: how
     many times slower than 2 ms the task's n-th call runs; the meter reads the
     host as slow just after a call more than ``host_slow_above`` times slower.
     Returns the samples and each call's duration.  ``budget``: the meter's
     seconds for waits and rounds taken again (its allowance; no share),
     with ``waits`` (the program's ``--host-waits``); without, the profiler's
-    own (none).
+    own (none).  Every block is short; without ``second_blocks``, none is
+    confirmed by a later timing (engine.SHORT_BLOCK), so that each test
+    sees one block alone.
 
     The timing clock is scripted: each reading moves it on by 0.1 µs, and a
     call by its duration, so the test does not depend on how busy the host
@@ -195,6 +197,8 @@ def profile_one_point(tmp_path, readings_after_calls, monkeypatch, host_slow_abo
 
     monkeypatch.setattr(harness, "HostMeter", meter)
     monkeypatch.setattr(timing.time, "perf_counter", perf_counter)
+    if not second_blocks:
+        monkeypatch.setattr(engine, "SHORT_BLOCK", 0.0)
     implementation = Implementation("busy", task, lambda v: True, lambda p, v: [{}], lambda r, p, v: {})
     interface = Interface("f", lambda: iter([{"i": 0}]), lambda rng: {"i": 0}, lambda p, seed, size: (1,),
                           lambda x, P: {"n": 1}, [implementation], "busy", verify=0, repeat=3)
@@ -239,6 +243,33 @@ def test_the_evaluator_always_waits_and_the_profiler_on_request():
     assert harness.host_meter(options).spare() > 0.0
     options = harness.parser("lib").parse_args(["--evaluate", "build"])
     assert harness.host_meter(options).spare() > 0.0
+
+
+def test_a_short_block_a_later_timing_finds_slow_is_taken_again_and_the_faster_kept(tmp_path, monkeypatch):
+    """A short block whose timings a spell slowed unseen (the meter reads
+    nothing: no retake) is confirmed by one more timing after it; that
+    timing runs faster, so it starts a second block, and the block with
+    the lower median is kept (the other's timings count as retaken)."""
+    slow_first = {1: 2, 2: 2, 3: 2}  # the whole first block in a spell: twice as long
+    samples, calls = profile_one_point(tmp_path, lambda n: slow_first.get(n, 1), monkeypatch,
+                                       host_slow_above=10, second_blocks=True)
+    assert len(calls) == 3 + 3  # the block; then the confirming timing, the second block's first
+    (sample,) = samples
+    assert sample.timings == pytest.approx([2e-3] * 3, rel=1e-3)
+
+
+def test_a_short_block_a_later_timing_confirms_keeps_that_timing_too(tmp_path, monkeypatch):
+    samples, calls = profile_one_point(tmp_path, lambda n: 1, monkeypatch, host_slow_above=10,
+                                       second_blocks=True)
+    (sample,) = samples
+    assert len(calls) == 4 and sample.timings == pytest.approx([2e-3] * 4, rel=1e-3)
+
+
+def test_a_long_block_is_taken_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(engine, "SHORT_BLOCK", 5e-3)  # below the block's three timings of 2 ms
+    samples, calls = profile_one_point(tmp_path, lambda n: 1, monkeypatch, host_slow_above=10,
+                                       second_blocks=True)
+    assert len(calls) == 3
 
 
 def test_a_block_is_taken_again_only_so_often(tmp_path, monkeypatch):
