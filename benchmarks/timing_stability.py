@@ -66,8 +66,6 @@ class Version:
 
     name: str
     tree: Path
-    deviations: list[float] = field(default_factory=list)
-    calm: list[float] = field(default_factory=list)  # of the pairs neither of whose samples a spell marked
     shares: list[float] = field(default_factory=list)  # each round's share of pairs within 5%
     pairs: list[tuple[float, float, bool]] = field(default_factory=list)  # (seconds, deviation, marked) of each pair
     yardsticks: list[float] = field(default_factory=list)
@@ -87,6 +85,16 @@ class Version:
         if not used.is_relative_to(self.tree.resolve()):
             raise RuntimeError(f"{self.name}: the profile ran {used}, not the hlc of {self.tree}")
         return medians(samples)
+
+    @property
+    def deviations(self) -> list[float]:
+        """|t2/t1 - 1| of every pair."""
+        return [deviation for _, deviation, _ in self.pairs]
+
+    @property
+    def calm(self) -> list[float]:
+        """|t2/t1 - 1| of the pairs neither of whose samples a spell marked."""
+        return [deviation for _, deviation, marked in self.pairs if not marked]
 
     def summary(self) -> list[str]:
         deviations = sorted(self.deviations)
@@ -109,7 +117,6 @@ class Version:
         return [f"  the {len(calm)} pairs ({len(calm) / len(self.deviations):.0%}) neither of whose samples "
                 f"a slow spell marked: median {statistics.median(calm):.2%}, 95th percentile "
                 f"{calm[int(0.95 * (len(calm) - 1))]:.2%}, within 5% {within:.1%}"]
-
 
     def by_duration(self) -> list[str]:
         """Pairs within 5%, and the share a slow spell marked, by the decade of
@@ -165,13 +172,6 @@ def pairs_of(first: dict[tuple, tuple[float, bool]],
             for key in first.keys() & second.keys()]
 
 
-def deviations(first: dict[tuple, tuple[float, bool]], second: dict[tuple, tuple[float, bool]],
-               calm_only: bool = False) -> list[float]:
-    """|t2/t1 - 1| of each pair; with ``calm_only``, of the pairs neither of whose samples is marked."""
-    return [abs(second[key][0] / first[key][0] - 1.0) for key in first.keys() & second.keys()
-            if not (calm_only and (first[key][1] or second[key][1]))]
-
-
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     options.add_argument("description", nargs="?", default=str(DEFAULT))
@@ -198,11 +198,9 @@ def main() -> None:
                         where = folder / f"round{round_}-run{run}-version{versions.index(version)}"
                         profiles[version.name].append(version.profile(own, where / "samples.jsonl", where))
                 for version in versions:
-                    paired = deviations(*profiles[version.name])
-                    version.deviations += paired
-                    version.shares.append(sum(d <= WITHIN for d in paired) / len(paired))
-                    version.calm += deviations(*profiles[version.name], calm_only=True)
-                    version.pairs += pairs_of(*profiles[version.name])
+                    paired = pairs_of(*profiles[version.name])
+                    version.pairs += paired
+                    version.shares.append(sum(d <= WITHIN for _, d, _ in paired) / len(paired))
                 print(f"round {round_ + 1} of {args.rounds} done", flush=True)
         finally:
             if args.against:
