@@ -459,3 +459,23 @@ def test_refined_points_lie_between_neighbours_whose_winners_differ(adaptive):
             return min(measured[key], key=measured[key].get)[0]
 
         assert winner(below) != winner(above)
+
+
+def test_no_point_between_the_grids_is_added_once_the_grid_is_measured(adaptive):
+    """Bisection stops when every grid point is measured: the rounds after
+    it time grid points only, so that the midpoints never outnumber the
+    grid's samples in the fit (BISECT_UNTIL_COVERED)."""
+    _, samples, _, _, _ = adaptive
+    records = Samples.read(samples)
+    sites = read_sites(records)
+    grid = {site.key for site in sites if not site.refined}
+    refined = {site.key for site in sites if site.refined}
+    fitting = [(s.interface, s.P, s.index) for s in records.samples if not s.verify]
+    seen: set[tuple] = set()
+    covered_at = None
+    for position, key in enumerate(fitting):
+        seen.add(key)
+        if covered_at is None and seen >= grid:
+            covered_at = position
+    assert covered_at is not None, "the 20 s profile of this small grid measures all of it"
+    assert not refined & set(fitting[covered_at + 1:])
