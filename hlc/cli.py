@@ -107,7 +107,9 @@ def create_parser() -> argparse.ArgumentParser:
     explain.add_argument("--interface", help="which interface (default: the first)")
 
     evaluate.add_argument("build", metavar="BUILD", help="a built library (the folder hlc build wrote); with "
-                                                        "--replay, a models file will do")
+                                                        "--replay, a models file will do, or another exhaustive "
+                                                        "evaluation of the same points, whose fastest candidates "
+                                                        "are judged (how often the oracle agrees with itself)")
     evaluate.add_argument("--points", type=int, default=200, help="held-out points per interface and rank count "
                                                                   "(default 200)")
     evaluate.add_argument("--procs", metavar="P[,P…]", type=_rank_list, help="rank counts to run at (default 1)")
@@ -385,10 +387,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from hlc.evaluation.replay import replay
+    from hlc.evaluation.replay import is_evaluation, replay, replay_oracle
 
     try:
-        result = replay(args.build, args.replay or None, tolerance=args.tolerance)
+        if is_evaluation(args.build):
+            if not args.replay:
+                raise ValueError(f"{args.build} is an evaluation: name the evaluation of the same points whose "
+                                 f"timings judge its fastest candidates (--replay EVALUATION)")
+            result = replay_oracle(args.build, args.replay, tolerance=args.tolerance)
+        else:
+            result = replay(args.build, args.replay or None, tolerance=args.tolerance)
     except (FileNotFoundError, ValueError) as error:
         print(f"hlc evaluate: error: {error}", file=sys.stderr)
         return USER_ERROR

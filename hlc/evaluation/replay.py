@@ -13,6 +13,14 @@ A point where the replayed choice was not measured (the models choose an
 implementation or a parameter value the evaluation did not time, because the
 description it was built from excluded it) cannot be judged; such points are
 counted and reported, never guessed.
+
+Another exhaustive evaluation of the same points and inputs can stand in
+for the models (:func:`replay_oracle`): its fastest candidates, judged by
+the second evaluation's timings, say how often a choice that was right in
+one run of the oracle is right in another.  No models can beat that on the
+same timings: it is the ceiling of every replay against them, lower where
+costs move between processes (a sort of the same keys, its memory placed
+otherwise) than the noise within one run shows.
 """
 
 from __future__ import annotations
@@ -21,7 +29,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from hlc.artefacts import evaluation as artefact
-from hlc.artefacts.evaluation import Chosen, EvaluationDocument, InterfaceResult, JudgedPoint, Replayed
+from hlc.artefacts.evaluation import Candidate, Chosen, EvaluationDocument, InterfaceResult, JudgedPoint, Replayed
+from hlc.artefacts.files import ArtefactError
 from hlc.dispatch.bundle import description_of
 from hlc.dispatch.reference import Decider
 from hlc.evaluation.inputs import models_of, used_models_of
@@ -38,13 +47,16 @@ class Replay(Figures):
     several), as an evaluation document that says what it replayed."""
 
     document: EvaluationDocument  # its ``replayed`` names the two below
-    models: Path  # the models file whose choices were judged
+    models: Path  # the models file whose choices were judged (or the evaluation whose fastest candidates)
     evaluation: Path  # the evaluation whose timings judged them
+    oracle: bool = False  # whether the choices were another evaluation's fastest candidates
 
     def table(self) -> str:
         """The figures as text, in the form ``hlc evaluate`` prints them."""
-        lines = [f"replayed: the models of {self.models} against the timings of {self.evaluation} "
-                 f"(nothing timed)", "", *format_document(self.document)]
+        chooser = (f"the fastest candidates measured by {self.models}" if self.oracle
+                   else f"the models of {self.models}")
+        lines = [f"replayed: {chooser} against the timings of {self.evaluation} (nothing timed)", "",
+                 *format_document(self.document)]
         return "\n".join(lines).rstrip()
 
 
@@ -87,6 +99,92 @@ def replay(build: str | Path, evaluation: str | Path | None = None, *, tolerance
         interfaces[interface.name] = InterfaceResult(summary, by_ranks, judged, unmeasured)
     return Replay(EvaluationDocument(library.name, settings, interfaces, document.created, document.machine,
                                      Replayed(str(models_file), str(stored))), models_file, stored)
+
+
+def replay_oracle(first: str | Path, second: str | Path, *, tolerance: float | None = None) -> Replay:
+    """Judge the fastest candidates ``first`` measured at each point against
+    the timings of ``second``, an exhaustive evaluation of the same points
+    and inputs (the same library, seed, points and rank counts): the
+    oracle's agreement with itself, the most any models can reach on
+    ``second``'s timings.  A ValueError says why two evaluations cannot be
+    compared."""
+    chooser, judge_by = Path(first), Path(second)
+    documents = []
+    for path in (chooser, judge_by):
+        if not path.exists():
+            raise FileNotFoundError(f"{path} does not exist")
+        document = artefact.load(path)
+        if document.settings.params != "exhaustive":
+            raise ValueError(f"{path} timed the chosen parameters only; the oracle's choices need evaluations "
+                             f"made with --params exhaustive")
+        documents.append(document)
+    mine, theirs = documents
+    if mine.library != theirs.library:
+        raise ValueError(f"{chooser} evaluated {mine.library}, {judge_by} {theirs.library}")
+    settings = [(d.settings.seed, d.settings.points, tuple(d.settings.ranks)) for d in documents]
+    if settings[0] != settings[1]:
+        raise ValueError(f"{chooser} and {judge_by} were not made with the same seed, points and rank counts "
+                         f"({settings[0][0]}, {settings[0][1]}, {list(settings[0][2])} against {settings[1][0]}, "
+                         f"{settings[1][1]}, {list(settings[1][2])}): their points differ")
+    tolerance = theirs.settings.tolerance if tolerance is None else tolerance
+    if not 0 <= tolerance < 1:
+        raise ValueError(f"tolerance must lie in [0, 1), not {tolerance}")
+    interfaces = {}
+    for name, part in theirs.interfaces.items():
+        chosen = {(p.P, p.index): p for p in mine.interfaces[name].points} if name in mine.interfaces else {}
+        judged, unmeasured = [], 0
+        for point in part.points:
+            own = chosen.get((point.P, point.index))
+            if own is not None and own.variables != point.variables:
+                raise ValueError(f"{chooser} and {judge_by} differ at {name}'s point {point.index} "
+                                 f"(P={point.P}): {own.variables} against {point.variables}")
+            if own is None:
+                unmeasured += 1
+                continue
+            best = own.candidate(_overall(own.candidates))
+            replayed = rejudge(point, best.implementation, dict(best.parameters),
+                               {implementation: dict(c.parameters) for implementation, c in _fastest(own).items()},
+                               tolerance)
+            if replayed is None:
+                unmeasured += 1
+            else:
+                judged.append(replayed)
+        # the stored evaluation named its baseline (by default the reference, which the noise floor times twice)
+        baseline = part.summary.baseline.implementation if part.summary and part.summary.baseline else ""
+        summary, by_ranks = summaries(judged, theirs.settings.ranks, tolerance, theirs.settings.baseline or baseline,
+                                      baseline)
+        interfaces[name] = InterfaceResult(summary, by_ranks, judged, unmeasured)
+    return Replay(EvaluationDocument(theirs.library, replace(theirs.settings, tolerance=tolerance), interfaces,
+                                     theirs.created, theirs.machine, Replayed(str(chooser), str(judge_by))),
+                  chooser, judge_by, oracle=True)
+
+
+def is_evaluation(path: str | Path) -> bool:
+    """Whether ``path`` is an evaluation file (rather than a build or a models file)."""
+    if not Path(path).is_file():
+        return False
+    try:
+        artefact.load(path)
+    except ArtefactError:
+        return False
+    return True
+
+
+def _overall(candidates: tuple[Candidate, ...]) -> str:
+    """The label of the fastest candidate as the oracle compares them: the
+    one that the fewest others beat, by the least."""
+    by_label = {c.label: c for c in candidates}
+    return min(by_label, key=lambda name: oracle_verdict(by_label, name)[1])
+
+
+def _fastest(point: JudgedPoint) -> dict[str, Candidate]:
+    """Each implementation's fastest candidate at ``point``: the parameters
+    the oracle would give it."""
+    fastest: dict[str, Candidate] = {}
+    for implementation in dict.fromkeys(c.implementation for c in point.candidates):
+        own = tuple(c for c in point.candidates if c.implementation == implementation)
+        fastest[implementation] = point.candidate(_overall(own))
+    return fastest
 
 
 def rejudge(point: JudgedPoint, implementation: str | None, parameters: dict[str, int],

@@ -24,7 +24,7 @@ from hlc.calibrate.run import ProfileError
 from hlc.cli import main
 from hlc.evaluation import judge, ratio, ratio_of, summarize, turns_on_the_input
 from hlc.evaluation.oracle import AGAIN, CONFIRM_ROUNDS, DISPATCHED, Evaluator
-from hlc.evaluation.replay import rejudge, replay
+from hlc.evaluation.replay import rejudge, replay, replay_oracle
 
 DESCRIPTIONS = Path(__file__).resolve().parents[1] / "descriptions"
 
@@ -346,6 +346,42 @@ def test_replay_refuses_what_it_cannot_judge(squares, tmp_path, capsys):
     written = artefact.load(out)
     assert written.interfaces["square_sum"].summary.points == 3
     assert written.replayed == artefact.Replayed(str(squares / "models.json"), str(squares / "evaluation.json"))
+
+
+def test_the_oracle_replayed_against_another_run_of_it(squares, tmp_path, capsys):
+    """One exhaustive evaluation's fastest candidates, judged by another's
+    timings of the same points: right wherever the two runs agree."""
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    hlc.evaluate(squares, points=6, seed=5, params="exhaustive")
+    (squares / "evaluation.json").replace(first)
+    hlc.evaluate(squares, points=6, seed=5, params="exhaustive")
+    (squares / "evaluation.json").replace(second)
+    mine, theirs = artefact.load(first).interfaces["square_sum"], artefact.load(second).interfaces["square_sum"]
+
+    itself = replay_oracle(first, first).interfaces["square_sum"]
+    assert itself.summary.right_share == 1.0 and itself.summary.worst_penalty == 0.0
+
+    replayed = replay_oracle(first, second)
+    points = replayed.interfaces["square_sum"].points
+    assert len(points) == 6 and replayed.interfaces["square_sum"].unmeasured == 0
+    for point, own, judged_by in zip(points, mine.points, theirs.points, strict=True):
+        timed = {c.label: c for c in own.candidates}
+        beaten = {name: max(1.0, *(ratio_of(timed[name], c) for c in own.candidates)) for name in timed}
+        assert point.chosen_label == min(beaten, key=beaten.__getitem__)  # the first run's fastest
+        slower = {c.label: ratio_of(judged_by.candidate(point.chosen_label), c) for c in judged_by.candidates}
+        assert point.penalty == pytest.approx(max(1.0, *slower.values()) - 1)
+    assert "the fastest candidates measured by" in replayed.table()
+
+    assert main(["evaluate", str(first), "--replay", str(second)]) == 0
+    assert "right choices" in capsys.readouterr().out
+    assert main(["evaluate", str(first), "--replay"]) == 2
+    assert "is an evaluation" in capsys.readouterr().err
+    hlc.evaluate(squares, points=6, seed=6, params="exhaustive")
+    with pytest.raises(ValueError, match="same seed, points and rank counts"):
+        replay_oracle(first, squares / "evaluation.json")
+    hlc.evaluate(squares, points=6, seed=5)
+    with pytest.raises(ValueError, match="--params exhaustive"):
+        replay_oracle(first, squares / "evaluation.json")
 
 
 def test_fit_refits_a_build_from_its_stored_samples(squares, capsys):
