@@ -17,8 +17,9 @@ counted and reported, never guessed.
 Another exhaustive evaluation of the same points and inputs can stand in
 for the models (:func:`replay_oracle`): its fastest candidates, judged by
 the second evaluation's timings, say how often a choice that was right in
-one run of the oracle is right in another.  No models can beat that on the
-same timings: it is the ceiling of every replay against them, lower where
+one run of the oracle is right in another.  Models, learnt from a profile
+taken in yet another process, beat that on the same timings only by
+chance: it is the practical ceiling of replays against them, lower where
 costs move between processes (a sort of the same keys, its memory placed
 otherwise) than the noise within one run shows.
 """
@@ -105,8 +106,8 @@ def replay_oracle(first: str | Path, second: str | Path, *, tolerance: float | N
     """Judge the fastest candidates ``first`` measured at each point against
     the timings of ``second``, an exhaustive evaluation of the same points
     and inputs (the same library, seed, points and rank counts): the
-    oracle's agreement with itself, the most any models can reach on
-    ``second``'s timings.  A ValueError says why two evaluations cannot be
+    oracle's agreement with itself, what models can expect to reach on
+    ``second``'s timings at best.  A ValueError says why two evaluations cannot be
     compared."""
     chooser, judge_by = Path(first), Path(second)
     documents = []
