@@ -97,7 +97,10 @@ from hlc.model.terms import model_terms
 BUDGET = 45.0
 #: Share of the budget kept for the verification samples still wanted after
 #: the fitting rounds; what they leave of it goes to more fitting rounds, if
-#: at least LEAST_ROUND seconds.
+#: at least LEAST_ROUND seconds.  A tenth gave eight 30 s sort builds (seeds
+#: 0-7, each beside one with a quarter) more fitting time and worse choices:
+#: right at 3.6 and 2.1 points fewer one-rank points (seeds 1 and 2 of a
+#: Zen 4 host's evaluations), at 1.9 more two-rank ones.
 VERIFICATION_SHARE = 0.25
 #: Each round also takes this share of the verification points still wanted,
 #: in random order among its fitting points, as a round spends about this
