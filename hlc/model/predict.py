@@ -45,6 +45,14 @@ class Predictor:
                                  for i in interface.implementations}
         self._definitions = {m.name: m for m in library.models}
         self._functions: dict[tuple, Mapping[str, Callable[..., float]]] = {}  # (P, logP) → functions()
+        # A hybrid term calls another model at every sample and probe of
+        # each fit, with the same arguments fit after fit: its values are
+        # kept while the calibration holds the same entries (the fitter
+        # replaces an entry when it fits it).
+        self._calls: dict[tuple, float] = {}
+        self._calls_of: tuple[TimeModel, ...] = ()
+        # Each fitted model's terms as evaluated: made once per entry.
+        self._plans: dict[tuple[str, str, bool], tuple[TimeModel, list, list[str], list[ast.Let]]] = {}
 
     @classmethod
     def of_models(cls, library: ast.Library, models: Models | None,
@@ -87,10 +95,17 @@ class Predictor:
     def implementation(self, name: str, context: Mapping[str, Any], *arguments: float,
                        objective: str = "time") -> float:
         """The implementation's model at its signature's arguments (variables, then parameters)."""
-        interface, implementation = self._implementations[name]
-        signature = interface.signature(implementation)
-        environment = {**self.constants, **context, **dict(zip(signature, arguments, strict=True))}
-        return self.evaluate(name, environment, objective)
+        entries = tuple(self.calibration.values())
+        if len(entries) != len(self._calls_of) or any(a is not b for a, b in zip(entries, self._calls_of, strict=True)):
+            self._calls, self._calls_of = {}, entries
+        key = (name, objective, context.get("P", 1), context.get("logP", 0.0), arguments)
+        value = self._calls.get(key)
+        if value is None:
+            interface, implementation = self._implementations[name]
+            signature = interface.signature(implementation)
+            environment = {**self.constants, **context, **dict(zip(signature, arguments, strict=True))}
+            value = self._calls[key] = self.evaluate(name, environment, objective)
+        return value
 
     def evaluate(self, name: str, environment: Mapping[str, Any], objective: str = "time",
                  planned: bool = False) -> float:
@@ -122,13 +137,19 @@ class Predictor:
         coefficients = entry.coefficients
         planned = planned and entry.weighs_deviations
         plan = entry.planned_coefficients if planned else coefficients
-        kept = [term for term in model_terms(model, entry.discovered)
-                if coefficients.get(unparse(term), 0.0) or plan.get(unparse(term), 0.0)]
-        environment = self.helpers(implementation, {**self.constants, **environment}, kept)
+        cached = self._plans.get((name, objective, planned))
+        if cached is None or cached[0] is not entry:
+            kept = [term for term in model_terms(model, entry.discovered)
+                    if coefficients.get(unparse(term), 0.0) or plan.get(unparse(term), 0.0)]
+            cached = self._plans[(name, objective, planned)] = (
+                entry, kept, [unparse(term) for term in kept], helpers_for(implementation, kept))
+        _, kept, texts, lets = cached
+        environment = {**self.constants, **environment}
         functions = self.functions(environment)
+        for let in lets:
+            environment[let.name] = evaluate(let.value, environment, functions)
         total, planned_total = coefficients.get("1", 0.0), plan.get("1", 0.0)
-        for term in kept:
-            text = unparse(term)
+        for term, text in zip(kept, texts, strict=True):
             value = float(evaluate(term, environment, functions))
             total += coefficients.get(text, 0.0) * value
             planned_total += plan.get(text, 0.0) * value
