@@ -26,6 +26,10 @@ from hlc.language.nest import constant_values
 from hlc.model.fit import CONSTANT
 from hlc.model.terms import model_terms
 
+#: A predictor keeps at most this many values of model calls (a fit asks
+#: for a few thousand; a long-lived decider could ask for any number).
+MOST_CALLS_KEPT = 100_000
+
 
 class ModelUnavailable(LookupError):
     """A model that has no calibration (excluded, not fitted, or its library
@@ -96,7 +100,9 @@ class Predictor:
                        objective: str = "time") -> float:
         """The implementation's model at its signature's arguments (variables, then parameters)."""
         entries = tuple(self.calibration.values())
-        if len(entries) != len(self._calls_of) or any(a is not b for a, b in zip(entries, self._calls_of, strict=True)):
+        stale = len(entries) != len(self._calls_of) or any(
+            a is not b for a, b in zip(entries, self._calls_of, strict=True))
+        if stale or len(self._calls) >= MOST_CALLS_KEPT:
             self._calls, self._calls_of = {}, entries
         key = (name, objective, context.get("P", 1), context.get("logP", 0.0), arguments)
         value = self._calls.get(key)
