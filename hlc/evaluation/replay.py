@@ -67,12 +67,7 @@ def replay(build: str | Path, evaluation: str | Path | None = None, *, tolerance
     timed by a stored ``evaluation`` (default: the build's own)."""
     models_file, models = models_of(build)
     stored = Path(evaluation) if evaluation is not None else models_file.with_name("evaluation.json")
-    if not stored.exists():
-        raise FileNotFoundError(f"{stored} does not exist; run `hlc evaluate --params exhaustive` to make one")
-    document = artefact.load(stored)
-    if document.settings.params != "exhaustive":
-        raise ValueError(f"{stored} timed the chosen parameters only; replay needs an evaluation made with "
-                         f"--params exhaustive")
+    document = _exhaustive(stored)
     library = parse_file(description or description_of(models, models_file.parent))
     if document.library != library.name:
         raise ValueError(f"{stored} evaluated {document.library}, not {library.name}")
@@ -110,16 +105,7 @@ def replay_oracle(first: str | Path, second: str | Path, *, tolerance: float | N
     ``second``'s timings at best.  A ValueError says why two evaluations cannot be
     compared."""
     chooser, judge_by = Path(first), Path(second)
-    documents = []
-    for path in (chooser, judge_by):
-        if not path.exists():
-            raise FileNotFoundError(f"{path} does not exist")
-        document = artefact.load(path)
-        if document.settings.params != "exhaustive":
-            raise ValueError(f"{path} timed the chosen parameters only; the oracle's choices need evaluations "
-                             f"made with --params exhaustive")
-        documents.append(document)
-    mine, theirs = documents
+    documents = mine, theirs = _exhaustive(chooser), _exhaustive(judge_by)
     if mine.library != theirs.library:
         raise ValueError(f"{chooser} evaluated {mine.library}, {judge_by} {theirs.library}")
     settings = [(d.settings.seed, d.settings.points, tuple(d.settings.ranks)) for d in documents]
@@ -158,6 +144,18 @@ def replay_oracle(first: str | Path, second: str | Path, *, tolerance: float | N
     return Replay(EvaluationDocument(theirs.library, replace(theirs.settings, tolerance=tolerance), interfaces,
                                      theirs.created, theirs.machine, Replayed(str(chooser), str(judge_by))),
                   chooser, judge_by, oracle=True)
+
+
+def _exhaustive(path: Path) -> EvaluationDocument:
+    """The stored evaluation at ``path``, which must have timed every
+    candidate (``--params exhaustive``) for a replay to look choices up in."""
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist; run `hlc evaluate --params exhaustive` to make one")
+    document = artefact.load(path)
+    if document.settings.params != "exhaustive":
+        raise ValueError(f"{path} timed the chosen parameters only; replay needs an evaluation made with "
+                         f"--params exhaustive")
+    return document
 
 
 def is_evaluation(path: str | Path) -> bool:
