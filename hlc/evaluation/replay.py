@@ -122,12 +122,12 @@ def replay_oracle(first: str | Path, second: str | Path, *, tolerance: float | N
         judged, unmeasured = [], 0
         for point in part.points:
             own = chosen.get((point.P, point.index))
-            if own is not None and own.variables != point.variables:
-                raise ValueError(f"{chooser} and {judge_by} differ at {name}'s point {point.index} "
-                                 f"(P={point.P}): {own.variables} against {point.variables}")
             if own is None:
                 unmeasured += 1
                 continue
+            if own.variables != point.variables:
+                raise ValueError(f"{chooser} and {judge_by} differ at {name}'s point {point.index} "
+                                 f"(P={point.P}): {own.variables} against {point.variables}")
             best = own.candidate(_overall(own.candidates))
             replayed = rejudge(point, best.implementation, dict(best.parameters),
                                {implementation: dict(c.parameters) for implementation, c in _fastest(own).items()},

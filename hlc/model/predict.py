@@ -150,10 +150,8 @@ class Predictor:
             cached = self._plans[(name, objective, planned)] = (
                 entry, kept, [unparse(term) for term in kept], helpers_for(implementation, kept))
         _, kept, texts, lets = cached
-        environment = {**self.constants, **environment}
+        environment = self._with_lets({**self.constants, **environment}, lets)
         functions = self.functions(environment)
-        for let in lets:
-            environment[let.name] = evaluate(let.value, environment, functions)
         total, planned_total = coefficients.get("1", 0.0), plan.get("1", 0.0)
         for term, text in zip(kept, texts, strict=True):
             value = float(evaluate(term, environment, functions))
@@ -165,8 +163,12 @@ class Predictor:
                 needed_by: list[ast.Expression] | None = None) -> dict[str, Any]:
         """``environment`` with the implementation's ``let`` helpers added: all
         of them, or only those the expressions ``needed_by`` depend on."""
+        return self._with_lets(environment, implementation.lets if needed_by is None
+                               else helpers_for(implementation, needed_by))
+
+    def _with_lets(self, environment: dict[str, Any], lets: Sequence[ast.Let]) -> dict[str, Any]:
+        """``environment`` with ``lets`` evaluated in it, in order."""
         functions = self.functions(environment)
-        lets = implementation.lets if needed_by is None else helpers_for(implementation, needed_by)
         for let in lets:
             environment[let.name] = evaluate(let.value, environment, functions)
         return environment
