@@ -57,6 +57,7 @@ from typing import Any
 import numpy
 
 from hlc.artefacts.samples import Account, Failure, Header, Point, Record, Sample, Samples, Survey, lines, repair
+from hlc.calibrate.allocator import keep_freed_memory
 from hlc.calibrate.breakdown import Breakdown
 from hlc.calibrate.engine import TimingEngine
 from hlc.calibrate.host import TOLERANCE as HOST_TOLERANCE
@@ -577,6 +578,7 @@ def main(library: str, description: str, interfaces: list[Interface], argv: list
     needs nothing of the built modules the oracle loads)."""
     options_parser = parser(library)
     options = options_parser.parse_args(argv)
+    keep_freed_memory()
     if options.evaluate:
         if evaluator is None:
             options_parser.error("--evaluate: this program has no evaluator (an older hlc generated it); "
