@@ -34,7 +34,7 @@ def bitwidth(values: Any) -> int:
 
     Under mpiexec the values present are those of every rank, as the keys
     of an SPMD sort are: the ranks' smallest and largest values are combined
-    (two all-reduces), so every rank must call it, as every rank computes
+    (one all-reduce), so every rank must call it, as every rank computes
     the variables of a call.  Two ranks holding one key each, -2**63 and
     2**63 - 1, span 64 bits, though each rank's keys span none.
     """
@@ -59,16 +59,25 @@ def _ranks() -> Any:
 
 
 def _bitwidth_over(team: Any, array: Any) -> int:
+    span = span_over_ranks(team, array)
+    if span is None:  # no rank holds a value
+        return 0
+    return (int(span[1]) - int(span[0])).bit_length()
+
+
+def span_over_ranks(team: Any, values: Any, low: Any = None, high: Any = None) -> tuple[Any, Any] | None:
+    """The smallest and largest of every rank's values, combined in one
+    all-reduce (hlc.runtime.extremes.over_ranks), or None when no rank holds
+    one.  ``low`` and ``high``: this rank's, when the caller has read them."""
     import numpy
 
+    from hlc.runtime.extremes import over_ranks
+
+    array = _array(values)
+    if low is None and array.size:
+        low, high = array.min(), array.max()
     dtype = array.dtype if array.dtype.kind in "iu" else numpy.dtype(numpy.float64)
-    info = numpy.iinfo(dtype) if dtype.kind in "iu" else numpy.finfo(dtype)
-    present = array.size > 0
-    low = team.reduce(numpy.array([array.min() if present else info.max], dtype=dtype), "min")[0]
-    high = team.reduce(numpy.array([array.max() if present else info.min], dtype=dtype), "max")[0]
-    if low > high:  # no rank holds a value
-        return 0
-    return (int(high) - int(low)).bit_length()
+    return over_ranks(team, dtype, low, high)
 
 
 def _log(x: float, base: float | None = None) -> float:

@@ -45,7 +45,7 @@ from libc.stdlib cimport calloc, free
 from libc.string cimport memset
 
 from hlc.runtime import world
-from hlc.runtime.extremes import SHARED_FROM, measured
+from hlc.runtime.extremes import SHARED_FROM, measured, measured_over_ranks, over_ranks
 
 cnp.import_array()
 
@@ -171,18 +171,20 @@ cdef tuple _extremes(cnp.ndarray array):
 
 def _global_span(array):
     """The smallest key over all ranks and the bits its span needs; (None, 0) when
-    there are no keys anywhere."""
+    there are no keys anywhere.  Over several ranks, the span the dispatched
+    call combined, or this rank's extremes combined in one all-reduce."""
     team = world()
-    low, high = _extremes(array) if array.shape[0] else (None, None)
-    if team.size > 1:  # combine as int64 pairs; empty ranks contribute the identity
-        info = np.iinfo(array.dtype)
-        lows = team.reduce(np.array([info.max if low is None else low], dtype=array.dtype), "min")
-        highs = team.reduce(np.array([info.min if high is None else high], dtype=array.dtype), "max")
-        if team.reduce(np.array([array.shape[0]], dtype=np.int64))[0] == 0:
+    if team.size > 1:
+        span = measured_over_ranks()
+        if span is None:
+            low, high = _extremes(array) if array.shape[0] else (None, None)
+            span = over_ranks(team, array.dtype, low, high) or (None, None)
+        if span[0] is None:
             return None, 0
-        low, high = int(lows[0]), int(highs[0])
-    if low is None:
+        return span[0], (span[1] - span[0]).bit_length()
+    if not array.shape[0]:
         return None, 0
+    low, high = _extremes(array)
     return low, (high - low).bit_length()
 
 

@@ -4,6 +4,8 @@ the profiling program, the compiled module and the pure-Python module."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -186,7 +188,7 @@ interface {signature}
         x = arange(1 << i)
 """
 WIDTH = "    width = bitwidth(x)"
-WIDTHS = "library widths\nfrom numpy import arange\nfrom \"probe.py\" import told_extremes\n" + "".join(
+WIDTHS = "library widths\nfrom numpy import arange\nfrom \"probe.py\" import told_extremes, told_span\n" + "".join(
     INTERFACE.format(signature=signature, variables=variables, implementation=implementation)
     for signature, variables, implementation in (
         ("span(x: int[]) -> int", WIDTH, "numpy = numpy.max"),
@@ -194,14 +196,19 @@ WIDTHS = "library widths\nfrom numpy import arange\nfrom \"probe.py\" import tol
         ("changed(x: mutable int[])", WIDTH, "told_changed = told_extremes"),
         # a call that stops after bitwidth() read x: at 4096 elements, a division by zero
         ("halting(x: int[])", WIDTH + "\n    after = 1 // (n - 4096)", "told_halting = told_extremes"),
-        ("plain(x: int[])", "", "told_plain = told_extremes")))
+        ("plain(x: int[])", "", "told_plain = told_extremes"),
+        ("spanned(x: int[])", WIDTH, "told_over_ranks = told_span")))
 # What the implementations are told of their argument's extremes.
 PROBE = """\
-from hlc.runtime.extremes import measured
+from hlc.runtime.extremes import measured, measured_over_ranks
 
 
 def told_extremes(x):
     return measured(x)
+
+
+def told_span(x):
+    return measured_over_ranks()
 """
 DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 
@@ -256,6 +263,57 @@ def test_the_extremes_bitwidth_reads_are_shared_with_the_implementation_for_that
     widths.choose_shared(x)
     widths.variables_shared(x)
     assert extremes.measured(x) is None and widths.shared(x) == (int(x.min()), int(x.max()))
+
+
+SPANNED = """
+import sys
+import numpy as np
+import hlc
+from hlc.runtime import world
+from hlc.runtime.extremes import measured_over_ranks
+
+team = world()
+widths = hlc.load(sys.argv[1])
+calls = 0
+reduce = team.reduce
+def counted(*arguments, **options):
+    global calls
+    calls += 1
+    return reduce(*arguments, **options)
+team.reduce = counted
+rng = np.random.default_rng(team.rank)
+for dtype in ("int8", "uint16", "int64", "uint64"):
+    info = np.iinfo(dtype)
+    for length in (0, 3, 5000):
+        x = rng.integers(info.min, info.max, size=length if team.rank else 7, dtype=dtype, endpoint=True)
+        parts = team.allgatherv(x)
+        expected = (int(parts.min()), int(parts.max()))
+        before = calls
+        told = widths.spanned(x)
+        right = told == expected and calls == before + 2 and measured_over_ranks() is None
+        right = right and widths.variables_span(x)["width"] == (expected[1] - expected[0]).bit_length()
+        if team.rank == 0:
+            print(dtype, length, team.allgatherv(np.array([right])).tolist())
+        else:
+            team.allgatherv(np.array([right]))
+"""
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_under_mpiexec_the_span_over_the_ranks_is_shared_with_the_implementation(widths, tmp_path, ranks):
+    """A dispatched call combines the ranks' extremes once, for bitwidth(),
+    and its implementation is told that span instead of combining it again:
+    two all-reduces a call (the span, then the decision's agreement), and
+    nothing is left shared after it."""
+    from hlc.calibrate.run import mpiexec
+
+    script = tmp_path / "spanned.py"
+    script.write_text(SPANNED)
+    result = subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, str(script), widths.__path__[0]],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 12 and all(line.endswith(f" {[True] * ranks}") for line in lines), result.stdout
 
 
 def test_what_is_shared_is_for_the_very_array():

@@ -419,6 +419,48 @@ for name, parts in cases.items():
 """
 
 
+OVER_RANKS = """
+import numpy as np
+from hlc.runtime import world
+from hlc.runtime.extremes import over_ranks
+
+team = world()
+calls = 0
+reduce = team.reduce
+def counted(*arguments, **options):
+    global calls
+    calls += 1
+    return reduce(*arguments, **options)
+team.reduce = counted
+for dtype in ("int8", "uint8", "int64", "uint64", "float64"):
+    info = np.iinfo(dtype) if dtype != "float64" else np.finfo(dtype)
+    cases = {  # name: every rank's values
+        "type's ends": [[info.min], [info.max]] + [[0]] * (team.size - 2),
+        "one rank holds values": [[5, 9]] + [[]] * (team.size - 1),
+        "none anywhere": [[]] * team.size,
+        "last rank only": [[]] * (team.size - 1) + [[info.max, info.max]],
+    }
+    for name, parts in cases.items():
+        mine = np.array(parts[team.rank], dtype=dtype)
+        everything = np.array(sum(parts, []), dtype=dtype)
+        expected = (everything.min().item(), everything.max().item()) if everything.size else None
+        before = calls
+        span = over_ranks(team, dtype, mine.min() if mine.size else None, mine.max() if mine.size else None)
+        right = team.allgatherv(np.array([span == expected and calls == before + 1]))
+        if team.rank == 0:
+            print(dtype, name, right.tolist())
+"""
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_a_span_over_the_ranks_takes_one_all_reduce(tmp_path, ranks):
+    """The smallest and largest value of every rank, to the ends of each
+    integer type of either sign, with ranks that hold none."""
+    result = run_ranks(tmp_path, OVER_RANKS, ranks)
+    lines = result.stdout.splitlines()
+    assert len(lines) == 20 and all(line.endswith(f" {[True] * ranks}") for line in lines), result.stdout
+
+
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_bitwidth_under_mpiexec_spans_every_rank_s_values(tmp_path, ranks):
     """The keys of an SPMD sort are all ranks' keys: their span decides which
