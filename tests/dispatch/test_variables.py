@@ -4,8 +4,10 @@ the profiling program, the compiled module and the pure-Python module."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -272,15 +274,11 @@ import hlc
 from hlc.runtime import world
 from hlc.runtime.extremes import measured_over_ranks
 
+from reduce_counter import ReduceCounter
+
 team = world()
 widths = hlc.load(sys.argv[1])
-calls = 0
-reduce = team.reduce
-def counted(*arguments, **options):
-    global calls
-    calls += 1
-    return reduce(*arguments, **options)
-team.reduce = counted
+reduces = ReduceCounter(team)
 rng = np.random.default_rng(team.rank)
 for dtype in ("int8", "uint16", "int64", "uint64"):
     info = np.iinfo(dtype)
@@ -288,9 +286,9 @@ for dtype in ("int8", "uint16", "int64", "uint64"):
         x = rng.integers(info.min, info.max, size=length if team.rank else 7, dtype=dtype, endpoint=True)
         parts = team.allgatherv(x)
         expected = (int(parts.min()), int(parts.max()))
-        before = calls
+        before = reduces.calls
         told = widths.spanned(x)
-        right = told == expected and calls == before + 2 and measured_over_ranks() is None
+        right = told == expected and reduces.calls == before + 2 and measured_over_ranks() is None
         right = right and widths.variables_span(x)["width"] == (expected[1] - expected[0]).bit_length()
         if team.rank == 0:
             print(dtype, length, team.allgatherv(np.array([right])).tolist())
@@ -309,8 +307,10 @@ def test_under_mpiexec_the_span_over_the_ranks_is_shared_with_the_implementation
 
     script = tmp_path / "spanned.py"
     script.write_text(SPANNED)
+    helpers = Path(__file__).parent.parent / "runtime"  # reduce_counter
     result = subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, str(script), widths.__path__[0]],
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": str(helpers)})
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert len(lines) == 12 and all(line.endswith(f" {[True] * ranks}") for line in lines), result.stdout

@@ -424,14 +424,10 @@ import numpy as np
 from hlc.runtime import world
 from hlc.runtime.extremes import over_ranks
 
+from reduce_counter import ReduceCounter
+
 team = world()
-calls = 0
-reduce = team.reduce
-def counted(*arguments, **options):
-    global calls
-    calls += 1
-    return reduce(*arguments, **options)
-team.reduce = counted
+reduces = ReduceCounter(team)
 for dtype in ("int8", "uint8", "int64", "uint64", "float64"):
     info = np.iinfo(dtype) if dtype != "float64" else np.finfo(dtype)
     cases = {  # name: every rank's values
@@ -444,9 +440,9 @@ for dtype in ("int8", "uint8", "int64", "uint64", "float64"):
         mine = np.array(parts[team.rank], dtype=dtype)
         everything = np.array(sum(parts, []), dtype=dtype)
         expected = (everything.min().item(), everything.max().item()) if everything.size else None
-        before = calls
+        before = reduces.calls
         span = over_ranks(team, dtype, mine.min() if mine.size else None, mine.max() if mine.size else None)
-        right = team.allgatherv(np.array([span == expected and calls == before + 1]))
+        right = team.allgatherv(np.array([span == expected and reduces.calls == before + 1]))
         if team.rank == 0:
             print(dtype, name, right.tolist())
 """
@@ -456,7 +452,7 @@ for dtype in ("int8", "uint8", "int64", "uint64", "float64"):
 def test_a_span_over_the_ranks_takes_one_all_reduce(tmp_path, ranks):
     """The smallest and largest value of every rank, to the ends of each
     integer type of either sign, with ranks that hold none."""
-    result = run_ranks(tmp_path, OVER_RANKS, ranks)
+    result = run_ranks(tmp_path, OVER_RANKS, ranks, PYTHONPATH=str(Path(__file__).parent))
     lines = result.stdout.splitlines()
     assert len(lines) == 20 and all(line.endswith(f" {[True] * ranks}") for line in lines), result.stdout
 
