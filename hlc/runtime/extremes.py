@@ -17,8 +17,8 @@ keys as it would without hlc.  An argument an implementation may change
 Under mpiexec the span that matters is every rank's, which the dispatched
 call has combined over the ranks already (``bitwidth`` does): every rank
 shares that span instead, and the implementation asks
-:func:`measured_over_ranks` rather than combine it again.  :func:`over_ranks` combines a span in one
-all-reduce, for both.
+:func:`measured_over_ranks` rather than combine it again.
+:func:`over_ranks` combines a span in one all-reduce, for both.
 """
 
 from __future__ import annotations
