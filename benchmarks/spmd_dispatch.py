@@ -2,11 +2,12 @@
 choice called directly, on every rank at once.
 
 Under mpiexec every rank computes the call's variables, and they must agree
-before any rank may choose: ``bitwidth`` combines the ranks' extremes and
-the decision takes each variable's largest value over the ranks, so a
-dispatched call makes collectives of its own before the implementation's.
-Those cost microseconds each, as much as a whole sort of a few thousand
-keys.  At held-out points (keys per rank log-uniform over the build's
+before any rank may choose: the decision takes each variable's largest
+value over the ranks, and ``bitwidth`` combines the ranks' extremes, both
+in one all-reduce that the dispatched call makes before the
+implementation's collectives.  An all-reduce costs microseconds, as much
+as a whole sort of a few thousand keys; the implementation, told the span,
+then makes one fewer than it does when called directly.  At held-out points (keys per rank log-uniform over the build's
 domain, widths uniform) this times both calls in alternation, the ranks in
 step, and prints the median ratio, overall and where the choice was the
 counting sort, the cheapest of the SPMD sorts.

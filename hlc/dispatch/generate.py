@@ -84,8 +84,27 @@ def _compiled_call(call: ast.Call, arguments: list[str]) -> str | None:
     return f"_bitwidth({arguments[0]})" if call.function == "bitwidth" else None
 
 
+def _spanned(interface: ast.Interface, variable: ast.Variable, read_later: bool) -> str | None:
+    """The argument whose bitwidth() ``variable`` is, when under mpiexec its
+    span over the ranks may be combined in the all-reduce that agrees on the
+    variables (no later variable reads it first); else None."""
+    value = variable.value
+    if read_later or not isinstance(value, ast.Call) or value.function != "bitwidth" or len(value.arguments) != 1:
+        return None
+    argument = value.arguments[0]
+    if not isinstance(argument, ast.Name) or argument.id not in {a.name for a in interface.arguments}:
+        return None
+    return safe(argument.id)
+
+
 def _interface(library: Library, interface: ast.Interface, imports: Mapping[str, ast.Import]) -> dict[str, Any]:
     generator = Interface(library, interface)
+    variables = []
+    for k, var in enumerate(interface.variables):
+        read_later = any(var.name in {n.id for n in names(later.value)} for later in interface.variables[k + 1:])
+        variables.append((var.name, to_python(var.value, spell_name=safe, spell_call=_compiled_call), read_later,
+                          _spanned(interface, var, read_later)))
+    spanned = [(k, argument) for k, (_, _, _, argument) in enumerate(variables) if argument]
     arguments = [safe(a.name) for a in interface.arguments]
     variable_dict = "{" + ", ".join(f"{name!r}: s.{v(name)}" for name in generator.variables) + "}"
     return {
@@ -97,11 +116,15 @@ def _interface(library: Library, interface: ast.Interface, imports: Mapping[str,
         "outside": f"hlc_outside_{library.library.name}__{interface.name}",
         "arguments": ", ".join(arguments), "argument_names": ", ".join(arguments),
         "checks": argument_checks(interface),
-        # (name, value, whether a later variable reads it by name): a variable
-        # no other reads goes straight into the C state, never a Python object.
-        "variables": [(var.name, to_python(var.value, spell_name=safe, spell_call=_compiled_call),
-                       any(var.name in {n.id for n in names(later.value)} for later in interface.variables[k + 1:]))
-                      for k, var in enumerate(interface.variables)],
+        # (name, value, whether a later variable reads it by name, the
+        # argument whose bitwidth() it is when its span over the ranks can
+        # travel with the decision's agreement): a variable no other reads
+        # goes straight into the C state, never a Python object.
+        "variables": variables,
+        # (index among the variables, argument) of those bitwidth() variables
+        "spanned": spanned,
+        "spanned_arrays": "(" + "".join(f"{argument}, " for _, argument in spanned).rstrip() + ")",
+        "spanned_slots": "(" + "".join(f"{k}, " for k, _ in spanned).rstrip() + ")",
         "variable_dict": variable_dict,
         # the extremes bitwidth() reads are shared with the implementation
         # called, unless an argument is one the implementations may change

@@ -69,15 +69,23 @@ def span_over_ranks(team: Any, values: Any, low: Any = None, high: Any = None) -
     """The smallest and largest of every rank's values, combined in one
     all-reduce (hlc.runtime.extremes.over_ranks), or None when no rank holds
     one.  ``low`` and ``high``: this rank's, when the caller has read them."""
-    import numpy
-
     from hlc.runtime.extremes import over_ranks
 
+    dtype, *extremes = local_extremes(values, read=low is None)
+    return over_ranks(team, dtype, *(extremes if low is None else (low, high)))
+
+
+def local_extremes(values: Any, read: bool = True) -> tuple[Any, Any, Any]:
+    """(dtype, smallest, largest) of this rank's values, as the spans over
+    the ranks combine them: integers in their own dtype, anything else as
+    float64; (dtype, None, None) when it holds none, or without ``read``."""
+    import numpy
+
     array = _array(values)
-    if low is None and array.size:
-        low, high = array.min(), array.max()
     dtype = array.dtype if array.dtype.kind in "iu" else numpy.dtype(numpy.float64)
-    return over_ranks(team, dtype, low, high)
+    if not read or not array.size:
+        return dtype, None, None
+    return dtype, array.min().item(), array.max().item()
 
 
 def _log(x: float, base: float | None = None) -> float:

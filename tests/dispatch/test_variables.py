@@ -284,11 +284,13 @@ for dtype in ("int8", "uint16", "int64", "uint64"):
     info = np.iinfo(dtype)
     for length in (0, 3, 5000):
         x = rng.integers(info.min, info.max, size=length if team.rank else 7, dtype=dtype, endpoint=True)
-        parts = team.allgatherv(x)
+        if length == 3:  # not contiguous: its extremes read in Python
+            x = np.repeat(x, 2)[::2]
+        parts = team.allgatherv(np.ascontiguousarray(x))
         expected = (int(parts.min()), int(parts.max()))
         before = reduces.calls
         told = widths.spanned(x)
-        right = told == expected and reduces.calls == before + 2 and measured_over_ranks() is None
+        right = told == expected and reduces.calls == before + 1 and measured_over_ranks() is None
         right = right and widths.variables_span(x)["width"] == (expected[1] - expected[0]).bit_length()
         if team.rank == 0:
             print(dtype, length, team.allgatherv(np.array([right])).tolist())
@@ -300,9 +302,9 @@ for dtype in ("int8", "uint16", "int64", "uint64"):
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_under_mpiexec_the_span_over_the_ranks_is_shared_with_the_implementation(widths, tmp_path, ranks):
     """A dispatched call combines the ranks' extremes once, for bitwidth(),
-    and its implementation is told that span instead of combining it again:
-    two all-reduces a call (the span, then the decision's agreement), and
-    nothing is left shared after it."""
+    in the all-reduce that agrees on the decision's variables, and its
+    implementation is told that span instead of combining it again: one
+    all-reduce a call, and nothing is left shared after it."""
     from hlc.calibrate.run import mpiexec
 
     script = tmp_path / "spanned.py"
