@@ -97,6 +97,11 @@ def _spanned(interface: ast.Interface, variable: ast.Variable, read_later: bool)
     return safe(argument.id)
 
 
+def _python_tuple(items: list[str]) -> str:
+    """The Python spelling of a tuple of these expressions."""
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
 def _interface(library: Library, interface: ast.Interface, imports: Mapping[str, ast.Import]) -> dict[str, Any]:
     generator = Interface(library, interface)
     variables = []
@@ -123,8 +128,8 @@ def _interface(library: Library, interface: ast.Interface, imports: Mapping[str,
         "variables": variables,
         # (index among the variables, argument) of those bitwidth() variables
         "spanned": spanned,
-        "spanned_arrays": "(" + "".join(f"{argument}, " for _, argument in spanned).rstrip() + ")",
-        "spanned_slots": "(" + "".join(f"{k}, " for k, _ in spanned).rstrip() + ")",
+        "spanned_arrays": _python_tuple([argument for _, argument in spanned]),
+        "spanned_slots": _python_tuple([str(k) for k, _ in spanned]),
         "variable_dict": variable_dict,
         # the extremes bitwidth() reads are shared with the implementation
         # called, unless an argument is one the implementations may change

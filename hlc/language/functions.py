@@ -71,8 +71,10 @@ def span_over_ranks(team: Any, values: Any, low: Any = None, high: Any = None) -
     one.  ``low`` and ``high``: this rank's, when the caller has read them."""
     from hlc.runtime.extremes import over_ranks
 
-    dtype, *extremes = local_extremes(values, read=low is None)
-    return over_ranks(team, dtype, *(extremes if low is None else (low, high)))
+    dtype, smallest, largest = local_extremes(values, read=low is None)
+    if low is None:
+        low, high = smallest, largest
+    return over_ranks(team, dtype, low, high)
 
 
 def local_extremes(values: Any, read: bool = True) -> tuple[Any, Any, Any]:

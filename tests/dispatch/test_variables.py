@@ -199,7 +199,9 @@ WIDTHS = "library widths\nfrom numpy import arange\nfrom \"probe.py\" import tol
         # a call that stops after bitwidth() read x: at 4096 elements, a division by zero
         ("halting(x: int[])", WIDTH + "\n    after = 1 // (n - 4096)", "told_halting = told_extremes"),
         ("plain(x: int[])", "", "told_plain = told_extremes"),
-        ("spanned(x: int[])", WIDTH, "told_over_ranks = told_span")))
+        ("spanned(x: int[])", WIDTH, "told_over_ranks = told_span"),
+        # a later variable reads the width: its span is combined before the agreement
+        ("read_later(x: int[])", WIDTH + "\n    bits = width + 1", "told_later = told_span")))
 # What the implementations are told of their argument's extremes.
 PROBE = """\
 from hlc.runtime.extremes import measured, measured_over_ranks
@@ -291,6 +293,8 @@ for dtype in ("int8", "uint16", "int64", "uint64"):
         before = reduces.calls
         told = widths.spanned(x)
         right = told == expected and reduces.calls == before + 1 and measured_over_ranks() is None
+        before = reduces.calls
+        right = right and widths.read_later(x) == expected and reduces.calls == before + 2
         right = right and widths.variables_span(x)["width"] == (expected[1] - expected[0]).bit_length()
         if team.rank == 0:
             print(dtype, length, team.allgatherv(np.array([right])).tolist())
@@ -304,7 +308,9 @@ def test_under_mpiexec_the_span_over_the_ranks_is_shared_with_the_implementation
     """A dispatched call combines the ranks' extremes once, for bitwidth(),
     in the all-reduce that agrees on the decision's variables, and its
     implementation is told that span instead of combining it again: one
-    all-reduce a call, and nothing is left shared after it."""
+    all-reduce a call (two where a later variable reads the width, which
+    must then be known before the agreement), and nothing is left shared
+    after it."""
     from hlc.calibrate.run import mpiexec
 
     script = tmp_path / "spanned.py"
