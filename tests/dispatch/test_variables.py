@@ -190,7 +190,19 @@ interface {signature}
         x = arange(1 << i)
 """
 WIDTH = "    width = bitwidth(x)"
-WIDTHS = "library widths\nfrom numpy import arange\nfrom \"probe.py\" import told_extremes, told_span\n" + "".join(
+# bitwidth() of floats, its span over the ranks combined with the agreement or before it
+FLOATS = """
+interface floats{name}(x: float[])
+    n = len(x)
+    width = bitwidth(x){later}
+    impl told_floats{name} = told_span
+        time ~ 1 + n
+    profile
+        for i in 4 .. 8 ++
+        x = linspace(-1.5, 1 << i, 1 << i)
+"""
+HEADER = "library widths\nfrom numpy import arange, linspace\nfrom \"probe.py\" import told_extremes, told_span\n"
+WIDTHS = HEADER + "".join(
     INTERFACE.format(signature=signature, variables=variables, implementation=implementation)
     for signature, variables, implementation in (
         ("span(x: int[]) -> int", WIDTH, "numpy = numpy.max"),
@@ -201,7 +213,8 @@ WIDTHS = "library widths\nfrom numpy import arange\nfrom \"probe.py\" import tol
         ("plain(x: int[])", "", "told_plain = told_extremes"),
         ("spanned(x: int[])", WIDTH, "told_over_ranks = told_span"),
         # a later variable reads the width: its span is combined before the agreement
-        ("read_later(x: int[])", WIDTH + "\n    bits = width + 1", "told_later = told_span")))
+        ("read_later(x: int[])", WIDTH + "\n    bits = width + 1", "told_later = told_span"))) + "".join(
+    FLOATS.format(name=name, later=later) for name, later in (("", ""), ("_read_later", "\n    bits = width + 1")))
 # What the implementations are told of their argument's extremes.
 PROBE = """\
 from hlc.runtime.extremes import measured, measured_over_ranks
@@ -300,6 +313,17 @@ for dtype in ("int8", "uint16", "int64", "uint64"):
             print(dtype, length, team.allgatherv(np.array([right])).tolist())
         else:
             team.allgatherv(np.array([right]))
+for first, others, expected in (([-3.5, 100.25], [7.0, -0.5], (-3.5, 100.25)),
+                                ([-1.0], [2.0 ** 70], (-1.0, 2.0 ** 70)), ([], [], (None, None))):
+    x = np.array(others if team.rank else first, dtype=np.float64)
+    before = reduces.calls
+    right = widths.floats(x) == expected and reduces.calls == before + 1
+    before = reduces.calls
+    right = right and widths.floats_read_later(x) == expected and reduces.calls == before + 2
+    if team.rank == 0:
+        print("float64", expected, team.allgatherv(np.array([right])).tolist())
+    else:
+        team.allgatherv(np.array([right]))
 """
 
 
@@ -321,7 +345,7 @@ def test_under_mpiexec_the_span_over_the_ranks_is_shared_with_the_implementation
                             env={**os.environ, "PYTHONPATH": str(helpers)})
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    assert len(lines) == 12 and all(line.endswith(f" {[True] * ranks}") for line in lines), result.stdout
+    assert len(lines) == 15 and all(line.endswith(f" {[True] * ranks}") for line in lines), result.stdout
 
 
 def test_what_is_shared_is_for_the_very_array():
