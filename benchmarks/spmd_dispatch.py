@@ -7,7 +7,8 @@ value over the ranks, and ``bitwidth`` combines the ranks' extremes, both
 in one all-reduce that the dispatched call makes before the
 implementation's collectives.  An all-reduce costs microseconds, as much
 as a whole sort of a few thousand keys; the implementation, told the span,
-then makes one fewer than it does when called directly.  At held-out points (keys per rank log-uniform over the build's
+then makes one fewer than it does when called directly.  At held-out
+points (keys per rank log-uniform over the build's
 domain, widths uniform) this times both calls in alternation, the ranks in
 step, and prints the median ratio, overall and where the choice was the
 counting sort, the cheapest of the SPMD sorts.

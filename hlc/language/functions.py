@@ -65,27 +65,24 @@ def _bitwidth_over(team: Any, array: Any) -> int:
     return (int(span[1]) - int(span[0])).bit_length()
 
 
-def span_over_ranks(team: Any, values: Any, low: Any = None, high: Any = None) -> tuple[Any, Any] | None:
+def span_over_ranks(team: Any, values: Any) -> tuple[Any, Any] | None:
     """The smallest and largest of every rank's values, combined in one
     all-reduce (hlc.runtime.extremes.over_ranks), or None when no rank holds
-    one.  ``low`` and ``high``: this rank's, when the caller has read them."""
+    one."""
     from hlc.runtime.extremes import over_ranks
 
-    dtype, smallest, largest = local_extremes(values, read=low is None)
-    if low is None:
-        low, high = smallest, largest
-    return over_ranks(team, dtype, low, high)
+    return over_ranks(team, *local_extremes(values))
 
 
-def local_extremes(values: Any, read: bool = True) -> tuple[Any, Any, Any]:
+def local_extremes(values: Any) -> tuple[Any, Any, Any]:
     """(dtype, smallest, largest) of this rank's values, as the spans over
     the ranks combine them: integers in their own dtype, anything else as
-    float64; (dtype, None, None) when it holds none, or without ``read``."""
+    float64; (dtype, None, None) when it holds none."""
     import numpy
 
     array = _array(values)
     dtype = array.dtype if array.dtype.kind in "iu" else numpy.dtype(numpy.float64)
-    if not read or not array.size:
+    if not array.size:
         return dtype, None, None
     return dtype, array.min().item(), array.max().item()
 

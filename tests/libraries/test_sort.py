@@ -260,8 +260,8 @@ def test_large_inputs_of_each_width_go_somewhere_right(sort, built):
     and three at 1.6, and once counting sort's 2**21 counters for 162,772
     keys at 4.6 times (one build in sixteen); a sort that ignored the keys'
     width (numpy.sort always, two to four times slower than counting sort
-    on narrow keys) fails the median and the average.  And the keys of each width come out sorted, by more than
-    one implementation."""
+    on narrow keys) fails the median and the average.  And the keys of each
+    width come out sorted, by more than one implementation."""
     measured: dict[tuple[float, float], dict[str, float]] = {}
     for sample in Samples.load(built / "samples.jsonl").samples:
         if sample.variables["n"] >= 50_000 and sample.variables.get("P", 1) == 1:
