@@ -159,3 +159,20 @@ def test_a_family_step_is_found_in_few_samples_of_a_model_with_many_written_term
         times = (2e-6 + 1e-9 * n * (1 + jump * (width >= 18)) + 5e-10 * values) * (1 + rng.normal(0, 0.02, n.size))
         found = discover(terms, times, {"n": n, "width": width}, families=[step], automatic=False)
         assert [(f.variable, f.knot) for term in found.terms for f in term.factors] == expected
+
+
+def test_the_held_out_penalty_is_that_of_choosing_by_the_predictions_among_the_settings_timed_at_each_point():
+    from hlc.model.discover import CHOICE_POINTS, held_out_penalty
+
+    points = CHOICE_POINTS
+    choices = [(point, setting) for point in range(points) for setting in ("fast", "slow")]
+    times = np.array([1.0, 2.0] * points)
+    right = np.array([1.0, 2.0] * points)  # predicts the fast setting faster everywhere
+    half = np.array([1.0, 2.0] * (points // 2) + [2.0, 1.0] * (points - points // 2))
+    assert held_out_penalty(right, times, choices) == 0.0
+    assert held_out_penalty(half, times, choices) == pytest.approx((points - points // 2) / points)
+    # a setting timed twice at a point counts once: its mean prediction, its median time
+    assert held_out_penalty(np.append(right, -5.0), np.append(times, 9.0), choices + [(0, "slow")]) == \
+        pytest.approx(4.5 / points)
+    # too few points timed at two settings say nothing
+    assert np.isnan(held_out_penalty(right[:-2], times[:-2], choices[:-2]))
