@@ -318,9 +318,9 @@ def discover(written: Mapping[str, np.ndarray], times: np.ndarray, variables: Ma
     next ``shortlist`` - 1 (a greedy first choice can be a hinge between two
     steps that later terms cannot undo); another start's result replaces the
     one kept so far when it is clearly better (:func:`_clearly_better`), or,
-    given each sample's point and parameter setting (``choices``), when with
-    no more terms it chooses better among the settings measured at the same
-    points (``_Search.chooses_better``)."""
+    given each sample's point and parameter setting (``choices``) and no
+    more terms, when it chooses better among the settings timed at the same
+    points (``_Search.preferred``)."""
     shortlist = shortlist or SHORTLIST
     search = _Search(written, np.asarray(times, dtype=float), variables if automatic else {}, integers, relative,
                      most, families, shortlist, choices)
@@ -334,7 +334,7 @@ def discover(written: Mapping[str, np.ndarray], times: np.ndarray, variables: Ma
     for first in firsts[1:shortlist]:
         other = search.run([first])
         other_errors = search.errors_of(other)
-        if search.chooses_better(other, other_errors, found, errors) or _clearly_better(other_errors, errors):
+        if search.preferred(other, other_errors, found, errors):
             found, errors = other, other_errors
     result.terms = found
     result.columns = {term.text: search.column(term) for term in found}
@@ -454,23 +454,27 @@ class _Search:
                 held_out_predictions(self.columns(found), self.times, self.weights), self.times, self.choices)
         return self._penalties[key]
 
-    def chooses_better(self, other: Sequence[Discovered], other_errors: np.ndarray, found: Sequence[Discovered],
-                       errors: np.ndarray) -> bool:
-        """Whether the terms ``other`` of another start choose a parameter
-        better than those ``found`` so far, with no more terms and an error
-        that is not clearly worse.  A parameter is chosen where two of its
-        settings differ by what the samples of few points show (a radix
-        sort's wide digit at a million keys and more), and the mean error
-        over every sample hardly weighs them: on 16 sort builds of a Zen 4
-        host, refitted and replayed against two exhaustive evaluations, the
-        one-rank choices were right at 0.9 and 0.5 points more (expected
-        penalty 1.98% -> 1.49% and 1.90% -> 1.58%), the worst build's at
-        87.0% -> 94.5%, and the choices of both stored corpora as often or
-        more (tests/data)."""
-        if len(other) > len(found) or _clearly_better(errors, other_errors):
-            return False
-        penalty, other_penalty = self.penalty_of(found), self.penalty_of(other)
-        return math.isfinite(penalty) and math.isfinite(other_penalty) and _lower(other_penalty, penalty)
+    def preferred(self, other: Sequence[Discovered], other_errors: np.ndarray, found: Sequence[Discovered],
+                  errors: np.ndarray) -> bool:
+        """Whether the terms ``other`` of another start replace those ``found``
+        so far.  Given the samples' points and settings (``choices``), terms
+        no more than those found are judged by how they choose a parameter
+        among the settings timed at the same points, and replace them when
+        they choose better and their error is not clearly worse; else, and
+        with more terms, by the error alone: when clearly better
+        (:func:`_clearly_better`).  A parameter is chosen where its settings
+        differ by what the samples of few points show (a radix sort's wide
+        digit at a million keys and more), which the mean error over every
+        sample hardly weighs: on 16 sort builds of a Zen 4 host, refitted and
+        replayed against two exhaustive evaluations, the one-rank choices were
+        right at 0.9 and 0.5 points more (expected penalty 1.98% -> 1.49% and
+        1.90% -> 1.58%), the worst build's at 87.0% -> 94.5%, and those of both
+        stored corpora as often or more (tests/data)."""
+        if len(other) <= len(found):
+            penalty, other_penalty = self.penalty_of(found), self.penalty_of(other)
+            if math.isfinite(penalty) and math.isfinite(other_penalty):
+                return _lower(other_penalty, penalty) and not _clearly_better(errors, other_errors)
+        return _clearly_better(other_errors, errors)
 
     def error_of(self, found: Sequence[Discovered]) -> float:
         return float(np.mean(self.errors_of(found))) if self.written else math.nan
