@@ -176,3 +176,42 @@ def test_the_held_out_penalty_is_that_of_choosing_by_the_predictions_among_the_s
         pytest.approx(4.5 / points)
     # too few points timed at two settings say nothing
     assert np.isnan(held_out_penalty(right[:-2], times[:-2], choices[:-2]))
+
+
+def _setting_and_size(size_cost: float) -> tuple:
+    """A cost per element 3% higher at the second of two settings, timed at
+    both at every point, and ``size_cost`` higher from 2^10 elements; a
+    search over it, and one term for each of the two."""
+    from hlc.artefacts.models import Factor
+    from hlc.model.discover import CHOICE_POINTS, _Search
+
+    rng = np.random.default_rng(0)
+    points = 2 * CHOICE_POINTS
+    n = np.repeat(2.0 ** rng.uniform(4, 16, points), 2)
+    setting = np.tile([1.0, 2.0], points)
+    times = n * (1 + 0.03 * (setting - 1) + size_cost * (np.log2(n) >= 10)) * (1 + rng.normal(0, 0.005, 2 * points))
+    search = _Search({"n": n}, times, {"n": n, "s": setting}, ["s"], True, None,
+                     choices=[(point, s) for point, s in zip(np.repeat(np.arange(points), 2), setting, strict=True)])
+    by_setting = Discovered("n", (Factor("step", "s", 2.0, False),))
+    by_size = Discovered("n", (Factor("step", "n", 10.0, True),))
+    return search, by_setting, by_size
+
+
+def test_a_restart_with_no_more_terms_is_judged_by_its_choices_and_one_with_more_by_its_error():
+    """Of two single terms whose errors are alike, the one that sees the
+    setting chooses it right and is preferred, whichever has the lower error;
+    the other is not; a second term that chooses no better needs a clearly
+    lower error."""
+    from hlc.model.discover import _clearly_better
+
+    for size_cost in (0.032, 0.036):  # the setting's term has the lower error, then the size's
+        search, by_setting, by_size = _setting_and_size(size_cost)
+        setting_errors, size_errors = search.errors_of([by_setting]), search.errors_of([by_size])
+        assert not _clearly_better(setting_errors, size_errors) and not _clearly_better(size_errors, setting_errors)
+        assert (search.error_of([by_setting]) < search.error_of([by_size])) == (size_cost < 0.034)
+        assert search.penalty_of([by_setting]) == 0.0 < search.penalty_of([by_size])
+        assert search.preferred([by_setting], setting_errors, [by_size], size_errors)
+        assert not search.preferred([by_size], size_errors, [by_setting], setting_errors)
+        both = [by_setting, by_size]
+        assert search.preferred(both, search.errors_of(both), [by_setting], setting_errors) == \
+            _clearly_better(search.errors_of(both), setting_errors)
