@@ -71,14 +71,14 @@ def mean_and_error(differences: list[float]) -> tuple[float, float]:
     return mean, error
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--builds", type=Path, nargs="+", required=True, help="build folders (their samples.jsonl)")
     parser.add_argument("--evaluations", type=Path, nargs="+", required=True,
                         help="exhaustive evaluations of the same library on the same machine")
     parser.add_argument("--description", type=Path, help="A: the description to fit (default: the samples')")
     parser.add_argument("--versus", type=Path, help="B: another description (default: A without discovery)")
-    options = parser.parse_args()
+    options = parser.parse_args(argv)
     a_label = options.description.name if options.description else "the samples' description"
     b_label = options.versus.name if options.versus else "no discovery"
     print(f"A: {a_label}; B: {b_label}")
@@ -106,7 +106,8 @@ def main() -> None:
               f"expected penalty {expected:+.2f}% (SE {expected_error:.2f})")
     right, right_error = mean_and_error([100 * value for value in right_all.values()])
     expected, expected_error = mean_and_error([100 * value for value in expected_all.values()])
-    print(f"\nB against A over {len(right_all)} builds: right {right:+.2f} points (SE {right_error:.2f}), "
+    builds = f"{len(right_all)} build" + ("s" if len(right_all) != 1 else "")
+    print(f"\nB against A over {builds}: right {right:+.2f} points (SE {right_error:.2f}), "
           f"expected penalty {expected:+.2f}% (SE {expected_error:.2f})")
 
 

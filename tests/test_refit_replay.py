@@ -1,0 +1,40 @@
+"""The refit-and-replay benchmark: stored builds fitted two ways, judged
+against stored exhaustive evaluations, paired build by build."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from hlc.evaluation.replay import replay
+from hlc.model.calibration import fit_samples
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "tests" / "data" / "sort-epyc"  # a folder with a build's samples.jsonl
+EVALUATION = BUILD / "evaluation-1.json"
+DESCRIPTION = ROOT / "libraries" / "sort.hl"
+_spec = importlib.util.spec_from_file_location("refit_replay_script", ROOT / "benchmarks" / "refit_replay.py")
+refit_replay = sys.modules[_spec.name] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(refit_replay)
+
+
+def test_a_description_against_itself_differs_by_nothing(capsys):
+    refit_replay.main(["--builds", str(BUILD), "--evaluations", str(EVALUATION),
+                       "--description", str(DESCRIPTION), "--versus", str(DESCRIPTION)])
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith("B against A over 1 build: right +0.00 points (SE nan), expected penalty +0.00%"), last
+
+
+def test_the_difference_is_that_of_the_two_fits_replayed(tmp_path, capsys):
+    """B defaults to the description without discovery: the benchmark's
+    difference is the one two separate fits and replays give."""
+    shares = []
+    for discovering in (True, False):
+        path = tmp_path / f"models-{discovering}.json"
+        fit_samples(BUILD / "samples.jsonl", description=DESCRIPTION, discovering=discovering).save(path)
+        shares.append(replay(path, EVALUATION).interfaces["sort"].summary.right_share)
+    refit_replay.main(["--builds", str(BUILD), "--evaluations", str(EVALUATION), "--description", str(DESCRIPTION)])
+    out = capsys.readouterr().out
+    assert f"right {100 * (shares[1] - shares[0]):+.2f} points" in out.splitlines()[-1], out
+    assert f"{shares[0]:>8.1%} {shares[1]:>8.1%}" in out
