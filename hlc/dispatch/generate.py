@@ -135,6 +135,8 @@ def _interface(library: Library, interface: ast.Interface, imports: Mapping[str,
         # called, unless an argument is one the implementations may change
         "shares_extremes": not any(a.mutable for a in interface.arguments),
         "variable_list": [var.name for var in interface.variables],
+        # the variables every rank must agree on, as the tuple the agreement takes and gives back
+        "agreed": _python_tuple([f"s.v_{var.name}" for var in interface.variables]),
         "variables_use_ranks": any(n.id in ("P", "logP") for var in interface.variables for n in names(var.value)),
         "variable_names": ", ".join(var.name for var in interface.variables),
         "implementation_names": [i.name for i in interface.implementations],

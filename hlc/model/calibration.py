@@ -328,12 +328,11 @@ def _discovered(predictor: Predictor, implementation: ast.Implementation, model:
         if np.all(np.isfinite(values)) and np.all(values == np.round(values)):
             variables[let.name] = values
     written = ({CONSTANT: np.ones_like(times)} if model.constant else {}) | columns
-    choices = [(s.P, tuple(sorted(s.variables.items())), tuple(sorted(s.parameters.items()))) for s in samples]
+    # each sample's point and setting: the choices a parameterized model's terms are judged by
+    choices = [((s.P, tuple(sorted(s.variables.items()))), tuple(sorted(s.parameters.items()))) for s in samples]
     found = discover(written, times, variables, integers=[p.name for p in implementation.parameters],
                      relative=relative, families=_families(predictor, implementation, model, samples),
-                     automatic=automatic, shortlist=shortlist,
-                     choices=[((ranks, point), setting) for ranks, point, setting in choices]
-                     if implementation.parameters else None)
+                     automatic=automatic, shortlist=shortlist, choices=choices if implementation.parameters else None)
     return tuple(found.terms)
 
 
