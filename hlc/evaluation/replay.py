@@ -100,7 +100,8 @@ def replay(build: str | Path, evaluation: str | Path | None = None, *, tolerance
 def replay_oracle(first: str | Path, second: str | Path, *, tolerance: float | None = None) -> Replay:
     """Judge the fastest candidates ``first`` measured at each point against
     the timings of ``second``, an exhaustive evaluation of the same points
-    and inputs (the same library, seed, points and rank counts): the
+    and inputs (the same library, seed and points, at the rank counts both
+    timed: a run at one rank is judged against one at one and two): the
     oracle's agreement with itself, what models can expect to reach on
     ``second``'s timings at best.  A ValueError says why two evaluations cannot be
     compared."""
@@ -108,11 +109,12 @@ def replay_oracle(first: str | Path, second: str | Path, *, tolerance: float | N
     documents = mine, theirs = _exhaustive(chooser), _exhaustive(judge_by)
     if mine.library != theirs.library:
         raise ValueError(f"{chooser} evaluated {mine.library}, {judge_by} {theirs.library}")
-    settings = [(d.settings.seed, d.settings.points, tuple(d.settings.ranks)) for d in documents]
-    if settings[0] != settings[1]:
-        raise ValueError(f"{chooser} and {judge_by} were not made with the same seed, points and rank counts "
-                         f"({settings[0][0]}, {settings[0][1]}, {list(settings[0][2])} against {settings[1][0]}, "
-                         f"{settings[1][1]}, {list(settings[1][2])}): their points differ")
+    settings = [(d.settings.seed, d.settings.points) for d in documents]
+    ranks = [P for P in theirs.settings.ranks if P in mine.settings.ranks]
+    if settings[0] != settings[1] or not ranks:
+        raise ValueError(f"{chooser} and {judge_by} were not made with the same seed and points at a rank count "
+                         f"they share ({settings[0][0]}, {settings[0][1]}, {list(mine.settings.ranks)} against "
+                         f"{settings[1][0]}, {settings[1][1]}, {list(theirs.settings.ranks)}): their points differ")
     tolerance = theirs.settings.tolerance if tolerance is None else tolerance
     if not 0 <= tolerance < 1:
         raise ValueError(f"tolerance must lie in [0, 1), not {tolerance}")
@@ -120,7 +122,7 @@ def replay_oracle(first: str | Path, second: str | Path, *, tolerance: float | N
     for name, part in theirs.interfaces.items():
         chosen = {(p.P, p.index): p for p in mine.interfaces[name].points} if name in mine.interfaces else {}
         judged, unmeasured = [], 0
-        for point in part.points:
+        for point in (p for p in part.points if p.P in ranks):
             own = chosen.get((point.P, point.index))
             if own is None:
                 unmeasured += 1
@@ -138,11 +140,11 @@ def replay_oracle(first: str | Path, second: str | Path, *, tolerance: float | N
                 judged.append(replayed)
         # the stored evaluation named its baseline (by default the reference, which the noise floor times twice)
         baseline = part.summary.baseline.implementation if part.summary and part.summary.baseline else ""
-        summary, by_ranks = summaries(judged, theirs.settings.ranks, tolerance, theirs.settings.baseline or baseline,
-                                      baseline)
+        summary, by_ranks = summaries(judged, ranks, tolerance, theirs.settings.baseline or baseline, baseline)
         interfaces[name] = InterfaceResult(summary, by_ranks, judged, unmeasured)
-    return Replay(EvaluationDocument(theirs.library, replace(theirs.settings, tolerance=tolerance), interfaces,
-                                     theirs.created, theirs.machine, Replayed(str(chooser), str(judge_by))),
+    return Replay(EvaluationDocument(theirs.library, replace(theirs.settings, tolerance=tolerance, ranks=ranks),
+                                     interfaces, theirs.created, theirs.machine,
+                                     Replayed(str(chooser), str(judge_by))),
                   chooser, judge_by, oracle=True)
 
 

@@ -376,8 +376,19 @@ def test_the_oracle_replayed_against_another_run_of_it(squares, tmp_path, capsys
     assert "right choices" in capsys.readouterr().out
     assert main(["evaluate", str(first), "--replay"]) == 2
     assert "is an evaluation" in capsys.readouterr().err
+    # A run at more rank counts is judged at the one both timed: its points at another count are left out.
+    wider = tmp_path / "wider.json"
+    document = artefact.load(second)
+    part = document.interfaces["square_sum"]
+    elsewhere = [replace(point, P=2, chosen_label=point.best_label) for point in part.points]
+    wider.write_text(json.dumps(replace(document, settings=replace(document.settings, ranks=[1, 2]), interfaces={
+        "square_sum": replace(part, points=part.points + elsewhere)}).to_json()))
+    at_one = replay_oracle(first, wider)
+    assert at_one.document.settings.ranks == [1]
+    assert [p.penalty for p in at_one.interfaces["square_sum"].points] == [p.penalty for p in points]
+    assert replay_oracle(wider, first).interfaces["square_sum"].summary.points == 6
     hlc.evaluate(squares, points=6, seed=6, params="exhaustive")
-    with pytest.raises(ValueError, match="same seed, points and rank counts"):
+    with pytest.raises(ValueError, match="same seed and points at a rank count they share"):
         replay_oracle(first, squares / "evaluation.json")
     hlc.evaluate(squares, points=6, seed=5)
     with pytest.raises(ValueError, match="--params exhaustive"):
