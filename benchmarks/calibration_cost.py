@@ -37,6 +37,13 @@ timed calls, its right share on the first stored evaluation, and the least
 grid budget (of those tried) that reached that share.
 
     python benchmarks/calibration_cost.py [--libraries sort,stencil] [--budgets 15,30,60,120] [--repeats N]
+                                          [--keep DIR]
+
+The builds are made in a temporary folder and removed once judged; with
+``--keep DIR``, each one's samples, models and description copy stay under
+``DIR/<library>/<method>-<budget>-seed<N>/``, so that a change to the fitter
+or a description can be judged on all of them later, timing nothing
+(``benchmarks/refit_replay.py --builds DIR/sort/*``).
 
 The builds of one method and budget differ by more than their sampling:
 noise in the timings moves a right share by a point or two from one build
@@ -146,9 +153,32 @@ def prepare_uses(library: str, folder: Path) -> None:
         shutil.copy(models, folder / name / "models.json")
 
 
+#: What ``--keep`` keeps of a build: enough to refit it (``hlc fit``,
+#: benchmarks/refit_replay.py) and replay its choices, without its compiled
+#: modules.
+KEPT = ("samples.jsonl", "models.json", "used_models.json", "breakdown.json", "source")
+
+
+def kind_name(method: str, budget: float | None, seed: int) -> str:
+    """A build's folder name under ``--keep``: ``adaptive-30-seed1``, ``grid-default-seed0``."""
+    return f"{method}-{'default' if budget is None else f'{budget:g}'}-seed{seed}"
+
+
+def keep_build(build_folder: Path, target: Path) -> None:
+    """Copy the parts of a build that a refit and a replay read (KEPT) to ``target``."""
+    target.mkdir(parents=True, exist_ok=True)
+    for name in KEPT:
+        part = build_folder / name
+        if part.is_dir():
+            shutil.copytree(part, target / name, dirs_exist_ok=True)
+        elif part.is_file():
+            shutil.copy2(part, target / name)
+
+
 def built_and_judged(library: str, method: str, budget: float | None, seed: int, folder: Path,
-                     stored: list[Path]) -> Judged:
-    """One build at ``seed``, judged against ``stored``."""
+                     stored: list[Path], keep: Path | None = None) -> Judged:
+    """One build at ``seed``, judged against ``stored``; with ``keep``, what a
+    refit of it needs is kept under ``keep/<library>/`` (kind_name)."""
     ranks = sorted({size for path in stored for size in evaluation_artefact.load(path).settings.ranks})
     out = folder / f"{method}-{budget}-{seed}" / library
     prepare_uses(library, out.parent)
@@ -169,13 +199,15 @@ def built_and_judged(library: str, method: str, budget: float | None, seed: int,
         right.append(right_points / points if points else 0.0)
         expected.append(sum(summary.expected_penalty * summary.points for summary in summaries)
                         / judged_points if judged_points else 0.0)
+    if keep is not None:
+        keep_build(out, keep / library / kind_name(method, budget, seed))
     shutil.rmtree(out.parent)
     return Judged(method, budget, spent.wall, profiling, spent.measuring_share, right, expected,
                   [statistics.mean(right)], complete=result.coverage is None)
 
 
 def judged_interleaved(library: str, kinds: list[tuple[str, float | None]], folder: Path, stored: list[Path],
-                       repeats: int) -> dict[tuple[str, float | None], Judged]:
+                       repeats: int, keep: Path | None = None) -> dict[tuple[str, float | None], Judged]:
     """Every kind of build (method, budget) ``repeats`` times, seeds 0, 1, …,
     each repeat building every kind before the next begins; the figures of
     a kind are the means over its builds.  A shared host's busy spells last
@@ -185,7 +217,7 @@ def judged_interleaved(library: str, kinds: list[tuple[str, float | None]], fold
     builds: dict[tuple[str, float | None], list[Judged]] = {kind: [] for kind in kinds}
     for seed in range(repeats):
         for method, budget in kinds:
-            one = built_and_judged(library, method, budget, seed, folder, stored)
+            one = built_and_judged(library, method, budget, seed, folder, stored, keep)
             builds[(method, budget)].append(one)
             print(f"  built {method} at {'default' if budget is None else f'{budget:g} s'}, seed {seed}: "
                   f"right {100 * one.builds[0]:.1f}%", file=sys.stderr, flush=True)
@@ -260,6 +292,9 @@ def main() -> None:
     options.add_argument("--budgets", default="15,30,60,120")
     options.add_argument("--repeats", type=int, default=1,
                          help="builds per method and budget, with seeds 0, 1, …; their figures are averaged")
+    options.add_argument("--keep", type=Path, metavar="DIR",
+                         help="keep each build's samples, models and description under DIR/<library>/"
+                              "<method>-<budget>-seed<N>/, to refit and replay later")
     args = options.parse_args()
     budgets = [float(b) for b in args.budgets.split(",")]
     last = []
@@ -271,7 +306,7 @@ def main() -> None:
         grid_budgets = sorted(set(budgets) | {2 * b for b in budgets})
         kinds = [("grid", b) for b in grid_budgets] + [("adaptive", b) for b in budgets] + [("adaptive", None)]
         with tempfile.TemporaryDirectory(prefix="hlc-cost-") as scratch:
-            results = judged_interleaved(library, kinds, Path(scratch), stored, args.repeats)
+            results = judged_interleaved(library, kinds, Path(scratch), stored, args.repeats, args.keep)
         grid = {budget: results[("grid", budget)] for budget in grid_budgets}
         for budget in grid_budgets:
             print(row(grid[budget]), flush=True)

@@ -7,8 +7,11 @@ import importlib.util
 import random
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+
+from hlc.calibrate.breakdown import Breakdown
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("calibration_cost_script", ROOT / "benchmarks" / "calibration_cost.py")
@@ -60,3 +63,31 @@ def test_the_builds_that_reached_the_whole_grid_are_pooled_whatever_their_budget
     assert whole.expected == pytest.approx([0.01, 0.02]) and whole.profiling == pytest.approx(50)
     assert cost.row(whole).startswith("grid        whole")
     assert cost.whole_grid({15: grid[15], 30: grid[30]}) is None  # one budget alone: nothing to pool
+
+
+def test_keep_leaves_what_a_refit_reads_and_nothing_compiled(tmp_path, monkeypatch):
+    """With --keep, a judged build's samples, models and description copy stay
+    (named by kind and seed); its compiled module goes with the scratch."""
+    def fake_build(description, *, out, **settings):
+        out.mkdir(parents=True)
+        for name in ("samples.jsonl", "models.json", "used_models.json", "breakdown.json", "sort.cpython.so"):
+            (out / name).write_text(name)
+        (out / "source").mkdir()
+        (out / "source" / "sort.hl").write_text("library sort")
+        spent = Breakdown(seconds={"fit": 2.0, "measuring": 20.0}, wall=40.0)
+        return SimpleNamespace(breakdown=spent, coverage=None)
+
+    monkeypatch.setattr(cost, "build", fake_build)
+    monkeypatch.setattr(cost, "replay", lambda build, evaluation: SimpleNamespace(interfaces={}))
+    monkeypatch.setattr(cost.evaluation_artefact, "load",
+                        lambda path: SimpleNamespace(settings=SimpleNamespace(ranks=[1])))
+    scratch, kept = tmp_path / "scratch", tmp_path / "kept"
+    judged = cost.built_and_judged("sort", "adaptive", 30.0, 1, scratch, [tmp_path / "evaluation-1.json"], kept)
+    assert judged.seconds == 40.0 and judged.profiling == pytest.approx(38.0)
+    folder = kept / "sort" / "adaptive-30-seed1"
+    assert sorted(p.name for p in folder.iterdir()) == sorted(cost.KEPT)
+    assert (folder / "source" / "sort.hl").read_text() == "library sort"
+    assert list(scratch.iterdir()) == []  # the build itself is gone
+    cost.built_and_judged("sort", "grid", None, 0, scratch, [tmp_path / "evaluation-1.json"])
+    assert sorted(p.name for p in (kept / "sort").iterdir()) == ["adaptive-30-seed1"]  # without keep, nothing
+    assert cost.kind_name("grid", None, 0) == "grid-default-seed0"
