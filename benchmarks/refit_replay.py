@@ -44,7 +44,9 @@ def judged(build: Path, description: Path | None, evaluations: list[Path],
     """The build's samples fitted with ``description``, replayed against each
     evaluation: (right share, expected penalty, share of optimal parameters)
     per evaluation, interface and rank count; the last NaN where no
-    implementation has a parameter, else the mean over those that have."""
+    implementation has a parameter, else the mean over those that have.  A
+    rank count at which no point could be judged (a grid build cut short
+    before it reached that count has no models there) has no entry."""
     models = fit_samples(build / "samples.jsonl", description=description, discovering=discovering)
     found = {}
     with tempfile.TemporaryDirectory() as folder:
@@ -57,6 +59,8 @@ def judged(build: Path, description: Path | None, evaluations: list[Path],
             result = replay(path, evaluation, description=description)
             for interface, entry in result.interfaces.items():
                 for ranks, summary in (entry.by_ranks or {0: entry.summary}).items():
+                    if summary is None:  # no point judged: the build has no models at that rank count
+                        continue
                     optimal = [share.share for share in summary.optimal_parameters.values()]
                     found[evaluation.stem, interface, ranks] = (
                         summary.right_share, summary.expected_penalty,

@@ -38,3 +38,17 @@ def test_the_difference_is_that_of_the_two_fits_replayed(tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"right {100 * (shares[1] - shares[0]):+.2f} points" in out.splitlines()[-1], out
     assert f"{shares[0]:>8.1%} {shares[1]:>8.1%}" in out
+
+
+def test_a_build_without_models_at_a_rank_count_is_judged_at_the_others(tmp_path):
+    """A grid build cut short before it reached two ranks has no two-rank
+    models: its two-rank points judge nothing, and its one-rank ones still count."""
+    build = tmp_path / "one-rank"
+    build.mkdir()
+    lines = (ROOT / "tests" / "data" / "sort" / "samples.jsonl").read_text().splitlines()
+    (build / "samples.jsonl").write_text("\n".join(line for line in lines if '"P":2' not in line.replace(" ", "")))
+    evaluation = ROOT / "tests" / "data" / "sort" / "evaluation-1.json"  # one and two ranks
+    found = refit_replay.judged(build, DESCRIPTION, [evaluation], True)
+    assert set(found) == {("evaluation-1", "sort", 1)}
+    right, expected, optimal = found["evaluation-1", "sort", 1]
+    assert 0.9 <= right <= 1.0 and 0 <= expected < 0.05 and 0.8 <= optimal <= 1.0
