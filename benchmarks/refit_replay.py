@@ -18,8 +18,9 @@ then the mean difference B - A over the builds with its standard error
 
 A defaults to the description each build's samples name, B to A with
 discovery off.  A library that uses another's models takes them from
-build/NAME/models.json, as ``hlc fit`` does.  The last line sums it up over all evaluations and rank
-counts:
+build/NAME/models.json, as ``hlc fit`` does.  The last line sums it up:
+each build's mean difference over the evaluations and rank counts it was
+judged at, then their mean over the builds:
 
     B against A over N builds: right +x.xx points (SE y.yy), expected penalty +z.zz% (SE w.ww)
 """
@@ -87,13 +88,17 @@ def main(argv: list[str] | None = None) -> None:
     b_label = options.versus.name if options.versus else "no discovery"
     print(f"A: {a_label}; B: {b_label}")
     rows: dict[Key, list[tuple[str, tuple[float, ...], tuple[float, ...]]]] = defaultdict(list)
+    # per build (by its path: two builds may share a folder name), its differences over its rows
+    right_all: dict[Path, list[float]] = defaultdict(list)
+    expected_all: dict[Path, list[float]] = defaultdict(list)
     for build in options.builds:
         first = judged(build, options.description, options.evaluations, True)
         second = judged(build, options.versus or options.description, options.evaluations,
                         options.versus is not None)
         for key in sorted(first.keys() & second.keys()):
             rows[key].append((build.name, first[key], second[key]))
-    right_all, expected_all = defaultdict(float), defaultdict(float)
+            right_all[build].append(second[key][0] - first[key][0])
+            expected_all[build].append(second[key][1] - first[key][1])
     for (evaluation, interface, ranks), judged_builds in sorted(rows.items()):
         where = f"{interface}, {'all ranks' if ranks == 0 else f'P = {ranks}'}"
         print(f"\n{evaluation}: {where}")
@@ -102,14 +107,12 @@ def main(argv: list[str] | None = None) -> None:
         for name, (right_a, expected_a, optimal_a), (right_b, expected_b, optimal_b) in judged_builds:
             print(f"{name:<24} {right_a:>8.1%} {right_b:>8.1%} {expected_a:>11.2%} {expected_b:>11.2%} "
                   f"{optimal_a:>13.1%} {optimal_b:>13.1%}")
-            right_all[name] += (right_b - right_a) / len(rows)
-            expected_all[name] += (expected_b - expected_a) / len(rows)
         right, right_error = mean_and_error([100 * (b[0] - a[0]) for _, a, b in judged_builds])
         expected, expected_error = mean_and_error([100 * (b[1] - a[1]) for _, a, b in judged_builds])
         print(f"{'B - A':<24} right {right:+.2f} points (SE {right_error:.2f}), "
               f"expected penalty {expected:+.2f}% (SE {expected_error:.2f})")
-    right, right_error = mean_and_error([100 * value for value in right_all.values()])
-    expected, expected_error = mean_and_error([100 * value for value in expected_all.values()])
+    right, right_error = mean_and_error([100 * statistics.fmean(values) for values in right_all.values()])
+    expected, expected_error = mean_and_error([100 * statistics.fmean(values) for values in expected_all.values()])
     builds = f"{len(right_all)} build" + ("s" if len(right_all) != 1 else "")
     print(f"\nB against A over {builds}: right {right:+.2f} points (SE {right_error:.2f}), "
           f"expected penalty {expected:+.2f}% (SE {expected_error:.2f})")
