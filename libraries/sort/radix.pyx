@@ -5,6 +5,13 @@ digit width as a parameter, and counting sort — sequential and SPMD.
 Keys of any integer dtype are sorted as unsigned offsets from the smallest
 key, so only the bits of the span actually present are sorted (key width w).
 Offsets of spans up to 32 bits are held in uint32: half the memory traffic.
+The kernels take pointers, not typed memoryviews, and a 32- or 64-bit key
+of either sign as the unsigned integer of its bits: its offset is its
+difference from the smallest key modulo 2**32 or 2**64, exact because the
+span fits, and one subtraction, as for narrower keys (sign-extended or not
+by their kernel).  So six kernels cover eight dtypes and the module has no
+memoryview code: 1.7 MB of C where typed memoryviews over eight dtypes
+made 4 MB, and less than half the compile.
 
 Radix sort makes ceil(w / bpd) passes, each a stable counting sort on one
 digit: count → prefix sums → scatter.  The passes share the bits evenly:
@@ -40,9 +47,9 @@ import threading
 import numpy as np
 
 cimport numpy as cnp
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int16_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
 from hlc.runtime import world
 from hlc.runtime.extremes import SHARED_FROM, measured, measured_over_ranks, over_ranks
@@ -52,8 +59,6 @@ cnp.import_array()
 ctypedef fused key_t:
     int8_t
     int16_t
-    int32_t
-    int64_t
     uint8_t
     uint16_t
     uint32_t
@@ -89,6 +94,16 @@ def _checked(keys, int bpd):
     if not 1 <= bpd <= MAX_BPD:
         raise ValueError(f"bpd must be in 1 .. {MAX_BPD}, not {bpd}")
     return np.ascontiguousarray(keys)
+
+
+def _native(array):
+    """``array`` in this machine's byte order (the kernels read native integers)."""
+    return array.astype(array.dtype.newbyteorder("="))
+
+
+cdef inline void *_data(cnp.ndarray array) noexcept:
+    """The first item of a contiguous array, for the kernels."""
+    return cnp.PyArray_DATA(array)
 
 
 # ---- the span of the keys ------------------------------------------------------------------
@@ -147,16 +162,14 @@ cdef extern from *:
 
 
 cdef tuple _extremes(cnp.ndarray array):
-    """(smallest, largest) key of a non-empty contiguous integer array: as the
-    dispatched call that calls this sort just read them, when it did (from
-    SHARED_FROM keys on), else read here."""
+    """(smallest, largest) key of a non-empty contiguous native integer array:
+    as the dispatched call that calls this sort just read them, when it did
+    (from SHARED_FROM keys on), else read here."""
     if array.shape[0] >= SHARED_FROM:
         known = measured(array)
         if known is not None:
             return known
-    if not array.dtype.isnative:
-        return int(array.min()), int(array.max())
-    cdef const void *data = cnp.PyArray_DATA(array)
+    cdef const void *data = _data(array)
     cdef Py_ssize_t n = array.shape[0]
     cdef int64_t low = 0
     cdef uint64_t high = 0
@@ -188,12 +201,30 @@ def _global_span(array):
     return low, (high - low).bit_length()
 
 
-cdef inline uint64_t _as_u64(key_t key) noexcept nogil:
-    """The key's two's-complement bits, sign-extended to 64: differences of two
-    such values are the exact differences of the keys, modulo 2**64."""
-    if key_t is int8_t or key_t is int16_t or key_t is int32_t or key_t is int64_t:
-        return <uint64_t><int64_t>key
-    return <uint64_t>key
+cdef inline uint64_t _bits(low):
+    """The smallest key's two's-complement bits, as the kernels take it (they
+    keep as many of them as their keys have)."""
+    return <uint64_t>(low & 0xFFFFFFFFFFFFFFFF)
+
+
+cdef inline uint64_t _offset(key_t key, uint64_t low) noexcept nogil:
+    """How far ``key`` lies above ``low`` (the smallest key's bits, sign-extended
+    to 64): a signed 8- or 16-bit key is sign-extended too, an unsigned one
+    lies above it, and a 32- or 64-bit key (of either sign, seen unsigned)
+    differs from it modulo 2**bits of its size, which its span fits.  Each
+    is one subtraction after the load."""
+    if key_t is int8_t or key_t is int16_t:
+        return <uint64_t><int64_t>key - low
+    if key_t is uint32_t:
+        return <uint32_t>(key - <uint32_t>low)
+    return <uint64_t>key - low
+
+
+cdef int _kind(cnp.ndarray array):
+    """Which kernel takes ``array``'s keys: their size in bytes, negative for
+    signed 8- and 16-bit keys (32- and 64-bit keys of either sign share one)."""
+    cdef int size = array.dtype.itemsize
+    return -size if size <= 2 and array.dtype.kind == "i" else size
 
 
 # ---- the passes ----------------------------------------------------------------------------
@@ -206,7 +237,7 @@ cdef inline int _pass_bits(int passes, int bpd, int width, int p) noexcept nogil
     return bpd if p < width - passes * (bpd - 1) else bpd - 1
 
 
-cdef inline void _count_passes(key_t[::1] keys, uint64_t low, int passes, int bpd, int width,
+cdef inline void _count_passes(const key_t *keys, Py_ssize_t n, uint64_t low, int passes, int bpd, int width,
                                Py_ssize_t *counts) noexcept nogil:
     cdef Py_ssize_t i, bins = (<Py_ssize_t>1) << bpd
     cdef uint64_t offset
@@ -217,8 +248,8 @@ cdef inline void _count_passes(key_t[::1] keys, uint64_t low, int passes, int bp
     for p in range(passes):
         shifts[p] = _pass_bits(passes, bpd, width, p)
         masks[p] = (<uint64_t>1 << shifts[p]) - 1
-    for i in range(keys.shape[0]):
-        offset = _as_u64(keys[i]) - low
+    for i in range(n):
+        offset = _offset(keys[i], low)
         table = counts
         for p in range(passes):  # the digits from the lowest: shift the offset, move to the next table
             table[offset & masks[p]] += 1
@@ -226,22 +257,22 @@ cdef inline void _count_passes(key_t[::1] keys, uint64_t low, int passes, int bp
             table += bins
 
 
-cdef void _count_digits(key_t[::1] keys, uint64_t low, int passes, int bpd, int width,
+cdef void _count_digits(const key_t *keys, Py_ssize_t n, uint64_t low, int passes, int bpd, int width,
                         Py_ssize_t *counts) noexcept nogil:
     """counts[p * 2**bpd + d]: how many keys have digit d in pass p.  For up to
     four passes the count is a constant in the call, so that the compiler
     unrolls the loop over the digits: 1.9 -> 1.0 ns a key for four 8-bit
     digits of 10M keys."""
     if passes == 1:
-        _count_passes(keys, low, 1, bpd, width, counts)
+        _count_passes(keys, n, low, 1, bpd, width, counts)
     elif passes == 2:
-        _count_passes(keys, low, 2, bpd, width, counts)
+        _count_passes(keys, n, low, 2, bpd, width, counts)
     elif passes == 3:
-        _count_passes(keys, low, 3, bpd, width, counts)
+        _count_passes(keys, n, low, 3, bpd, width, counts)
     elif passes == 4:
-        _count_passes(keys, low, 4, bpd, width, counts)
+        _count_passes(keys, n, low, 4, bpd, width, counts)
     else:
-        _count_passes(keys, low, passes, bpd, width, counts)
+        _count_passes(keys, n, low, passes, bpd, width, counts)
 
 
 cdef bint _to_starts(Py_ssize_t *counts, Py_ssize_t bins, Py_ssize_t n) noexcept nogil:
@@ -257,18 +288,18 @@ cdef bint _to_starts(Py_ssize_t *counts, Py_ssize_t bins, Py_ssize_t n) noexcept
     return True
 
 
-cdef void _scatter_keys(key_t[::1] keys, offset_t[::1] target, uint64_t low, int shift, uint64_t mask,
+cdef void _scatter_keys(const key_t *keys, Py_ssize_t n, offset_t *target, uint64_t low, int shift, uint64_t mask,
                         Py_ssize_t *starts) noexcept nogil:
     """First pass: caller's keys → offsets, by digit."""
     cdef Py_ssize_t i
     cdef uint64_t offset
-    for i in range(keys.shape[0]):
-        offset = _as_u64(keys[i]) - low
+    for i in range(n):
+        offset = _offset(keys[i], low)
         target[starts[(offset >> shift) & mask]] = <offset_t>offset
         starts[(offset >> shift) & mask] += 1
 
 
-cdef void _scatter_offsets(offset_t[::1] source, offset_t[::1] target, int shift, uint64_t mask,
+cdef void _scatter_offsets(const offset_t *source, offset_t *target, int shift, uint64_t mask,
                            Py_ssize_t *starts, const Py_ssize_t *ends, Py_ssize_t runs, Py_ssize_t pad) noexcept nogil:
     """A middle pass: the previous pass's runs (run d ends at ends[d]; the next
     begins pad items later) → the target, by digit."""
@@ -282,7 +313,7 @@ cdef void _scatter_offsets(offset_t[::1] source, offset_t[::1] target, int shift
         begin = ends[d] + pad
 
 
-cdef void _scatter_back(offset_t[::1] source, key_t[::1] out, uint64_t low, int shift, uint64_t mask,
+cdef void _scatter_back(const offset_t *source, key_t *out, uint64_t low, int shift, uint64_t mask,
                         Py_ssize_t *starts, const Py_ssize_t *ends, Py_ssize_t runs, Py_ssize_t pad) noexcept nogil:
     """The last pass: the previous pass's runs → the caller's dtype, by digit."""
     cdef Py_ssize_t d, i, begin = 0
@@ -295,53 +326,53 @@ cdef void _scatter_back(offset_t[::1] source, key_t[::1] out, uint64_t low, int 
         begin = ends[d] + pad
 
 
-cdef void _scatter_direct(key_t[::1] keys, key_t[::1] out, uint64_t low, int shift, uint64_t mask,
+cdef void _scatter_direct(const key_t *keys, Py_ssize_t n, key_t *out, uint64_t low, int shift, uint64_t mask,
                           Py_ssize_t *starts) noexcept nogil:
     """The only pass: the caller's keys → the result, by digit."""
     cdef Py_ssize_t i
     cdef uint64_t offset
-    for i in range(keys.shape[0]):
-        offset = _as_u64(keys[i]) - low
+    for i in range(n):
+        offset = _offset(keys[i], low)
         out[starts[(offset >> shift) & mask]] = keys[i]
         starts[(offset >> shift) & mask] += 1
 
 
-cdef void _restore(narrow_t[::1] offsets, key_t[::1] out, uint64_t low) noexcept nogil:
+cdef void _restore(const narrow_t *offsets, Py_ssize_t n, key_t *out, uint64_t low) noexcept nogil:
     cdef Py_ssize_t i
-    for i in range(offsets.shape[0]):
+    for i in range(n):
         out[i] = <key_t>(offsets[i] + low)
 
 
-cdef void _narrow(key_t[::1] keys, narrow_t[::1] offsets, uint64_t low) noexcept nogil:
+cdef void _narrow(const key_t *keys, Py_ssize_t n, narrow_t *offsets, uint64_t low) noexcept nogil:
     cdef Py_ssize_t i
-    for i in range(keys.shape[0]):
-        offsets[i] = <narrow_t>(_as_u64(keys[i]) - low)
+    for i in range(n):
+        offsets[i] = <narrow_t>_offset(keys[i], low)
 
 
-cdef void _sort_local(key_t[::1] keys, key_t[::1] out, offset_t[::1] one, offset_t[::1] two,
+cdef void _sort_local(const key_t *keys, Py_ssize_t n, key_t *out, offset_t *one, offset_t *two,
                       uint64_t low, int width, int bpd, Py_ssize_t pad, Py_ssize_t *counts) noexcept nogil:
-    """LSD radix sort of ``keys`` into ``out``; ``one`` and ``two`` are scratch
-    of n + 2**bpd * pad items.  Reads the keys once to count every digit, then
-    one scatter per pass that moves something: the first from ``keys``, the
-    last into ``out``.  In the scratch, the run of digit d starts d * pad
-    items after its place (see PAD_BYTES)."""
+    """LSD radix sort of the ``n`` keys into ``out``; ``one`` and ``two`` are
+    scratch of n + 2**bpd * pad items.  Reads the keys once to count every
+    digit, then one scatter per pass that moves something: the first from
+    ``keys``, the last into ``out``.  In the scratch, the run of digit d
+    starts d * pad items after its place (see PAD_BYTES)."""
     cdef int passes = (width + bpd - 1) // bpd, p, active = 0, done = 0, shift = 0, bits
-    cdef Py_ssize_t n = keys.shape[0], bins = (<Py_ssize_t>1) << bpd, d, digits
+    cdef Py_ssize_t bins = (<Py_ssize_t>1) << bpd, d, digits
     cdef uint64_t mask
-    cdef offset_t[::1] source = one
-    cdef offset_t[::1] target = two
-    cdef offset_t[::1] swap
+    cdef offset_t *source = one
+    cdef offset_t *target = two
+    cdef offset_t *swap
     cdef Py_ssize_t *ends = NULL  # where the runs of the pass that filled ``source`` end
     cdef Py_ssize_t *starts
     cdef Py_ssize_t runs = 1  # the source's runs: one of n items, unpadded
-    _count_digits(keys, low, passes, bpd, width, counts)
+    _count_digits(keys, n, low, passes, bpd, width, counts)
     for p in range(passes):  # counts → starts; a skipped pass keeps its first count at n
         if _to_starts(counts + p * bins, (<Py_ssize_t>1) << _pass_bits(passes, bpd, width, p), n):
             active += 1
         else:
             counts[p * bins] = -1
     if active == 0:  # every key has the same digits: already in order
-        out[:] = keys
+        memcpy(out, keys, n * sizeof(key_t))
         return
     for p in range(passes):
         bits = _pass_bits(passes, bpd, width, p)
@@ -356,9 +387,9 @@ cdef void _sort_local(key_t[::1] keys, key_t[::1] out, offset_t[::1] one, offset
             for d in range(1, digits):
                 starts[d] += d * pad
         if done == 1 and active == 1:
-            _scatter_direct(keys, out, low, shift - bits, mask, starts)
+            _scatter_direct(keys, n, out, low, shift - bits, mask, starts)
         elif done == 1:
-            _scatter_keys(keys, source, low, shift - bits, mask, starts)
+            _scatter_keys(keys, n, source, low, shift - bits, mask, starts)
         elif done == active:
             _scatter_back(source, out, low, shift - bits, mask, starts, ends if pad else &n, runs, pad)
         else:
@@ -422,73 +453,134 @@ def _scratch(Py_ssize_t n, dtype, int passes, Py_ssize_t bins, Py_ssize_t pad):
             _kept_array("second", size if passes > 2 else 0, dtype))
 
 
-def _radix_local(key_t[::1] keys, key_t[::1] out, low, int width, int bpd):
-    cdef int passes = (width + bpd - 1) // bpd
+def _radix_local(cnp.ndarray keys, cnp.ndarray out, low, int width, int bpd):
+    cdef int passes = (width + bpd - 1) // bpd, kind = _kind(keys)
     cdef Py_ssize_t n = keys.shape[0], bins = (<Py_ssize_t>1) << bpd, pad
-    cdef uint64_t base = <uint64_t>(low & 0xFFFFFFFFFFFFFFFF)
+    cdef uint64_t base = _bits(low)
+    cdef void *source = _data(keys)
+    cdef void *target = _data(out)
     # The counters are kept memory too: a fresh table of 2**16 counters per
     # pass is fresh pages, or not, by the allocator's history (a sort of 1,000
     # keys at bpd 16 took 67 or 92 us).
-    cdef Py_ssize_t[::1] table = _kept_array("counts", passes * bins, np.intp)
-    cdef Py_ssize_t *counts = &table[0]
-    cdef uint32_t[::1] one32, two32
-    cdef uint64_t[::1] one64, two64
+    cdef Py_ssize_t *counts = <Py_ssize_t *>_data(_kept_array("counts", passes * bins, np.intp))
+    cdef uint32_t *one32
+    cdef uint32_t *two32
+    cdef uint64_t *one64
+    cdef uint64_t *two64
     memset(counts, 0, passes * bins * sizeof(Py_ssize_t))
-    if width <= 32:
-        pad = PAD_BYTES // 4 if n >= PAD_FROM * bins else 0
-        one32, two32 = _scratch(n, np.uint32, passes, bins, pad)
-        with nogil:
-            _sort_local(keys, out, one32, two32, base, width, bpd, pad, counts)
-    else:
+    if width > 32:  # 64-bit keys only
         pad = PAD_BYTES // 8 if n >= PAD_FROM * bins else 0
-        one64, two64 = _scratch(n, np.uint64, passes, bins, pad)
+        first, second = _scratch(n, np.uint64, passes, bins, pad)
+        one64, two64 = <uint64_t *>_data(first), <uint64_t *>_data(second)
         with nogil:
-            _sort_local(keys, out, one64, two64, base, width, bpd, pad, counts)
+            _sort_local(<uint64_t *>source, n, <uint64_t *>target, one64, two64, base, width, bpd, pad, counts)
+        return
+    pad = PAD_BYTES // 4 if n >= PAD_FROM * bins else 0
+    first, second = _scratch(n, np.uint32, passes, bins, pad)
+    one32, two32 = <uint32_t *>_data(first), <uint32_t *>_data(second)
+    with nogil:
+        if kind == -1:
+            _sort_local(<int8_t *>source, n, <int8_t *>target, one32, two32, base, width, bpd, pad, counts)
+        elif kind == 1:
+            _sort_local(<uint8_t *>source, n, <uint8_t *>target, one32, two32, base, width, bpd, pad, counts)
+        elif kind == -2:
+            _sort_local(<int16_t *>source, n, <int16_t *>target, one32, two32, base, width, bpd, pad, counts)
+        elif kind == 2:
+            _sort_local(<uint16_t *>source, n, <uint16_t *>target, one32, two32, base, width, bpd, pad, counts)
+        elif kind == 4:
+            _sort_local(<uint32_t *>source, n, <uint32_t *>target, one32, two32, base, width, bpd, pad, counts)
+        else:
+            _sort_local(<uint64_t *>source, n, <uint64_t *>target, one32, two32, base, width, bpd, pad, counts)
 
 
 # ---- one digit at a time, for the parallel sort ----------------------------------------------
 
 
-def _offsets(key_t[::1] keys, low, uint64_t[::1] offsets):
+def _offsets(cnp.ndarray keys, low, cnp.ndarray offsets):
     """The keys as uint64 offsets from ``low``, into ``offsets``."""
-    cdef Py_ssize_t i
-    cdef uint64_t base = <uint64_t>(low & 0xFFFFFFFFFFFFFFFF)
+    cdef uint64_t base = _bits(low)
+    cdef void *source = _data(keys)
+    cdef uint64_t *target = <uint64_t *>_data(offsets)
+    cdef Py_ssize_t n = keys.shape[0]
+    cdef int kind = _kind(keys)
     with nogil:
-        for i in range(keys.shape[0]):
-            offsets[i] = _as_u64(keys[i]) - base
+        if kind == -1:
+            _narrow(<int8_t *>source, n, target, base)
+        elif kind == 1:
+            _narrow(<uint8_t *>source, n, target, base)
+        elif kind == -2:
+            _narrow(<int16_t *>source, n, target, base)
+        elif kind == 2:
+            _narrow(<uint16_t *>source, n, target, base)
+        elif kind == 4:
+            _narrow(<uint32_t *>source, n, target, base)
+        else:
+            _narrow(<uint64_t *>source, n, target, base)
 
 
-def _digit_counts(uint64_t[::1] offsets, int shift, int bpd):
-    """How many offsets have each digit value at ``shift``."""
+cdef void _histogram(const uint64_t *offsets, Py_ssize_t n, int shift, uint64_t mask,
+                     int64_t *counts) noexcept nogil:
     cdef Py_ssize_t i
-    cdef uint64_t mask = (<uint64_t>1 << bpd) - 1
-    cdef cnp.int64_t[::1] counts = np.zeros((<Py_ssize_t>1) << bpd, dtype=np.int64)
+    for i in range(n):
+        counts[(offsets[i] >> shift) & mask] += 1
+
+
+cdef void _stable_by_digit(const uint64_t *offsets, Py_ssize_t n, int shift, uint64_t mask,
+                           int64_t *starts, uint64_t *target) noexcept nogil:
+    cdef Py_ssize_t i, d
+    for i in range(n):
+        d = (offsets[i] >> shift) & mask
+        target[starts[d]] = offsets[i]
+        starts[d] += 1
+
+
+def _digit_counts(cnp.ndarray offsets, int shift, int bpd):
+    """How many offsets (uint64) have each digit value at ``shift``."""
+    counts = np.zeros((<Py_ssize_t>1) << bpd, dtype=np.int64)
+    cdef const uint64_t *source = <uint64_t *>_data(offsets)
+    cdef int64_t *table = <int64_t *>_data(counts)
+    cdef Py_ssize_t n = offsets.shape[0]
     with nogil:
-        for i in range(offsets.shape[0]):
-            counts[(offsets[i] >> shift) & mask] += 1
-    return np.asarray(counts)
+        _histogram(source, n, shift, (<uint64_t>1 << bpd) - 1, table)
+    return counts
 
 
-def _by_digit(uint64_t[::1] offsets, int shift, int bpd, cnp.int64_t[::1] counts, uint64_t[::1] target):
-    """Write the offsets into ``target`` stably ordered by their digit at
-    ``shift`` (``counts`` from _digit_counts)."""
-    cdef Py_ssize_t i, d, total = 0, bins = (<Py_ssize_t>1) << bpd
-    cdef uint64_t mask = <uint64_t>(bins - 1)
-    cdef cnp.int64_t[::1] starts = np.empty(bins, dtype=np.int64)
+def _by_digit(cnp.ndarray offsets, int shift, int bpd, cnp.ndarray counts, cnp.ndarray target):
+    """Write the offsets (uint64) into ``target`` stably ordered by their digit
+    at ``shift`` (``counts`` from _digit_counts)."""
+    cdef Py_ssize_t d, total = 0, n = offsets.shape[0], bins = (<Py_ssize_t>1) << bpd
+    cdef const uint64_t *source = <uint64_t *>_data(offsets)
+    cdef uint64_t *into = <uint64_t *>_data(target)
+    cdef const int64_t *sizes = <int64_t *>_data(counts)
+    places = np.empty(bins, dtype=np.int64)
+    cdef int64_t *starts = <int64_t *>_data(places)
     with nogil:
         for d in range(bins):
             starts[d] = total
-            total += counts[d]
-        for i in range(offsets.shape[0]):
-            d = (offsets[i] >> shift) & mask
-            target[starts[d]] = offsets[i]
-            starts[d] += 1
+            total += sizes[d]
+        _stable_by_digit(source, n, shift, <uint64_t>(bins - 1), starts, into)
 
 
-def _keys_from(uint64_t[::1] offsets, key_t[::1] out, low):
-    cdef uint64_t base = <uint64_t>(low & 0xFFFFFFFFFFFFFFFF)
+def _keys_from(cnp.ndarray offsets, cnp.ndarray out, low):
+    """The keys ``low`` + offsets (uint64), in the dtype of ``out``, into it."""
+    cdef uint64_t base = _bits(low)
+    cdef const uint64_t *source = <uint64_t *>_data(offsets)
+    cdef void *target = _data(out)
+    cdef Py_ssize_t n = offsets.shape[0]
+    cdef int kind = _kind(out)
     with nogil:
-        _restore(offsets, out, base)
+        if kind == -1:
+            _restore(source, n, <int8_t *>target, base)
+        elif kind == 1:
+            _restore(source, n, <uint8_t *>target, base)
+        elif kind == -2:
+            _restore(source, n, <int16_t *>target, base)
+        elif kind == 2:
+            _restore(source, n, <uint16_t *>target, base)
+        elif kind == 4:
+            _restore(source, n, <uint32_t *>target, base)
+        else:
+            _restore(source, n, <uint64_t *>target, base)
 
 
 def _radix_parallel(array, low, int width, int bpd, team):
@@ -558,6 +650,8 @@ def radix_sort(keys, int bpd=8):
     keys of all ranks, sorted, ranks in order.
     """
     array = _checked(keys, bpd)
+    if not array.dtype.isnative:
+        return radix_sort(_native(array), bpd).astype(array.dtype)
     team = world()
     low, width = _global_span(array)
     bpd = digit_bits(width, bpd)
@@ -571,42 +665,43 @@ def radix_sort(keys, int bpd=8):
     return out
 
 
-cdef void _count_values(key_t[::1] keys, uint64_t low, count_t[::1] counts) noexcept nogil:
+cdef void _count_values(const key_t *keys, Py_ssize_t n, uint64_t low, count_t *counts,
+                        Py_ssize_t bins) noexcept nogil:
     """counts[v]: how many keys equal low + v.  Few values and many keys make
     long chains of increments of one counter, each waiting for the last:
     then four tables take turns and are summed."""
-    cdef Py_ssize_t i, n = keys.shape[0], bins = counts.shape[0], v
+    cdef Py_ssize_t i, v
     cdef count_t *tables
     if bins > 4096 or n < 4 * bins:
         for i in range(n):
-            counts[_as_u64(keys[i]) - low] += 1
+            counts[_offset(keys[i], low)] += 1
         return
     tables = <count_t *>calloc(4 * bins, sizeof(count_t))
     if tables == NULL:  # no memory for the tables: one table will do
         for i in range(n):
-            counts[_as_u64(keys[i]) - low] += 1
+            counts[_offset(keys[i], low)] += 1
         return
     for i in range(0, n - 3, 4):
-        tables[_as_u64(keys[i]) - low] += 1
-        tables[bins + (_as_u64(keys[i + 1]) - low)] += 1
-        tables[2 * bins + (_as_u64(keys[i + 2]) - low)] += 1
-        tables[3 * bins + (_as_u64(keys[i + 3]) - low)] += 1
+        tables[_offset(keys[i], low)] += 1
+        tables[bins + _offset(keys[i + 1], low)] += 1
+        tables[2 * bins + _offset(keys[i + 2], low)] += 1
+        tables[3 * bins + _offset(keys[i + 3], low)] += 1
     for i in range(n - n % 4, n):
-        tables[_as_u64(keys[i]) - low] += 1
+        tables[_offset(keys[i], low)] += 1
     for v in range(bins):
         counts[v] += tables[v] + tables[bins + v] + tables[2 * bins + v] + tables[3 * bins + v]
     free(tables)
 
 
-cdef inline void _runs(key_t[::1] out, count_t[::1] counts, Py_ssize_t *next_value, Py_ssize_t *position,
-                       uint64_t low, Py_ssize_t at_once) noexcept nogil:
+cdef inline void _runs(key_t *out, Py_ssize_t n, const count_t *counts, Py_ssize_t *next_value,
+                       Py_ssize_t *position, uint64_t low, Py_ssize_t at_once) noexcept nogil:
     """Write whole runs, from value ``next_value`` and ``position`` on, while
-    ``at_once`` writes stay inside ``out``: each value is written ``at_once``
-    times without a branch on its run's length (the next value overwrites
-    what its run did not need), and only longer runs take a loop.  Advances
-    both indices.  (Called with constant ``at_once``, so the compiler
-    unrolls the writes.)"""
-    cdef Py_ssize_t v = next_value[0], i = position[0], j, repeat, n = out.shape[0]
+    ``at_once`` writes stay inside the ``n`` keys of ``out``: each value is
+    written ``at_once`` times without a branch on its run's length (the next
+    value overwrites what its run did not need), and only longer runs take
+    a loop.  Advances both indices.  (Called with constant ``at_once``, so
+    the compiler unrolls the writes.)"""
+    cdef Py_ssize_t v = next_value[0], i = position[0], j, repeat
     cdef key_t value
     while i <= n - at_once:
         repeat = counts[v]
@@ -624,7 +719,8 @@ cdef inline void _runs(key_t[::1] out, count_t[::1] counts, Py_ssize_t *next_val
     position[0] = i
 
 
-cdef void _write_runs(key_t[::1] out, count_t[::1] counts, Py_ssize_t first, uint64_t low) noexcept nogil:
+cdef void _write_runs(key_t *out, Py_ssize_t n, const count_t *counts, Py_ssize_t bins, Py_ssize_t first,
+                      uint64_t low) noexcept nogil:
     """Write the values in order, each as often as counted, skipping the first
     ``first`` of them (the positions of the ranks before this one).
 
@@ -633,7 +729,7 @@ cdef void _write_runs(key_t[::1] out, count_t[::1] counts, Py_ssize_t first, uin
     a key, against 0.8 ns without that branch).  So the values are written a
     fixed number of times each (_runs), a number above most runs' lengths:
     once where most runs are empty, 8 or 16 times where runs are short."""
-    cdef Py_ssize_t v = 0, i = 0, j, n = out.shape[0], bins = counts.shape[0], repeat
+    cdef Py_ssize_t v = 0, i = 0, j, repeat
     cdef key_t value
     while v < bins and first >= counts[v]:
         first -= counts[v]
@@ -647,9 +743,9 @@ cdef void _write_runs(key_t[::1] out, count_t[::1] counts, Py_ssize_t first, uin
         v += 1
     if 4 * n >= bins:
         if n < 6 * bins:
-            _runs(out, counts, &v, &i, low, 8)
+            _runs(out, n, counts, &v, &i, low, 8)
         else:
-            _runs(out, counts, &v, &i, low, 16)
+            _runs(out, n, counts, &v, &i, low, 16)
     while i < n:  # where most runs are empty, and the last keys: one write each
         repeat = counts[v]
         value = <key_t>(low + <uint64_t>v)
@@ -663,16 +759,69 @@ cdef void _write_runs(key_t[::1] out, count_t[::1] counts, Py_ssize_t first, uin
         v += 1
 
 
-def _count(key_t[::1] keys, count_t[::1] counts, low):
-    cdef uint64_t base = <uint64_t>(low & 0xFFFFFFFFFFFFFFFF)
-    with nogil:
-        _count_values(keys, base, counts)
+cdef void _count_any(const void *keys, int kind, Py_ssize_t n, uint64_t low, count_t *counts,
+                     Py_ssize_t bins) noexcept nogil:
+    """_count_values for keys of the ``kind`` _kind names."""
+    if kind == -1:
+        _count_values(<const int8_t *>keys, n, low, counts, bins)
+    elif kind == 1:
+        _count_values(<const uint8_t *>keys, n, low, counts, bins)
+    elif kind == -2:
+        _count_values(<const int16_t *>keys, n, low, counts, bins)
+    elif kind == 2:
+        _count_values(<const uint16_t *>keys, n, low, counts, bins)
+    elif kind == 4:
+        _count_values(<const uint32_t *>keys, n, low, counts, bins)
+    else:
+        _count_values(<const uint64_t *>keys, n, low, counts, bins)
 
 
-def _write(key_t[::1] out, count_t[::1] counts, Py_ssize_t first, low):
-    cdef uint64_t base = <uint64_t>(low & 0xFFFFFFFFFFFFFFFF)
+cdef void _write_any(void *out, int kind, Py_ssize_t n, const count_t *counts, Py_ssize_t bins,
+                     Py_ssize_t first, uint64_t low) noexcept nogil:
+    """_write_runs for keys of the ``kind`` _kind names."""
+    if kind == -1:
+        _write_runs(<int8_t *>out, n, counts, bins, first, low)
+    elif kind == 1:
+        _write_runs(<uint8_t *>out, n, counts, bins, first, low)
+    elif kind == -2:
+        _write_runs(<int16_t *>out, n, counts, bins, first, low)
+    elif kind == 2:
+        _write_runs(<uint16_t *>out, n, counts, bins, first, low)
+    elif kind == 4:
+        _write_runs(<uint32_t *>out, n, counts, bins, first, low)
+    else:
+        _write_runs(<uint64_t *>out, n, counts, bins, first, low)
+
+
+def _count(cnp.ndarray keys, cnp.ndarray counts, low):
+    """Add the keys' occurrences of each value low + v to counts[v] (uint32 or int64)."""
+    cdef const void *source = _data(keys)
+    cdef void *table = _data(counts)
+    cdef int kind = _kind(keys)
+    cdef Py_ssize_t n = keys.shape[0], bins = counts.shape[0]
+    cdef uint64_t base = _bits(low)
+    cdef bint wide = counts.dtype.itemsize == 8
     with nogil:
-        _write_runs(out, counts, first, base)
+        if wide:
+            _count_any(source, kind, n, base, <int64_t *>table, bins)
+        else:
+            _count_any(source, kind, n, base, <uint32_t *>table, bins)
+
+
+def _write(cnp.ndarray out, cnp.ndarray counts, Py_ssize_t first, low):
+    """Fill ``out`` with the values low + v, each counts[v] times (uint32 or
+    int64), from the ``first`` position of them on."""
+    cdef void *target = _data(out)
+    cdef const void *table = _data(counts)
+    cdef int kind = _kind(out)
+    cdef Py_ssize_t n = out.shape[0], bins = counts.shape[0]
+    cdef uint64_t base = _bits(low)
+    cdef bint wide = counts.dtype.itemsize == 8
+    with nogil:
+        if wide:
+            _write_any(target, kind, n, <const int64_t *>table, bins, first, base)
+        else:
+            _write_any(target, kind, n, <const uint32_t *>table, bins, first, base)
 
 
 def _counting(array, out, low, int width, team):
@@ -697,6 +846,8 @@ def counting_sort(keys):
     """Return ``keys`` sorted by counting each value of their span (at most
     2**24 values); under MPI, as radix_sort."""
     array = _checked(keys, 1)
+    if not array.dtype.isnative:
+        return counting_sort(_native(array)).astype(array.dtype)
     team = world()
     low, width = _global_span(array)
     if width > MAX_COUNTING_WIDTH:
@@ -707,13 +858,30 @@ def counting_sort(keys):
     return out
 
 
-def _narrow_sort(key_t[::1] keys, narrow_t[::1] offsets, key_t[::1] out, low):
-    cdef uint64_t base = <uint64_t>(low & 0xFFFFFFFFFFFFFFFF)
+def _narrow_sort(cnp.ndarray keys, cnp.ndarray offsets, cnp.ndarray out, low):
+    """Sort 32- or 64-bit ``keys`` into ``out`` through their offsets from
+    ``low`` in the narrower unsigned dtype of ``offsets``."""
+    cdef const void *source = _data(keys)
+    cdef void *narrow = _data(offsets)
+    cdef void *target = _data(out)
+    cdef Py_ssize_t n = keys.shape[0]
+    cdef uint64_t base = _bits(low)
+    cdef int size = keys.dtype.itemsize, bits = offsets.dtype.itemsize
     with nogil:
-        _narrow(keys, offsets, base)
-    np.asarray(offsets).sort()
+        if size == 4:
+            _narrow(<const uint32_t *>source, n, <uint16_t *>narrow, base)
+        elif bits == 2:
+            _narrow(<const uint64_t *>source, n, <uint16_t *>narrow, base)
+        else:
+            _narrow(<const uint64_t *>source, n, <uint32_t *>narrow, base)
+    offsets.sort()
     with nogil:
-        _restore(offsets, out, base)
+        if size == 4:
+            _restore(<const uint16_t *>narrow, n, <uint32_t *>target, base)
+        elif bits == 2:
+            _restore(<const uint16_t *>narrow, n, <uint64_t *>target, base)
+        else:
+            _restore(<const uint32_t *>narrow, n, <uint64_t *>target, base)
 
 
 def narrow_sort(keys):
@@ -721,6 +889,8 @@ def narrow_sort(keys):
     held in the narrowest unsigned dtype of 16, 32 or 64 bits that fits the span:
     NumPy's vectorized sorts take fewer cycles per key on narrower keys.  One rank."""
     array = _checked(keys, 1)
+    if not array.dtype.isnative:
+        return narrow_sort(_native(array)).astype(array.dtype)
     if array.shape[0] <= 1:
         return array.copy()
     low, high = _extremes(array)
