@@ -13,7 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hlc.language import ast
-from hlc.language.expressions import EvaluationError, evaluate, split_terms, to_c, to_python, unparse
+from hlc.language.expressions import (
+    EvaluationError,
+    _closure,
+    _evaluate,
+    evaluate,
+    split_terms,
+    to_c,
+    to_python,
+    unparse,
+)
 from hlc.language.parser import parse_syntax
 
 VARIABLES = {"n": 1000, "width": 28, "bpd": 7, "x": 2.5, "y": -3.0}
@@ -71,6 +80,46 @@ def test_python_spelling_computes_what_evaluate_computes(expression):
     else:
         assert actual == expected or math.isclose(actual, expected, rel_tol=1e-12)
 
+
+
+@settings(max_examples=500, deadline=None)
+@given(expressions, st.sampled_from(["all", "no x", "calls"]))
+def test_the_closures_compute_what_the_tree_walk_computes(expression, case):
+    """evaluate() runs an expression as closures made once; on every value
+    they agree with walking the tree, and where either fails, evaluate()
+    fails as the walk does (an undefined name, a division by zero, a call
+    it cannot make)."""
+    environment = dict(VARIABLES)
+    functions = {}
+    if case == "no x":
+        del environment["x"]
+    elif case == "calls":
+        functions = {"log2": lambda v: -1.0, "max": lambda a, b: a - b}  # the caller's come first
+    try:
+        expected = _evaluate(expression, environment, functions)
+    except Exception as walked:
+        with pytest.raises(EvaluationError if isinstance(walked, (EvaluationError, ArithmeticError, ValueError,
+                                                                   TypeError)) else type(walked)):
+            evaluate(expression, environment, functions)
+        return
+    actual = _closure(expression)(environment, functions)
+    assert type(actual) is type(expected)
+    if isinstance(expected, float) and math.isnan(expected):
+        assert math.isnan(actual) and math.isnan(evaluate(expression, environment, functions))
+    else:
+        assert actual == expected
+        assert evaluate(expression, environment, functions) == expected
+
+
+def test_a_failure_reads_the_same_from_the_closures():
+    with pytest.raises(EvaluationError, match="'z' has no value here"):
+        evaluate(parse_expression("n + z"), VARIABLES)
+    with pytest.raises(EvaluationError, match="1 / \\(n - n\\): division by zero"):
+        evaluate(parse_expression("1 / (n - n)"), VARIABLES)
+    with pytest.raises(EvaluationError, match="Radix\\(\\) cannot be evaluated here"):
+        evaluate(parse_expression("Radix(n)"), VARIABLES)
+    with pytest.raises(EvaluationError, match="too large"):
+        evaluate(parse_expression("2 ** (n * 100)"), VARIABLES)
 
 def test_precedence_follows_python():
     assert unparse(parse_expression("1 + 2 * 3 ** 2")) == "1 + 2 * 3 ** 2"
