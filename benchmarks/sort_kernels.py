@@ -1,20 +1,20 @@
 """The sort kernels of this tree against those of another revision: how long
-they take to compile, and how fast they sort, side by side in one process.
+they take to compile, and how fast they sort.
 
 Both revisions' ``libraries/sort/radix.pyx`` are compiled afresh (the compile
 cache is not used), with the same compiler and settings; the compile's wall
 seconds are printed.  Then radix, counting and narrow sort are timed on the
 same keys (several sizes, key widths and dtypes; the radix sort at several
-digit widths), each case timed alternately by the two modules; a case's
-ratio is the median time of this tree over the median time of the other.
-Where the modules' kept scratch lies in memory changes a sort's time by up
-to a fifth at a few sizes (the cache sets its streams share), and it
-depends on which module was loaded first: so the cases are timed in two
-processes, one loading each module first, and a case's ratio is the
-geometric mean of the two.  The last line gives both compile times, the
-geometric mean of the ratios of each sort, and the worst case.
+digit widths), each module in processes of its own, the two revisions'
+processes taking turns (``--rounds`` each).  Two modules loaded in one
+process disturb each other: where their kept scratch lies changed some
+sorts' times by up to half, against the module loaded first.  A case's
+time is the median over its module's processes of each process's median;
+its ratio, this tree's time over the other's.  The last line gives both
+compile times, the geometric mean of the ratios of each sort, and the
+worst case.
 
-    python benchmarks/sort_kernels.py --against REF [--repeats 9]
+    python benchmarks/sort_kernels.py --against REF [--rounds 3] [--repeats 7]
 """
 
 from __future__ import annotations
@@ -77,22 +77,23 @@ def cases(seed: int = 0) -> list[tuple[str, str, Callable]]:
     return found
 
 
-def ratio(call: Callable, this, other, repeats: int) -> float:
-    """Median time of ``call(this)`` over median time of ``call(other)``, timed alternately."""
-    times: dict[int, list[float]] = {id(this): [], id(other): []}
-    call(this), call(other)  # kept scratch and counters allocated for both
-    for repeat in range(repeats):
-        for module in (this, other) if repeat % 2 else (other, this):
+def medians(module, repeats: int) -> list[float]:
+    """Each case's median time by ``module``, after one untimed call."""
+    found = []
+    for _, _, call in cases():
+        call(module)  # kept scratch and counters allocated
+        times = []
+        for _ in range(repeats):
             started = time.perf_counter()
             call(module)
-            times[id(module)].append(time.perf_counter() - started)
-    return statistics.median(times[id(this)]) / statistics.median(times[id(other)])
+            times.append(time.perf_counter() - started)
+        found.append(statistics.median(times))
+    return found
 
 
-def timed(first: Path, second: Path, repeats: int) -> list[float]:
-    """In a process of its own that loads ``first`` first: each case's time
-    ratio of ``first`` over ``second``."""
-    result = subprocess.run([sys.executable, __file__, "--time", str(first), str(second), "--repeats", str(repeats)],
+def timed(library: Path, repeats: int) -> list[float]:
+    """Each case's median time by ``library``, in a process of its own."""
+    result = subprocess.run([sys.executable, __file__, "--time", str(library), "--repeats", str(repeats)],
                             check=True, capture_output=True, text=True)
     return json.loads(result.stdout)
 
@@ -100,12 +101,12 @@ def timed(first: Path, second: Path, repeats: int) -> list[float]:
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     options.add_argument("--against", metavar="REF", help="git revision whose kernels to compare")
-    options.add_argument("--repeats", type=int, default=9, help="timings of each case by each module")
-    options.add_argument("--time", nargs=2, metavar="LIBRARY", help=argparse.SUPPRESS)
+    options.add_argument("--rounds", type=int, default=3, help="processes of each revision")
+    options.add_argument("--repeats", type=int, default=7, help="timings of each case in a process")
+    options.add_argument("--time", metavar="LIBRARY", help=argparse.SUPPRESS)
     args = options.parse_args()
     if args.time:
-        this, other = map(loaded, map(Path, args.time))
-        print(json.dumps([ratio(call, this, other, args.repeats) for _, _, call in cases()]))
+        print(json.dumps(medians(loaded(Path(args.time)), args.repeats)))
         return
     if not args.against:
         options.error("--against REF is required")
@@ -118,15 +119,19 @@ def main() -> None:
         other, other_seconds = compiled(theirs, folder / "against-build")
         this, this_seconds = compiled(ROOT / SOURCE, folder / "this-build")
         print(f"compile: this tree {this_seconds:.1f} s, {args.against} {other_seconds:.1f} s")
-        loaded_first = timed(this, other, args.repeats)
-        loaded_second = timed(other, this, args.repeats)
+        runs: dict[Path, list[list[float]]] = {this: [], other: []}
+        for round_ in range(args.rounds):
+            for library in (this, other) if round_ % 2 == 0 else (other, this):
+                runs[library].append(timed(library, args.repeats))
     ratios: dict[str, list[float]] = {}
     worst = (0.0, "")
-    for (sort, label, _), one, two in zip(cases(), loaded_first, loaded_second, strict=True):
-        value = math.sqrt(one / two)
+    for position, (sort, label, _) in enumerate(cases()):
+        mine = statistics.median(run[position] for run in runs[this])
+        theirs_time = statistics.median(run[position] for run in runs[other])
+        value = mine / theirs_time
         ratios.setdefault(sort, []).append(value)
         worst = max(worst, (value, f"{sort} {label}"))
-        print(f"  {sort:9} {label:32} {value:.3f}  (loaded first {one:.3f}, second {1 / two:.3f})")
+        print(f"  {sort:9} {label:32} {value:.3f}  ({mine * 1e3:.3f} ms against {theirs_time * 1e3:.3f} ms)")
     means = {sort: math.exp(statistics.fmean(map(math.log, values))) for sort, values in ratios.items()}
     print(f"kernels against {args.against}: compile {this_seconds:.1f} s against {other_seconds:.1f} s; "
           "time ratio (geometric mean) " + ", ".join(f"{sort} {mean:.3f}" for sort, mean in means.items())
