@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -123,19 +123,30 @@ def main() -> None:
         for round_ in range(args.rounds):
             for library in (this, other) if round_ % 2 == 0 else (other, this):
                 runs[library].append(timed(library, args.repeats))
+    for line in summary(cases(), runs[this], runs[other], args.against, this_seconds, other_seconds):
+        print(line)
+
+
+def summary(timed_cases: Sequence[tuple[str, str, Callable]], mine: Sequence[Sequence[float]],
+            theirs: Sequence[Sequence[float]], against: str, this_seconds: float,
+            other_seconds: float) -> list[str]:
+    """A line per case and the last line, from each process's medians
+    (``mine`` for this tree's processes, ``theirs`` for the other's)."""
+    lines = []
     ratios: dict[str, list[float]] = {}
     worst = (0.0, "")
-    for position, (sort, label, _) in enumerate(cases()):
-        mine = statistics.median(run[position] for run in runs[this])
-        theirs_time = statistics.median(run[position] for run in runs[other])
-        value = mine / theirs_time
+    for position, (sort, label, _) in enumerate(timed_cases):
+        my_time = statistics.median(run[position] for run in mine)
+        their_time = statistics.median(run[position] for run in theirs)
+        value = my_time / their_time
         ratios.setdefault(sort, []).append(value)
         worst = max(worst, (value, f"{sort} {label}"))
-        print(f"  {sort:9} {label:32} {value:.3f}  ({mine * 1e3:.3f} ms against {theirs_time * 1e3:.3f} ms)")
+        lines.append(f"  {sort:9} {label:32} {value:.3f}  ({my_time * 1e3:.3f} ms against {their_time * 1e3:.3f} ms)")
     means = {sort: math.exp(statistics.fmean(map(math.log, values))) for sort, values in ratios.items()}
-    print(f"kernels against {args.against}: compile {this_seconds:.1f} s against {other_seconds:.1f} s; "
-          "time ratio (geometric mean) " + ", ".join(f"{sort} {mean:.3f}" for sort, mean in means.items())
-          + f"; worst {worst[0]:.3f} ({worst[1]})")
+    lines.append(f"kernels against {against}: compile {this_seconds:.1f} s against {other_seconds:.1f} s; "
+                 "time ratio (geometric mean) " + ", ".join(f"{sort} {mean:.3f}" for sort, mean in means.items())
+                 + f"; worst {worst[0]:.3f} ({worst[1]})")
+    return lines
 
 
 if __name__ == "__main__":
