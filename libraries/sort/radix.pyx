@@ -866,11 +866,11 @@ def _narrow_sort(cnp.ndarray keys, cnp.ndarray offsets, cnp.ndarray out, low):
     cdef void *target = _data(out)
     cdef Py_ssize_t n = keys.shape[0]
     cdef uint64_t base = _bits(low)
-    cdef int size = keys.dtype.itemsize, bits = offsets.dtype.itemsize
+    cdef int size = keys.dtype.itemsize, narrow_size = offsets.dtype.itemsize
     with nogil:
         if size == 4:
             _narrow(<const uint32_t *>source, n, <uint16_t *>narrow, base)
-        elif bits == 2:
+        elif narrow_size == 2:
             _narrow(<const uint64_t *>source, n, <uint16_t *>narrow, base)
         else:
             _narrow(<const uint64_t *>source, n, <uint32_t *>narrow, base)
@@ -878,7 +878,7 @@ def _narrow_sort(cnp.ndarray keys, cnp.ndarray offsets, cnp.ndarray out, low):
     with nogil:
         if size == 4:
             _restore(<const uint16_t *>narrow, n, <uint32_t *>target, base)
-        elif bits == 2:
+        elif narrow_size == 2:
             _restore(<const uint16_t *>narrow, n, <uint64_t *>target, base)
         else:
             _restore(<const uint32_t *>narrow, n, <uint64_t *>target, base)
