@@ -11,10 +11,12 @@ nest, as thinly as its budget allows.
 
 The evaluations are the stored ones of ``tests/data/<library>/`` when they
 were taken on a machine like this one (the same CPU, core count and
-caches); otherwise the script first takes its own, with the stored ones'
-settings (seed, points, rank counts), of a default build, and keeps them
-under ``build/calibration_cost/<library>/`` for the next run on this
-machine.  Timings of another CPU cannot judge this one's models.
+caches) of the implementations as this checkout has them (the digests of
+their source files); otherwise the script first takes its own, with the
+stored ones' settings (seed, points, rank counts), of a default build, and
+keeps them under ``build/calibration_cost/<library>/`` for the next run on
+this machine and these sources.  Timings of another CPU cannot judge this
+one's models, nor timings of other kernels these kernels' models.
 
 Prints, per build, the profiling seconds and, per stored evaluation, the
 share of right choices (within the evaluation's tolerance of the fastest
@@ -77,7 +79,7 @@ from hlc.dispatch.build import build
 from hlc.evaluation import evaluate
 from hlc.evaluation.replay import replay
 from hlc.language.parse import parse_file
-from hlc.model.fingerprint import machine
+from hlc.model.fingerprint import implementation_digests, machine
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
@@ -103,22 +105,26 @@ def evaluations(library: str) -> list[Path]:
     return sorted((DATA / library).glob("evaluation-*.json"))
 
 
-def taken_here(evaluation: Path) -> bool:
-    """Whether an evaluation was taken on a machine like this one."""
-    return same_machine(evaluation_artefact.load(evaluation).machine)
+def taken_here(evaluation: Path, library: str) -> bool:
+    """Whether an evaluation was taken on a machine like this one, of the
+    implementations as they are in this checkout (an evaluation that does
+    not record their sources' digests is taken again)."""
+    document = evaluation_artefact.load(evaluation)
+    sources = implementation_digests(parse_file(ROOT / "libraries" / f"{library}.hl"))
+    return same_machine(document.machine) and document.sources == sources
 
 
 def references(library: str) -> list[Path]:
     """The exhaustive evaluations that judge the builds (module doc)."""
     stored = evaluations(library)
-    if stored and all(taken_here(path) for path in stored):
+    if stored and all(taken_here(path, library) for path in stored):
         return stored
     folder = CACHE / library
     own = [folder / path.name for path in stored]
-    if own and all(path.exists() and taken_here(path) for path in own):
+    if own and all(path.exists() and taken_here(path, library) for path in own):
         return own
-    print(f"{library}: the stored evaluations were taken on another machine; taking this one's "
-          f"(kept in {folder})", flush=True)
+    print(f"{library}: the stored evaluations were taken on another machine or of other sources of its "
+          f"implementations; taking this one's (kept in {folder})", flush=True)
     shutil.rmtree(folder, ignore_errors=True)
     prepare_uses(library, folder)
     build(ROOT / "libraries" / f"{library}.hl", out=folder / library, adaptive=True)

@@ -326,6 +326,9 @@ class EvaluationDocument:
     created: str = ""  # none in some evaluations of format 1
     machine: dict[str, Any] = field(default_factory=dict)  # none in evaluations older than the machine entry
     replayed: Replayed | None = None
+    #: the digests of the implementations' source files that were timed
+    #: (hlc.model.fingerprint.implementation_digests); none in older evaluations
+    sources: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"format": FORMAT, "library": self.library, "created": self.created,
@@ -333,6 +336,8 @@ class EvaluationDocument:
                                 "interfaces": {name: part.to_json() for name, part in self.interfaces.items()}}
         if self.replayed is not None:
             data["replayed"] = self.replayed.to_json()
+        if self.sources:
+            data["sources"] = dict(self.sources)
         return data
 
     @classmethod
@@ -344,7 +349,8 @@ class EvaluationDocument:
         return cls(str(data["library"]), settings,
                    {str(name): InterfaceResult.from_json(part, version) for name, part in data["interfaces"].items()},
                    str(data.get("created") or ""), dict(data.get("machine") or {}),
-                   Replayed.from_json(replayed) if replayed else None)
+                   Replayed.from_json(replayed) if replayed else None,
+                   {str(k): str(v) for k, v in (data.get("sources") or {}).items()})
 
     def save(self, path: Path | str) -> None:
         save_document(path, self.to_json())

@@ -27,7 +27,7 @@ from hlc.dispatch.bundle import description_of
 from hlc.evaluation.text import Figures, format_document
 from hlc.evaluation.verdicts import TOLERANCE, judge, summaries
 from hlc.language.parse import parse_file
-from hlc.model.fingerprint import machine
+from hlc.model.fingerprint import implementation_digests, machine
 
 
 @dataclass
@@ -95,7 +95,7 @@ def evaluate(build: str | Path, *, points: int = 200, procs: Sequence[int] | Non
         summary, by_ranks = summaries(judged, ranks, tolerance, named, reference)
         interfaces[interface.name] = InterfaceResult(summary, by_ranks, judged)
     document = EvaluationDocument(library.name, settings, interfaces, time.strftime("%Y-%m-%d %H:%M:%S"),
-                                  machine())
+                                  machine(), sources=implementation_digests(library))
     path = folder / "evaluation.json"
     document.save(path)
     if out is not None:

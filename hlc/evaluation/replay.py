@@ -26,6 +26,7 @@ otherwise) than the noise within one run shows.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -51,13 +52,19 @@ class Replay(Figures):
     models: Path  # the models file whose choices were judged (or the evaluation whose fastest candidates)
     evaluation: Path  # the evaluation whose timings judged them
     oracle: bool = False  # whether the choices were another evaluation's fastest candidates
+    #: the implementations' source files that changed between the evaluation
+    #: and the models (or the other evaluation): its timings are not their costs
+    changed: tuple[str, ...] = ()
 
     def table(self) -> str:
         """The figures as text, in the form ``hlc evaluate`` prints them."""
         chooser = (f"the fastest candidates measured by {self.models}" if self.oracle
                    else f"the models of {self.models}")
-        lines = [f"replayed: {chooser} against the timings of {self.evaluation} (nothing timed)", "",
-                 *format_document(self.document)]
+        lines = [f"replayed: {chooser} against the timings of {self.evaluation} (nothing timed)"]
+        if self.changed:
+            lines.append(f"warning: {self.evaluation} timed other versions of {', '.join(self.changed)}; "
+                         f"its timings are not the costs of the implementations these choices were made for")
+        lines += ["", *format_document(self.document)]
         return "\n".join(lines).rstrip()
 
 
@@ -94,7 +101,8 @@ def replay(build: str | Path, evaluation: str | Path | None = None, *, tolerance
         summary, by_ranks = summaries(judged, settings.ranks, tolerance, settings.baseline or reference, reference)
         interfaces[interface.name] = InterfaceResult(summary, by_ranks, judged, unmeasured)
     return Replay(EvaluationDocument(library.name, settings, interfaces, document.created, document.machine,
-                                     Replayed(str(models_file), str(stored))), models_file, stored)
+                                     Replayed(str(models_file), str(stored)), document.sources),
+                  models_file, stored, changed=changed_sources(document.sources, models.fingerprint.sources))
 
 
 def replay_oracle(first: str | Path, second: str | Path, *, tolerance: float | None = None) -> Replay:
@@ -144,8 +152,17 @@ def replay_oracle(first: str | Path, second: str | Path, *, tolerance: float | N
         interfaces[name] = InterfaceResult(summary, by_ranks, judged, unmeasured)
     return Replay(EvaluationDocument(theirs.library, replace(theirs.settings, tolerance=tolerance, ranks=ranks),
                                      interfaces, theirs.created, theirs.machine,
-                                     Replayed(str(chooser), str(judge_by))),
-                  chooser, judge_by, oracle=True)
+                                     Replayed(str(chooser), str(judge_by)), theirs.sources),
+                  chooser, judge_by, oracle=True, changed=changed_sources(theirs.sources, mine.sources))
+
+
+def changed_sources(timed: Mapping[str, str], other: Mapping[str, str]) -> tuple[str, ...]:
+    """The source files whose digests differ between those an evaluation
+    timed (``timed``) and another record of them (``other``: a models
+    file's fingerprint, or another evaluation's sources); a file either one
+    does not know of is not counted, and neither is an evaluation that
+    predates the record."""
+    return tuple(sorted(name for name, digest in timed.items() if other.get(name, digest) != digest))
 
 
 def _exhaustive(path: Path) -> EvaluationDocument:

@@ -63,8 +63,8 @@ def machine() -> dict[str, Any]:
     }
 
 
-def fingerprint(library: ast.Library, *, quick: bool = False) -> Fingerprint:
-    """Machine, versions and the hashes of the description and its sources."""
+def source_digests(library: ast.Library) -> dict[str, str]:
+    """Each of ``source_files``, named relative to the description's folder, and its digest."""
     base = library.directory
     sources = {}
     for path in source_files(library):
@@ -73,4 +73,19 @@ def fingerprint(library: ast.Library, *, quick: bool = False) -> Fingerprint:
         except ValueError:
             name = str(path)
         sources[name] = digest(path)
-    return Fingerprint(machine(), quick, sources)
+    return sources
+
+
+def implementation_digests(library: ast.Library) -> dict[str, str]:
+    """The digests of the source files the implementations are imported
+    from, without the description's own: what timings of the
+    implementations depend on, whatever description chose among them (a
+    stored evaluation judges models fitted with another description, and
+    nothing once the kernels it timed have changed)."""
+    own = Path(library.filename).resolve().name if not library.filename.startswith("<") else None
+    return {name: value for name, value in source_digests(library).items() if name != own}
+
+
+def fingerprint(library: ast.Library, *, quick: bool = False) -> Fingerprint:
+    """Machine, versions and the hashes of the description and its sources."""
+    return Fingerprint(machine(), quick, source_digests(library))

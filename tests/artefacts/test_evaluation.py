@@ -84,10 +84,11 @@ def test_a_summary_of_no_points_and_a_replay_round_trip(tmp_path):
     replayed = EvaluationDocument(
         document.library, document.settings,
         {"sort": artefact.InterfaceResult(None, {1: None, 2: part.summary}, [], unmeasured=7)},
-        replayed=artefact.Replayed("models.json", str(STORED[1])))
+        replayed=artefact.Replayed("models.json", str(STORED[1])), sources={"sort/radix.pyx": "0" * 64})
     target = tmp_path / "replayed.json"
     replayed.save(target)
     assert artefact.load(target) == replayed
+    assert json.loads(target.read_text(encoding="utf-8"))["sources"] == {"sort/radix.pyx": "0" * 64}
     assert format_summary("sort", None, document.settings) == ["sort: no point could be judged"]
 
 

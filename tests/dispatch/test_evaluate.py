@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import statistics
@@ -24,7 +25,7 @@ from hlc.calibrate.run import ProfileError
 from hlc.cli import main
 from hlc.evaluation import judge, ratio, ratio_of, summarize, turns_on_the_input
 from hlc.evaluation.oracle import AGAIN, CONFIRM_ROUNDS, DISPATCHED, Evaluator
-from hlc.evaluation.replay import rejudge, replay, replay_oracle
+from hlc.evaluation.replay import changed_sources, rejudge, replay, replay_oracle
 
 DESCRIPTIONS = Path(__file__).resolve().parents[1] / "descriptions"
 
@@ -331,6 +332,35 @@ def test_replay_of_the_build_s_own_models_gives_the_evaluation_s_choices(squares
     for point, stored in zip(points, [p for p in own.points if p.variables["n"] <= 4096], strict=True):
         slower = {c.label: ratio_of(stored.candidate("loop"), c) for c in stored.candidates}
         assert point.penalty == pytest.approx(max(1.0, *slower.values()) - 1)
+
+
+def test_an_evaluation_records_the_sources_it_timed_and_a_replay_says_when_they_changed(squares, tmp_path,
+                                                                                       capsys):
+    hlc.evaluate(squares, points=3, seed=5, params="exhaustive")
+    stored = artefact.load(squares / "evaluation.json")
+    impls = squares / "source" / "squares" / "impls.py"
+    assert stored.sources == {"squares/impls.py": hashlib.sha256(impls.read_bytes()).hexdigest()}
+    assert replay(squares).changed == ()
+    assert "warning" not in replay(squares).table()
+
+    # the same evaluation, of other kernels than those the models were fitted to
+    other = tmp_path / "evaluation.json"
+    replace(stored, sources={"squares/impls.py": "0" * 64}).save(other)
+    replayed = replay(squares, other)
+    assert replayed.changed == ("squares/impls.py",)
+    assert replayed.interfaces["square_sum"].summary.points == 3  # judged all the same, and said so
+    assert main(["evaluate", str(squares), "--replay", str(other)]) == 0
+    assert f"warning: {other} timed other versions of squares/impls.py" in capsys.readouterr().out
+    assert replay_oracle(other, squares / "evaluation.json").changed == ("squares/impls.py",)
+    # an evaluation older than the record of its sources is not taken for a changed one
+    replace(stored, sources={}).save(other)
+    assert replay(squares, other).changed == ()
+
+
+def test_changed_sources_counts_the_files_both_know():
+    assert changed_sources({"a.py": "1", "b.py": "2"}, {"a.py": "1", "b.py": "3", "c.py": "4"}) == ("b.py",)
+    assert changed_sources({"a.py": "1"}, {"b.py": "2"}) == ()
+    assert changed_sources({}, {"a.py": "1"}) == ()
 
 
 def test_replay_refuses_what_it_cannot_judge(squares, tmp_path, capsys):
