@@ -40,6 +40,7 @@ from hlc.evaluation.oracle import label
 from hlc.evaluation.text import Figures, format_document
 from hlc.evaluation.verdicts import oracle_verdict, summaries
 from hlc.language.parse import parse_file
+from hlc.model.fingerprint import machine_differences
 from hlc.model.predict import Predictor
 
 
@@ -55,6 +56,8 @@ class Replay(Figures):
     #: the implementations' source files that changed between the evaluation
     #: and the models (or the other evaluation): its timings are not their costs
     changed: tuple[str, ...] = ()
+    #: how the machine the evaluation was timed on differs from the models' (or the other evaluation's)
+    other_machine: tuple[str, ...] = ()
 
     def table(self) -> str:
         """The figures as text, in the form ``hlc evaluate`` prints them."""
@@ -64,6 +67,9 @@ class Replay(Figures):
         if self.changed:
             lines.append(f"warning: {self.evaluation} timed other versions of {', '.join(self.changed)}; "
                          f"its timings are not the costs of the implementations these choices were made for")
+        if self.other_machine:
+            lines.append(f"warning: {self.evaluation} was timed on another machine ({'; '.join(self.other_machine)}); "
+                         f"its timings are not the costs these choices were made for")
         lines += ["", *format_document(self.document)]
         return "\n".join(lines).rstrip()
 
@@ -102,7 +108,8 @@ def replay(build: str | Path, evaluation: str | Path | None = None, *, tolerance
         interfaces[interface.name] = InterfaceResult(summary, by_ranks, judged, unmeasured)
     return Replay(EvaluationDocument(library.name, settings, interfaces, document.created, document.machine,
                                      Replayed(str(models_file), str(stored)), document.sources),
-                  models_file, stored, changed=changed_sources(document.sources, models.fingerprint.sources))
+                  models_file, stored, changed=changed_sources(document.sources, models.fingerprint.sources),
+                  other_machine=tuple(machine_differences(document.machine, models.fingerprint)))
 
 
 def replay_oracle(first: str | Path, second: str | Path, *, tolerance: float | None = None) -> Replay:
@@ -153,7 +160,8 @@ def replay_oracle(first: str | Path, second: str | Path, *, tolerance: float | N
     return Replay(EvaluationDocument(theirs.library, replace(theirs.settings, tolerance=tolerance, ranks=ranks),
                                      interfaces, theirs.created, theirs.machine,
                                      Replayed(str(chooser), str(judge_by)), theirs.sources),
-                  chooser, judge_by, oracle=True, changed=changed_sources(theirs.sources, mine.sources))
+                  chooser, judge_by, oracle=True, changed=changed_sources(theirs.sources, mine.sources),
+                  other_machine=tuple(machine_differences(theirs.machine, mine.machine)))
 
 
 def changed_sources(timed: Mapping[str, str], other: Mapping[str, str]) -> tuple[str, ...]:

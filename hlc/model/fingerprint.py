@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,23 @@ def implementation_digests(library: ast.Library) -> dict[str, str]:
     nothing once the kernels it timed have changed)."""
     own = Path(library.filename).resolve().name if not library.filename.startswith("<") else None
     return {name: value for name, value in source_digests(library).items() if name != own}
+
+
+#: What makes two machines alike for timings: the processor, its cores and
+#: its caches (the versions of Python and NumPy change the calls' costs
+#: less than another host does, and a fingerprint records them apart).
+MACHINE_KEYS = ("cpu", "cores", "constants")
+
+
+def machine_differences(recorded: Mapping[str, Any] | Fingerprint, other: Mapping[str, Any] | Fingerprint) -> list[str]:
+    """``cpu: 'A' against 'B'`` for each of MACHINE_KEYS whose value differs
+    between two records of a machine (an evaluation's, a fingerprint,
+    ``machine()``); none where one of them records no machine."""
+    if not any(recorded.get(key) is not None for key in MACHINE_KEYS) or \
+            not any(other.get(key) is not None for key in MACHINE_KEYS):
+        return []
+    return [f"{key}: {recorded.get(key)!r} against {other.get(key)!r}" for key in MACHINE_KEYS
+            if recorded.get(key) != other.get(key)]
 
 
 def fingerprint(library: ast.Library, *, quick: bool = False) -> Fingerprint:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import hlc
 from hlc.artefacts import evaluation as artefact
-from hlc.artefacts.models import Models
+from hlc.artefacts.models import Fingerprint, Models
 from hlc.artefacts.models import load as load_models
 from hlc.artefacts.samples import Evaluated
 from hlc.calibrate.harness import Implementation
@@ -26,6 +26,7 @@ from hlc.cli import main
 from hlc.evaluation import judge, ratio, ratio_of, summarize, turns_on_the_input
 from hlc.evaluation.oracle import AGAIN, CONFIRM_ROUNDS, DISPATCHED, Evaluator
 from hlc.evaluation.replay import changed_sources, rejudge, replay, replay_oracle
+from hlc.model.fingerprint import machine_differences
 
 DESCRIPTIONS = Path(__file__).resolve().parents[1] / "descriptions"
 
@@ -355,6 +356,23 @@ def test_an_evaluation_records_the_sources_it_timed_and_a_replay_says_when_they_
     # an evaluation older than the record of its sources is not taken for a changed one
     replace(stored, sources={}).save(other)
     assert replay(squares, other).changed == ()
+    assert replay(squares, other).other_machine == ()
+
+    # the same evaluation, timed on another machine
+    replace(stored, machine={**stored.machine, "cpu": "Another CPU"}).save(other)
+    elsewhere = replay(squares, other)
+    assert elsewhere.other_machine == (f"cpu: 'Another CPU' against {stored.machine['cpu']!r}",)
+    assert f"warning: {other} was timed on another machine (cpu: 'Another CPU'" in elsewhere.table()
+    assert replay_oracle(other, squares / "evaluation.json").other_machine == \
+        (f"cpu: {stored.machine['cpu']!r} against 'Another CPU'",)
+
+
+def test_machine_differences_name_what_differs():
+    here = {"cpu": "A", "cores": 2, "constants": {"cache_l2": 1}, "python": "3.11"}
+    assert machine_differences(here, {**here, "python": "3.12"}) == []  # versions are not the machine
+    assert machine_differences(here, {**here, "cores": 16}) == ["cores: 2 against 16"]
+    assert machine_differences(here, {}) == []  # a record without a machine says nothing
+    assert machine_differences(here, Fingerprint(dict(here))) == []
 
 
 def test_changed_sources_counts_the_files_both_know():
