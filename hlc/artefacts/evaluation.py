@@ -17,6 +17,7 @@ per-implementation figures their own objects.  Both are read.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -317,6 +318,37 @@ class Replayed(Scalars):
 
 
 @dataclass(frozen=True)
+class Probed:
+    """One of the evaluated build's fitting samples timed again by the
+    oracle, on the same arguments: how far the host's cost there moved
+    between the profile and the evaluation."""
+
+    interface: str
+    implementation: str
+    P: int
+    parameters: dict[str, int]
+    variables: dict[str, float]
+    then: float  # seconds, as the profile measured them
+    now: float  # seconds, as the evaluation did
+
+    @property
+    def ratio(self) -> float:
+        """now / then: above 1 where the host runs the call slower than when the build was profiled."""
+        return self.now / self.then if self.then > 0 else math.inf
+
+    def to_json(self) -> dict[str, Any]:
+        return {"interface": self.interface, "implementation": self.implementation, "P": self.P,
+                "parameters": dict(self.parameters), "variables": dict(self.variables), "then": self.then,
+                "now": self.now}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Probed:
+        return cls(str(data["interface"]), str(data["implementation"]), int(data["P"]),
+                   {str(k): int(v) for k, v in data["parameters"].items()},
+                   {str(k): float(v) for k, v in data["variables"].items()}, float(data["then"]), float(data["now"]))
+
+
+@dataclass(frozen=True)
 class EvaluationDocument:
     """A whole evaluation (or a replay of one), as ``evaluation.json`` holds it."""
 
@@ -329,6 +361,8 @@ class EvaluationDocument:
     #: the digests of the implementations' source files that were timed
     #: (hlc.model.fingerprint.implementation_digests); none in older evaluations
     sources: dict[str, str] = field(default_factory=dict)
+    #: the build's fitting samples the oracle timed again (none in replays and older evaluations)
+    probes: tuple[Probed, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"format": FORMAT, "library": self.library, "created": self.created,
@@ -338,6 +372,8 @@ class EvaluationDocument:
             data["replayed"] = self.replayed.to_json()
         if self.sources:
             data["sources"] = dict(self.sources)
+        if self.probes:
+            data["probes"] = [probe.to_json() for probe in self.probes]
         return data
 
     @classmethod
@@ -350,7 +386,8 @@ class EvaluationDocument:
                    {str(name): InterfaceResult.from_json(part, version) for name, part in data["interfaces"].items()},
                    str(data.get("created") or ""), dict(data.get("machine") or {}),
                    Replayed.from_json(replayed) if replayed else None,
-                   {str(k): str(v) for k, v in (data.get("sources") or {}).items()})
+                   {str(k): str(v) for k, v in (data.get("sources") or {}).items()},
+                   tuple(Probed.from_json(probe) for probe in data.get("probes") or ()))
 
     def save(self, path: Path | str) -> None:
         save_document(path, self.to_json())

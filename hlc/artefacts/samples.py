@@ -11,7 +11,8 @@ file of the same format).  Each line is one record, named by its ``kind``:
 * ``point``: a point done (every sample of it written before);
 * ``survey``: a fitting point's variables and candidates, nothing timed;
 * ``breakdown``: where a run's time went (its :class:`Account`);
-* ``evaluation``: a held-out point with every alternative timed (the oracle's).
+* ``evaluation``: a held-out point with every alternative timed (the oracle's);
+* ``probe``: a fitting sample of the evaluated build timed again by the oracle.
 
 The file is the program's only state: a restarted program resumes from it,
 and a program killed while writing leaves a torn last line, which a reader
@@ -284,9 +285,38 @@ class Evaluated:
         return _optional(record, host=self.host)
 
 
-Record = Header | Sample | Failure | Point | Survey | Account | Evaluated
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """A ``probe`` line: a fitting sample of the evaluated build timed again by
+    the oracle, the same implementation at the same parameters on the same
+    arguments (rebuilt from the sample's seed): how far the host's costs
+    there have moved since the profile (hlc.evaluation.oracle)."""
+
+    KIND: ClassVar[str] = "probe"
+
+    interface: str
+    implementation: str
+    P: int
+    index: int  # the fitting point's
+    parameters: dict[str, int]
+    variables: dict[str, float]
+    then: float  # the sample's seconds, as the profile measured them
+    now: float  # the median of this run's timings
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Probe:
+        return cls(record["interface"], record["implementation"], record["P"], record["index"],
+                   dict(record["parameters"]), dict(record["variables"]), record["then"], record["now"])
+
+    def as_record(self) -> dict[str, Any]:
+        return {"kind": self.KIND, "interface": self.interface, "implementation": self.implementation, "P": self.P,
+                "index": self.index, "parameters": dict(self.parameters), "variables": dict(self.variables),
+                "then": self.then, "now": self.now}
+
+
+Record = Header | Sample | Failure | Point | Survey | Account | Evaluated | Probe
 KINDS: dict[str, type[Record]] = {kind.KIND: kind for kind in (Header, Sample, Failure, Point, Survey, Account,
-                                                                Evaluated)}
+                                                                Evaluated, Probe)}
 
 
 def record_of(record: Mapping[str, Any]) -> Record:
@@ -379,6 +409,7 @@ class Samples:
     accounts: tuple[Account, ...] = ()
     evaluations: tuple[Evaluated, ...] = ()
     path: Path | None = None  # where they were read from, for messages
+    probes: tuple[Probe, ...] = ()
 
     @classmethod
     def read(cls, path: Path | str) -> Samples:
@@ -406,7 +437,7 @@ class Samples:
             by_kind[typed.KIND].append(typed)
         return cls(tuple(by_kind[Header.KIND]), tuple(by_kind[Sample.KIND]), tuple(by_kind[Failure.KIND]),
                    tuple(by_kind[Point.KIND]), tuple(by_kind[Survey.KIND]), tuple(by_kind[Account.KIND]),
-                   tuple(by_kind[Evaluated.KIND]), None if path is None else Path(path))
+                   tuple(by_kind[Evaluated.KIND]), None if path is None else Path(path), tuple(by_kind[Probe.KIND]))
 
     @property
     def header(self) -> Header:

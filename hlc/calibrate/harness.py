@@ -115,6 +115,10 @@ class Sources:
 
 # ---- loops and draws ----------------------------------------------------------------------
 
+#: Each rank's arguments are drawn with the point's seed plus this many times
+#: its rank (a sample records rank 0's seed, which gives every rank's).
+RANK_SEED_STRIDE = 1_000_003
+
 
 def multiplied(start: int, stop: int, factor: float) -> list[int]:
     """The values of ``for x in start .. stop *= factor``, factor any number
@@ -467,7 +471,7 @@ class Profiler:
 
     def sample_seed(self, interface: Interface, verify: bool, index: int) -> int:
         stream = random.Random(f"{self.program_run.seed}:{interface.name}:{'verify' if verify else 'fit'}:{index}")
-        return stream.randrange(2**31) + 1_000_003 * self.context.rank
+        return stream.randrange(2**31) + RANK_SEED_STRIDE * self.context.rank
 
     def verification_needed(self, interface: Interface, implementation: Implementation) -> bool:
         """Whether the implementation still lacks verification samples at this

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hlc.artefacts.evaluation import EvaluationDocument, InterfaceResult, Settings, Summary
+from hlc.artefacts.evaluation import EvaluationDocument, InterfaceResult, Probed, Settings, Summary
 from hlc.artefacts.models import load as load_models
 from hlc.artefacts.samples import Samples
 from hlc.calibrate.run import Failure, ProfileError, Progress, failures_in, profile_defaults, run_program
@@ -84,7 +84,10 @@ def evaluate(build: str | Path, *, points: int = 200, procs: Sequence[int] | Non
         except ProfileError as error:
             raise ProfileError(f"{error}\n(if {folder} was built by an older hlc, build it again)") from None
     settings = Settings(seed, points, params, tolerance, baseline, list(ranks))
-    records = [r for r in Samples.read(raw).evaluations if r.P in ranks]
+    found = Samples.read(raw)
+    records = [r for r in found.evaluations if r.P in ranks]
+    probes = tuple(Probed(r.interface, r.implementation, r.P, r.parameters, r.variables, r.then, r.now)
+                   for r in found.probes if r.P in ranks)
     interfaces = {}
     for interface in library.interfaces:
         judged = [p for p in (judge(r, tolerance) for r in records if r.interface == interface.name) if p]
@@ -95,7 +98,7 @@ def evaluate(build: str | Path, *, points: int = 200, procs: Sequence[int] | Non
         summary, by_ranks = summaries(judged, ranks, tolerance, named, reference)
         interfaces[interface.name] = InterfaceResult(summary, by_ranks, judged)
     document = EvaluationDocument(library.name, settings, interfaces, time.strftime("%Y-%m-%d %H:%M:%S"),
-                                  machine(), sources=implementation_digests(library))
+                                  machine(), sources=implementation_digests(library), probes=probes)
     path = folder / "evaluation.json"
     document.save(path)
     if out is not None:

@@ -24,6 +24,15 @@ tolerance on the other, and no alternative is within it on both, the choice
 turns on the input itself, and no cost model of those variables can be
 right at both.
 
+Among the points, in the same seeded order, the oracle times again a few of
+the build's own fitting samples (PROBES per interface and rank count), each
+implementation at the sample's parameters on the sample's arguments, rebuilt
+from its seed (``Evaluator.probe``): a ``probe`` line each, with the
+profile's seconds and this run's.  Where the host's costs moved between the
+profile and the evaluation (other tenants of a shared cache, a slower
+spell), the evaluation judges the models against a machine they were not
+fitted on, and the probes say where and by how much.
+
 Each point becomes one ``evaluation`` line (hlc.artefacts.samples.Evaluated):
 the agreed variables, what the module chose, and every candidate's time with
 its timings keyed by round, so that two candidates can be compared round by
@@ -43,13 +52,14 @@ import argparse
 import math
 import random
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from hlc.artefacts.evaluation import Candidate
-from hlc.artefacts.samples import Decision, Evaluated, Header, Point
-from hlc.calibrate.harness import ProgramRun
+from hlc.artefacts.samples import Decision, Evaluated, Header, Point, Probe, Sample, Samples
+from hlc.calibrate.harness import RANK_SEED_STRIDE, ProgramRun
 from hlc.calibrate.tasks import Implementation, Interface
 from hlc.calibrate.timing import Timing
 
@@ -65,6 +75,8 @@ CONFIRM_ROUNDS = 6
 REACH = 0.5
 #: Fewest shared rounds for a round-by-round ratio; below, the ratio of medians.
 PAIRED_ROUNDS = 3
+#: The build's fitting samples timed again per interface and rank count (``Evaluator.probe``).
+PROBES = 16
 
 
 def label(implementation: str, parameters: Mapping[str, int]) -> str:
@@ -107,10 +119,15 @@ class Evaluator:
         self.points = options.points
         self.exhaustive = options.params == "exhaustive"
         self.rounds: list[list[int]] = []  # per candidate of the current point: the round of each timing
+        fitted = Samples.read(Path(options.evaluate) / "samples.jsonl").samples
+        self.probes = {interface.name: probes(interface, fitted, self.context.size, self.program_run.seed)
+                       for interface in interfaces}
 
     def run(self) -> int:
         self.program_run.open(self.header())
         work = [(interface, *item) for interface in self.interfaces for item in self.plan(interface)]
+        work += [(interface, False, index, dict(sample.point or {}))
+                 for interface in self.interfaces for index, sample in enumerate(self.probes[interface.name])]
         return self.program_run.take(work, self.measure)
 
     def header(self) -> Header:
@@ -131,9 +148,33 @@ class Evaluator:
 
     def sample_seed(self, interface: Interface, verify: bool, index: int) -> int:
         stream = random.Random(f"{self.program_run.seed}:{interface.name}:evaluate:{index}")
-        return stream.randrange(2**31) + 1_000_003 * self.context.rank
+        return stream.randrange(2**31) + RANK_SEED_STRIDE * self.context.rank
+
+    def probe(self, interface: Interface, index: int) -> None:
+        """Time one of the build's fitting samples again (module doc): its
+        implementation at its parameters, on its arguments."""
+        sample = self.probes[interface.name][index]
+        done = Point(interface.name, self.context.size, False, index)
+        implementation = next(i for i in interface.implementations if i.name == sample.implementation)
+        arguments, variables = self.program_run.inputs(interface, sample.seed + RANK_SEED_STRIDE * self.context.rank,
+                                                       sample.point)
+        if variables != sample.variables:  # not the sample's arguments (its inputs are drawn otherwise now)
+            self.program_run.write([done])
+            return
+        ready = self.engine.warm_up(interface, [(implementation, dict(sample.parameters))], arguments, sample.point)
+        rounds: list[list[int]] = [[] for _ in ready]
+        values = self.engine.time_rounds(interface, ready, arguments, sample.point, rounds) if ready else [[]]
+        if not values[0] or (interface.name, implementation.name) in self.state.excluded:
+            self.program_run.write([done])
+            return
+        now = Timing(tuple(values[0]), ready[0][2]).seconds
+        self.program_run.write([Probe(interface.name, implementation.name, self.context.size, sample.index,
+                                      dict(sample.parameters), dict(sample.variables), sample.seconds, now), done])
 
     def measure(self, interface: Interface, verify: bool, index: int, point: dict) -> None:
+        if not verify:
+            self.probe(interface, index)
+            return
         size = self.context.size
         seed = self.sample_seed(interface, verify, index)
         arguments, variables = self.program_run.inputs(interface, seed, point)
@@ -253,7 +294,7 @@ class Evaluator:
     def other_seed(self, interface: Interface, index: int) -> int:
         """The seed of the second input at a point: a stream of its own, per rank."""
         stream = random.Random(f"{self.program_run.seed}:{interface.name}:evaluate:{index}:other input")
-        return stream.randrange(2**31) + 1_000_003 * self.context.rank
+        return stream.randrange(2**31) + RANK_SEED_STRIDE * self.context.rank
 
     def measured(self, position: int, values: list[float], repeat: int) -> dict[str, Any]:
         """The candidate at ``position`` as far as it was timed: its median and its timings by round."""
@@ -282,6 +323,23 @@ class Evaluator:
                 found += [(implementation, s) for s in implementation.candidates(point, variables) if s != chosen]
         found.sort(key=lambda c: c[0].name != interface.reference)
         return found
+
+
+def probes(interface: Interface, samples: Sequence[Sample], size: int, seed: int) -> list[Sample]:
+    """Up to PROBES of the build's fitting samples of ``interface`` at ``size``
+    ranks, drawn with the evaluation's seed from those whose arguments can
+    be rebuilt (a seed and the loop values recorded), of implementations the
+    interface still has."""
+    names = {implementation.name for implementation in interface.implementations}
+
+    def usable(sample: Sample) -> bool:
+        return (sample.interface == interface.name and sample.implementation in names and not sample.verify
+                and (sample.P, sample.seed is not None, sample.point is not None) == (size, True, True)
+                and sample.seconds > 0)
+
+    found = sorted(filter(usable, samples),
+                   key=lambda s: (s.implementation, s.index, sorted(s.parameters.items()), s.seconds))
+    return random.Random(f"{seed}:{interface.name}:probes").sample(found, min(PROBES, len(found)))
 
 
 def _always(variables: dict) -> bool:

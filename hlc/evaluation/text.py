@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from hlc.artefacts.evaluation import EvaluationDocument, InterfaceResult, Settings, Summary
+import math
+import statistics
+from collections.abc import Sequence
+
+from hlc.artefacts.evaluation import EvaluationDocument, InterfaceResult, Probed, Settings, Summary
 
 
 class Figures:
@@ -66,6 +70,21 @@ def format_summary(title: str, summary: Summary | None, settings: Settings) -> l
     return lines + [f"  {measure:<30}{value}" for measure, value in summary_rows(summary)]
 
 
+def probe_row(probes: Sequence[Probed]) -> tuple[str, str] | None:
+    """How far the costs moved since the profile, from the build's samples
+    the oracle timed again: the median of now / then, and the one that
+    moved most (as (measure, value); None without probes)."""
+    if not probes:
+        return None
+    ratios = sorted(probe.ratio for probe in probes)
+    most = max(probes, key=lambda probe: max(probe.ratio, 1 / probe.ratio if probe.ratio > 0 else math.inf))
+    where = ", ".join(f"{name} = {int(value) if float(value).is_integer() else f'{value:g}'}"
+                      for name, value in most.variables.items() if name not in ("P", "logP"))
+    settings = "".join(f" {name}={value}" for name, value in most.parameters.items())
+    return ("costs since the profile", f"x{statistics.median(ratios):.2f} median over {len(probes)} of the build's "
+            f"samples timed again; most x{most.ratio:.2f} ({most.implementation}{settings} at {where})")
+
+
 def format_document(document: EvaluationDocument) -> list[str]:
     """The lines of every interface's summaries (one per rank count when
     there were several), each block followed by a blank line."""
@@ -74,6 +93,10 @@ def format_document(document: EvaluationDocument) -> list[str]:
         for ranks, summary in part.blocks().items():
             lines += format_summary(name + (f", P = {ranks}" if ranks is not None else ""), summary,
                                     document.settings)
+            row = probe_row([probe for probe in document.probes
+                             if probe.interface == name and ranks in (None, probe.P)])
+            if row is not None and summary is not None:
+                lines.append(f"  {row[0]:<30}{row[1]}")
             lines.append("")
         if part.unmeasured:
             lines.append(f"  not judged: {part.unmeasured} points where the replayed choice was not "

@@ -19,13 +19,14 @@ import hlc
 from hlc.artefacts import evaluation as artefact
 from hlc.artefacts.models import Fingerprint, Models
 from hlc.artefacts.models import load as load_models
-from hlc.artefacts.samples import Evaluated
+from hlc.artefacts.samples import Evaluated, Sample, Samples
 from hlc.calibrate.harness import Implementation
 from hlc.calibrate.run import ProfileError
 from hlc.cli import main
 from hlc.evaluation import judge, ratio, ratio_of, summarize, turns_on_the_input
-from hlc.evaluation.oracle import AGAIN, CONFIRM_ROUNDS, DISPATCHED, Evaluator
+from hlc.evaluation.oracle import AGAIN, CONFIRM_ROUNDS, DISPATCHED, PROBES, Evaluator, probes
 from hlc.evaluation.replay import changed_sources, rejudge, replay, replay_oracle
+from hlc.evaluation.text import probe_row
 from hlc.model.fingerprint import machine_differences
 
 DESCRIPTIONS = Path(__file__).resolve().parents[1] / "descriptions"
@@ -242,6 +243,51 @@ def test_evaluate_measures_every_alternative_at_held_out_points(squares):
     assert "right choices" in result.table()
 
 
+def test_the_oracle_times_the_build_s_own_samples_again(squares):
+    result = hlc.evaluate(squares, points=3, seed=8)
+    fitted = {(s.implementation, tuple(s.parameters.items()), tuple(s.variables.items())): s
+              for s in Samples.read(squares / "samples.jsonl").samples if not s.verify}
+    probed = result.document.probes
+    assert len(probed) == min(PROBES, len(fitted))
+    for probe in probed:
+        sample = fitted[probe.implementation, tuple(probe.parameters.items()), tuple(probe.variables.items())]
+        assert probe.then == sample.seconds and probe.now > 0 and probe.P == 1
+    assert artefact.load(squares / "evaluation.json").probes == probed
+    assert "costs since the profile" in result.table()
+    # the same samples for the same seed, another draw for another
+    assert [p.variables for p in hlc.evaluate(squares, points=3, seed=8).document.probes] == \
+        [p.variables for p in probed]
+    assert [p.variables for p in hlc.evaluate(squares, points=3, seed=9).document.probes] != \
+        [p.variables for p in probed]
+
+
+def test_probes_are_fitting_samples_whose_arguments_can_be_rebuilt():
+    interface = SimpleNamespace(name="sort", implementations=[SimpleNamespace(name="radix")])
+
+    def sample(**changes):
+        fields = {"interface": "sort", "implementation": "radix", "verify": False, "P": 1, "index": 0,
+                  "parameters": {"bpd": 8}, "variables": {"n": 10.0}, "seconds": 1e-3, "seed": 7, "point": {"q": 1}}
+        return Sample(**{**fields, **changes})
+
+    usable = [sample(index=i) for i in range(3)]
+    others = [sample(verify=True), sample(P=2), sample(seed=None), sample(point=None), sample(implementation="gone"),
+              sample(interface="other"), sample(seconds=0.0)]
+    assert sorted(p.index for p in probes(interface, usable + others, 1, seed=0)) == [0, 1, 2]
+    many = [sample(index=i) for i in range(40)]
+    chosen = probes(interface, many, 1, seed=0)
+    assert len(chosen) == PROBES and chosen == probes(interface, list(reversed(many)), 1, seed=0)
+
+
+def test_the_probe_row_gives_the_median_and_the_call_that_moved_most():
+    def probed(then, now, n):
+        return artefact.Probed("sort", "radix", 1, {"bpd": 11}, {"n": n, "P": 1, "logP": 0.0}, then, now)
+
+    row = probe_row([probed(1.0, 1.0, 8), probed(1.0, 1.1, 16), probed(2.0, 0.5, 32)])
+    assert row == ("costs since the profile", "x1.00 median over 3 of the build's samples timed again; "
+                   "most x0.25 (radix bpd=11 at n = 32)")
+    assert probe_row([]) is None
+
+
 def test_evaluate_is_deterministic_for_a_seed_and_resumes(squares):
     first = hlc.evaluate(squares, points=4, seed=5)
     again = hlc.evaluate(squares, points=4, seed=5)
@@ -318,6 +364,8 @@ def test_replay_of_the_build_s_own_models_gives_the_evaluation_s_choices(squares
         assert getattr(again.summary, figure) == pytest.approx(getattr(own.summary, figure))
     assert again.summary.optimal_parameters == own.summary.optimal_parameters
     assert "nothing timed" in replayed.table()
+    assert "costs since the profile" in measured.table()
+    assert "costs since the profile" not in replayed.table()  # the replayed models were not profiled then
 
     # other models: every call to the Python loop where it applies
     models = load_models(squares / "models.json")
