@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from hlc.artefacts.evaluation import EvaluationDocument, InterfaceResult
-from hlc.evaluation.text import summary_rows
+from hlc.evaluation.text import probe_row, summary_rows
 from hlc.evaluation.verdicts import turns_on_the_input
 from hlc.model.calibration import missing_implementations
 from hlc.model.terms import discovered_in_words
@@ -212,7 +212,7 @@ def _failures(info: InterfaceInfo) -> str:
     return f"<h3>Excluded while profiling</h3>\n<ul>{items}</ul>\n"
 
 
-def _evaluation(evaluation: EvaluationDocument, part: InterfaceResult | None) -> str:
+def _evaluation(evaluation: EvaluationDocument, part: InterfaceResult | None, name: str) -> str:
     if part is None:
         return "<p class=\"muted\">evaluation.json does not cover this interface.</p>\n"
     settings = evaluation.settings
@@ -223,6 +223,9 @@ def _evaluation(evaluation: EvaluationDocument, part: InterfaceResult | None) ->
     if part.summary is not None:
         rows = [("points judged", str(part.summary.points))] + [(measure.strip(), value.strip())
                                                                 for measure, value in summary_rows(part.summary)]
+        probed = probe_row([probe for probe in evaluation.probes if probe.interface == name])
+        if probed is not None:
+            rows.append(probed)
         out.append(_table(["measure", "value"], rows))
     points = part.points
     wrong = sorted((p for p in points if not p.right), key=lambda p: -p.penalty)
@@ -248,7 +251,7 @@ def _interface(section: InterfaceSection, evaluation: EvaluationDocument | None)
            f"<p>explanatory variables: {escape(variables)}; calibrated at P = "
            f"{escape(', '.join(str(r) for r in info.ranks))}</p>\n", _overview(section)]
     if evaluation is not None:
-        out.append(_evaluation(evaluation, evaluation.interfaces.get(info.name)))
+        out.append(_evaluation(evaluation, evaluation.interfaces.get(info.name), info.name))
     if section.maps:
         out.append("<h3>Where each implementation is chosen</h3>\n")
         out += [_image(image) for image in section.maps]

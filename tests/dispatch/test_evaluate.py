@@ -331,6 +331,7 @@ def test_the_report_overlays_a_real_evaluation(squares):
     report = hlc.report(squares)
     page = report.index.read_text()
     assert f"4 points evaluated, {wrong} wrong choice" in page
+    assert "costs since the profile" in page and "of the build&#x27;s samples timed again" in page
     assert not any("evaluation" in note for note in report.notes)
 
 
