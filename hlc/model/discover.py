@@ -73,6 +73,13 @@ TIES = 1e-9
 #: each one cross-validated is another chance for noise to pass the tests
 #: above: with 10, smooth synthetic costs got a knot in 2 of 20 seeded runs.
 SHORTLIST = 8
+#: Where no one term is clearly better than the written ones, pairs of the
+#: best this many and the best this many beside each are tried: a cost with
+#: two changes (an all-reduce of two ranks that steps up at 2,048 elements
+#: and bends at 2^16) can need both before either shows.  A two-rank
+#: CombineVector model found no term in 2 of 13 builds, verified at 1.152
+#: and 1.130; with a pair, at 1.087 and 1.073.
+PAIRS = 6
 #: A candidate whose part outside the model's span is below this share of its norm is explained already.
 EXPLAINED = 1e-6
 #: Relative singular values of a Gram matrix below this are rounding (1e-6 of the design's).
@@ -330,6 +337,8 @@ def discover(written: Mapping[str, np.ndarray], times: np.ndarray, variables: Ma
     firsts = search.ranked([])
     result.candidates = len(firsts)
     found = search.run([])
+    if not found and search.limit >= 2:
+        found = search.run(search.best_pair(firsts[:PAIRS]))
     errors = search.errors_of(found)
     for first in firsts[1:shortlist]:
         other = search.run([first])
@@ -510,6 +519,25 @@ class _Search:
             if picked.size:
                 blocks.append((whitened, norms, picked))
         return _rank(offered, blocks, columns, self.times, self.weights)
+
+    def best_pair(self, firsts: Sequence[Discovered]) -> list[Discovered]:
+        """Two terms that together beat the written ones where no one term
+        did (PAIRS): the best of each of ``firsts`` with each of the PAIRS
+        candidates that rank best beside it, taken only when it lowers the
+        held-out error by LARGE_GAIN at least.  Thirty-six pairs are
+        thirty-six chances for the noise: on smooth synthetic costs the best
+        pair passed the test a single term must pass in 3 of 20 seeded runs,
+        lowering the error by 8-13%; the all-reduce's pairs lowered it by 23%."""
+        base = self.errors_of([])
+        best: tuple[np.ndarray, list[Discovered]] | None = None
+        for first in firsts:
+            for second in self.ranked([first])[:PAIRS]:
+                trial = self.errors_of([first, second])
+                if best is None or _lower(float(np.mean(trial)), float(np.mean(best[0]))):
+                    best = (trial, [first, second])
+        if best is None or float(np.mean(base - best[0])) <= LARGE_GAIN * float(np.mean(base)):
+            return []
+        return best[1]
 
     def run(self, start: list[Discovered]) -> list[Discovered]:
         found = self.forward(list(start))

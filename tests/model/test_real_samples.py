@@ -13,6 +13,7 @@ import pytest
 from hlc.artefacts.models import Models, load, save_used
 from hlc.evaluation.replay import replay
 from hlc.language.parse import parse_file
+from hlc.model import discover
 from hlc.model.calibration import Samples, calibrate
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "sort"
@@ -110,6 +111,22 @@ def test_the_runtime_s_families_find_its_steps():
     assert families.verification_mre <= 1.06
     transfer = calibrate(library, samples).time("BlockTransfer")
     assert transfer.verification_mre <= min(1.06, families.verification_mre + 0.005)
+
+
+def test_a_pair_of_terms_is_found_where_no_one_term_was_clearly_better(monkeypatch):
+    """A two-core Zen 5 build of the runtime whose all-reduce model found no
+    term alone: its cost at two ranks steps up at 2,048 elements and bends
+    at the largest vectors, and neither change alone lowered the held-out
+    error clearly.  The pair search finds them together."""
+    samples = Samples.read(ROOT / "tests" / "data" / "runtime-epyc" / "samples.jsonl")
+    library = parse_file(ROOT / "libraries" / "runtime.hl")
+    paired = calibrate(library, samples).time("CombineVector")
+    assert paired.discovered and paired.verification_mre <= 1.09
+    assert any(term.factors[0].variable == "log2(length)" and 10 <= term.factors[0].knot <= 11.5
+               for term in paired.discovered)
+    monkeypatch.setattr(discover._Search, "best_pair", lambda search, firsts: [])
+    alone = calibrate(library, samples).time("CombineVector")
+    assert not alone.discovered and alone.verification_mre >= paired.verification_mre + 0.03
 
 
 def test_the_stencil_models_fit_their_stored_samples():
