@@ -105,23 +105,23 @@ def evaluations(library: str) -> list[Path]:
     return sorted((DATA / library).glob("evaluation-*.json"))
 
 
-def taken_here(evaluation: Path, library: str) -> bool:
+def taken_here(evaluation: Path, sources: Mapping[str, str]) -> bool:
     """Whether an evaluation was taken on a machine like this one, of the
-    implementations as they are in this checkout (an evaluation that does
-    not record their sources' digests is taken again)."""
+    implementations as ``sources`` (this checkout's digests) have them (an
+    evaluation that does not record their digests is taken again)."""
     document = evaluation_artefact.load(evaluation)
-    sources = implementation_digests(parse_file(ROOT / "libraries" / f"{library}.hl"))
     return same_machine(document.machine) and document.sources == sources
 
 
 def references(library: str) -> list[Path]:
     """The exhaustive evaluations that judge the builds (module doc)."""
     stored = evaluations(library)
-    if stored and all(taken_here(path, library) for path in stored):
+    sources = implementation_digests(parse_file(ROOT / "libraries" / f"{library}.hl"))
+    if stored and all(taken_here(path, sources) for path in stored):
         return stored
     folder = CACHE / library
     own = [folder / path.name for path in stored]
-    if own and all(path.exists() and taken_here(path, library) for path in own):
+    if own and all(path.exists() and taken_here(path, sources) for path in own):
         return own
     print(f"{library}: the stored evaluations were taken on another machine or of other sources of its "
           f"implementations; taking this one's (kept in {folder})", flush=True)

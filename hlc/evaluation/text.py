@@ -76,7 +76,7 @@ def probe_row(probes: Sequence[Probed]) -> tuple[str, str] | None:
     moved most (as (measure, value); None without probes)."""
     if not probes:
         return None
-    ratios = sorted(probe.ratio for probe in probes)
+    ratios = [probe.ratio for probe in probes]
     most = max(probes, key=lambda probe: max(probe.ratio, 1 / probe.ratio if probe.ratio > 0 else math.inf))
     where = ", ".join(f"{name} = {int(value) if float(value).is_integer() else f'{value:g}'}"
                       for name, value in most.variables.items() if name not in ("P", "logP"))

@@ -76,7 +76,7 @@ SHORTLIST = 8
 #: Where no one term is clearly better than the written ones, pairs of the
 #: best this many and the best this many beside each are tried: a cost with
 #: two changes (an all-reduce of two ranks that steps up at 2,048 elements
-#: and bends at 2^16) can need both before either shows.  A two-rank
+#: and bends above 2^14.75) can need both before either shows.  A two-rank
 #: CombineVector model found no term in 2 of 13 builds, verified at 1.152
 #: and 1.130; with a pair, at 1.087 and 1.073.
 PAIRS = 6
