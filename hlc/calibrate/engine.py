@@ -298,8 +298,8 @@ class TimingEngine:
         every rank; the timings of a dropped attempt count as retaken.  Returns
         the last attempt's outcome (None: it failed, and is not retaken) and
         the host's slowdown during it, the slowest rank's: the core's, or the
-        memory's read after it, whichever is larger (the memory's spells are
-        recorded, not waited for)."""
+        memory's or the link's read after it, whichever is largest (the
+        memory's and the link's spells are recorded, not waited for)."""
         for attempt in range(HOST_RETAKES + 1):
             with self.spent.spending("host waits"):
                 slowdown = self.host.settle()
@@ -308,11 +308,12 @@ class TimingEngine:
             outcome = measure(attempt)
             took = self.host.clock() - started
             with self.spent.spending("host waits"):
-                slowdown, memory, spent = self.context.maxima(max(slowdown, self.host.slowdown()),
-                                                              self.host.memory_slowdown(),
-                                                              0.0 if self.host.may_retake(took) else 1.0)
+                slowdown, memory, link, spent = self.context.maxima(max(slowdown, self.host.slowdown()),
+                                                                    self.host.memory_slowdown(),
+                                                                    self.host.link_slowdown(),
+                                                                    0.0 if self.host.may_retake(took) else 1.0)
             if outcome is None or self.host.steady(slowdown) or attempt == HOST_RETAKES or spent:
-                return outcome, max(slowdown, memory)
+                return outcome, max(slowdown, memory, link)
             self.host.drop(took)
             self.spent.move(MEASURING, "retaken", self.spent.seconds.get(MEASURING, 0.0) - before)
         raise AssertionError("unreachable: the last attempt returns")

@@ -36,6 +36,19 @@ its best while the sum read 1.08.  Waiting such spells out cost a sort
 build 4.5 of its 52 seconds, and its share measuring fell from 52% to 47%;
 a sample taken in one says so instead (its ``host``), and the fit leaves
 it out.
+
+Where the program runs on several ranks, a third yardstick, read after
+every round and not waited for either, times a few all-reduces of one
+number over the ranks.  The ranks of one host talk through shared memory,
+and how fast depends on where the hypervisor runs their virtual cores at
+the moment: on the development host, over 100 seconds, the two ranks'
+round trip took 2.7 µs most of the time, 3.3 to 4.3 µs in spells of five to
+ten seconds, and 10 µs for five seconds; an all-reduce of 32,768 doubles
+took 42 µs, then 48 to 55, then 82.  In another run, through a two-second
+spell in which that all-reduce ran 2.1 times as long as at its best, the
+core's yardstick read 0.9 times its best and the memory's 1.0: only the
+ranks' own exchange shows such a spell.  A sample taken in such a spell says so, as for the
+memory's.
 """
 
 from __future__ import annotations
@@ -43,8 +56,12 @@ from __future__ import annotations
 import bisect
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy
+
+if TYPE_CHECKING:
+    from hlc.runtime.spmd import World
 
 #: A reading's slowdown is acceptable up to this factor over the best pace ...
 TOLERANCE = 0.10
@@ -83,6 +100,14 @@ MEMORY_TOLERANCE = 0.25
 #: the spells last seconds, and a reading after every block of a sort
 #: build's 2,300 cost 1.3 s of its 53.
 MEMORY_INTERVAL = 0.1
+
+#: The link yardstick's slowdown counts beyond this share only, scaled to
+#: the meter's tolerance, as the memory's: its usual readings lay within
+#: 0.85 to 1.2 times its best, its spells at 1.5 to 3.9.
+LINK_TOLERANCE = 0.3
+#: All-reduces of one number per batch of the link yardstick (about 2 µs each
+#: between two ranks of one host).
+LINK_CALLS = 10
 
 
 def _yardstick() -> Callable[[], float]:
@@ -126,16 +151,38 @@ def _memory_yardstick() -> Callable[[], float]:
     return reading
 
 
+def link_yardstick(world: World) -> Callable[[], float]:
+    """Seconds of a short exchange between the ranks of ``world``: the least
+    of three batches of LINK_CALLS all-reduces of one number.  A collective:
+    every rank reads it at the same point of its program."""
+    value = numpy.zeros(1)
+    result = numpy.empty(1)
+    counter = time.perf_counter
+
+    def reading() -> float:
+        least = float("inf")
+        for _ in range(3):
+            start = counter()
+            for _ in range(LINK_CALLS):
+                world.reduce(value, "max", out=result)
+            least = min(least, counter() - start)
+        return least
+
+    return reading
+
+
 class HostMeter:
     """How much slower than its best the host runs now, and waiting until it is not.
 
-    ``reading`` and ``memory``: the two yardsticks (module doc); a meter
-    given its own ``reading`` watches the memory only when given ``memory``."""
+    ``reading``, ``memory`` and ``link``: the yardsticks (module doc); a
+    meter given its own ``reading`` watches the memory only when given
+    ``memory``, and any meter watches the link between ranks only when
+    given ``link`` (link_yardstick)."""
 
     def __init__(self, tolerance: float = TOLERANCE, patience: float = PATIENCE, share: float = SHARE,
                  allowance: float = ALLOWANCE, reading: Callable[[], float] | None = None,
                  clock: Callable[[], float] = time.monotonic, memory: Callable[[], float] | None = None,
-                 memory_interval: float = MEMORY_INTERVAL):
+                 memory_interval: float = MEMORY_INTERVAL, link: Callable[[], float] | None = None):
         self.tolerance = tolerance
         self.patience = patience
         self.share = share
@@ -146,6 +193,8 @@ class HostMeter:
         self.started = clock()
         self.readings: list[float] = []  # sorted
         self.memory_readings: list[float] = []  # sorted
+        self.link = link
+        self.link_readings: list[float] = []  # sorted
         self.memory_interval = memory_interval
         self.memory_read: tuple[float, float] | None = None  # (when, slowdown) of the last memory reading
         self.waited = 0.0  # seconds spent in settle() so far
@@ -184,6 +233,19 @@ class HostMeter:
         slowdown = 1.0 + (ratio - 1.0) * self.tolerance / MEMORY_TOLERANCE
         self.memory_read = (now, slowdown)
         return slowdown
+
+    def link_slowdown(self) -> float:
+        """The link yardstick's reading over its best pace, its excess over 1
+        scaled from LINK_TOLERANCE to the meter's tolerance (1.0 without
+        one).  Read at every call: it is a collective, so whether it is read
+        may not depend on a rank's own clock."""
+        if self.link is None:
+            return 1.0
+        value = self.link()
+        bisect.insort(self.link_readings, value)
+        best = _low_quantile(self.link_readings)
+        ratio = value / best if best > 0 else 1.0
+        return 1.0 + (ratio - 1.0) * self.tolerance / LINK_TOLERANCE
 
     def steady(self, slowdown: float) -> bool:
         return slowdown <= 1 + self.tolerance

@@ -8,7 +8,8 @@ from hlc.artefacts.samples import Sample, Samples
 from hlc.calibrate import engine, harness, timing
 from hlc.calibrate.engine import HOST_RETAKES
 from hlc.calibrate.harness import Implementation, Interface
-from hlc.calibrate.host import MEMORY_TOLERANCE, TOLERANCE, HostMeter
+from hlc.calibrate.host import LINK_CALLS, LINK_TOLERANCE, MEMORY_TOLERANCE, TOLERANCE, HostMeter
+from hlc.calibrate.tasks import Context
 
 
 class Scripted:
@@ -237,12 +238,74 @@ def test_the_profiler_marks_a_block_the_host_slowed_down_and_measures_on(tmp_pat
 
 
 def test_the_evaluator_always_waits_and_the_profiler_on_request():
+    one = Context(1)
     options = harness.parser("lib").parse_args([])
-    assert harness.host_meter(options).spare() == 0.0
+    assert harness.host_meter(options, one).spare() == 0.0
     options = harness.parser("lib").parse_args(["--host-waits"])
-    assert harness.host_meter(options).spare() > 0.0
+    assert harness.host_meter(options, one).spare() > 0.0
     options = harness.parser("lib").parse_args(["--evaluate", "build"])
-    assert harness.host_meter(options).spare() > 0.0
+    assert harness.host_meter(options, one).spare() > 0.0
+
+
+class Ranks:
+    """A stand-in for a context of two ranks: its all-reduces are counted, its maxima are the values."""
+
+    size = 2
+
+    def __init__(self):
+        self.reduced = 0
+        self.world = self
+
+    def reduce(self, vector, operation="sum", out=None):
+        assert operation == "max" and vector.size == 1
+        self.reduced += 1
+        return vector
+
+    def maxima(self, *values: float) -> list[float]:
+        return [float(v) for v in values]
+
+
+def test_the_link_between_ranks_is_watched_on_several_ranks_only():
+    options = harness.parser("lib").parse_args([])
+    assert harness.host_meter(options, Context(1)).link is None
+    assert HostMeter().link_slowdown() == 1.0
+    ranks = Ranks()
+    host = harness.host_meter(options, ranks)
+    assert host.link is not None and host.link_slowdown() == 1.0
+    assert ranks.reduced == 3 * LINK_CALLS  # three batches, the least of them counts
+    assert 0 < host.link_readings[0] < 0.01
+
+
+def test_a_link_spell_is_read_at_every_call_scaled_and_not_waited_for():
+    """The link's slowdown counts beyond LINK_TOLERANCE, scaled to the
+    meter's tolerance.  It is a collective: read at every call, however
+    soon after the last (a rank's own clock may not decide it)."""
+    core = Scripted([1.0])
+    link = Scripted([1.0, 1.0 + LINK_TOLERANCE, 3.0, 1.0], step=0.0)
+    host = HostMeter(reading=core.read, clock=core.clock, link=link.read)
+    assert host.link_slowdown() == 1.0
+    assert host.link_slowdown() == pytest.approx(1 + TOLERANCE)  # just steady
+    assert host.settle() == 1.0 and host.waited == 0.0
+    assert host.link_slowdown() == pytest.approx(1 + 2 * TOLERANCE / LINK_TOLERANCE)
+    assert host.link_slowdown() == 1.0
+    assert len(host.link_readings) == 4
+
+
+def test_a_block_in_a_link_spell_is_kept_and_marked_not_taken_again():
+    """The slowdown a block reports is the largest of the core's, the
+    memory's and the link's, over the ranks; only the core's is waited for
+    and retaken (the evaluator's meter has a budget for both)."""
+    core = Scripted([1.0])
+    link = Scripted([1.0, 1.0, 2.5], step=0.0)
+    host = HostMeter(reading=core.read, clock=core.clock, link=link.read, memory=lambda: 1.0)
+    timing_engine = engine.TimingEngine(Ranks(), None, host, {}, None, None)
+    attempts = []
+    outcome, slowdown = timing_engine.at_usual_pace(lambda attempt: attempts.append(attempt) or "timed")
+    assert outcome == "timed" and slowdown == 1.0 and attempts == [0]
+    timing_engine.at_usual_pace(lambda attempt: "timed")
+    outcome, slowdown = timing_engine.at_usual_pace(lambda attempt: attempts.append(attempt) or "timed")
+    assert attempts == [0, 0]
+    assert slowdown == pytest.approx(1 + 1.5 * TOLERANCE / LINK_TOLERANCE) and slowdown > 1 + TOLERANCE
 
 
 def test_a_short_block_a_later_timing_finds_slow_is_taken_again_and_the_faster_kept(tmp_path, monkeypatch):
