@@ -38,7 +38,7 @@ a sample taken in one says so instead (its ``host``), and the fit leaves
 it out.
 
 Where the program runs on several ranks, a third yardstick, read after
-every round and not waited for either, times a few all-reduces of one
+every block and not waited for either, times a few all-reduces of one
 number over the ranks.  The ranks of one host talk through shared memory,
 and how fast depends on where the hypervisor runs their virtual cores at
 the moment: on the development host, over 100 seconds, the two ranks'
@@ -47,8 +47,8 @@ ten seconds, and 10 µs for five seconds; an all-reduce of 32,768 doubles
 took 42 µs, then 48 to 55, then 82.  In another run, through a two-second
 spell in which that all-reduce ran 2.1 times as long as at its best, the
 core's yardstick read 0.9 times its best and the memory's 1.0: only the
-ranks' own exchange shows such a spell.  A sample taken in such a spell says so, as for the
-memory's.
+ranks' own exchange shows such a spell.  A sample taken in one says so,
+as for the memory's.
 """
 
 from __future__ import annotations
