@@ -212,10 +212,7 @@ class HostMeter:
 
     def slowdown(self) -> float:
         """The current reading over the best pace (1.0: at it; below 1: faster)."""
-        value = self.reading()
-        bisect.insort(self.readings, value)
-        best = self.best
-        return value / best if best > 0 else 1.0
+        return _against_best(self.reading(), self.readings)
 
     def memory_slowdown(self) -> float:
         """The memory yardstick's reading over its fastest, its excess over 1
@@ -226,11 +223,7 @@ class HostMeter:
         now = self.clock()
         if self.memory_read is not None and now - self.memory_read[0] < self.memory_interval:
             return self.memory_read[1]
-        value = self.memory()
-        bisect.insort(self.memory_readings, value)
-        best = self.memory_best
-        ratio = value / best if best > 0 else 1.0
-        slowdown = 1.0 + (ratio - 1.0) * self.tolerance / MEMORY_TOLERANCE
+        slowdown = self._scaled(_against_best(self.memory(), self.memory_readings), MEMORY_TOLERANCE)
         self.memory_read = (now, slowdown)
         return slowdown
 
@@ -241,11 +234,12 @@ class HostMeter:
         may not depend on a rank's own clock."""
         if self.link is None:
             return 1.0
-        value = self.link()
-        bisect.insort(self.link_readings, value)
-        best = _low_quantile(self.link_readings)
-        ratio = value / best if best > 0 else 1.0
-        return 1.0 + (ratio - 1.0) * self.tolerance / LINK_TOLERANCE
+        return self._scaled(_against_best(self.link(), self.link_readings), LINK_TOLERANCE)
+
+    def _scaled(self, ratio: float, own: float) -> float:
+        """A yardstick's ratio to its best, its excess over 1 counted beyond
+        its ``own`` tolerance as the core's beyond the meter's."""
+        return 1.0 + (ratio - 1.0) * self.tolerance / own
 
     def steady(self, slowdown: float) -> bool:
         return slowdown <= 1 + self.tolerance
@@ -276,6 +270,13 @@ class HostMeter:
             slowdown = self.slowdown()
         self.waited += self.clock() - start
         return slowdown
+
+
+def _against_best(value: float, readings: list[float]) -> float:
+    """``value`` over the best pace of ``readings`` (sorted) once it is among them."""
+    bisect.insort(readings, value)
+    best = _low_quantile(readings)
+    return value / best if best > 0 else 1.0
 
 
 def _low_quantile(ordered: list[float]) -> float:
