@@ -14,7 +14,9 @@ and ``HLC_PLATFORM=lan``):
    1 and P ranks, with hlc's default (adaptive) calibration;
 2. reads the share of the (width, height) plane the dispatcher gives each
    layout at P ranks, at each calibrated iteration count, and draws the
-   region map at the largest;
+   region map at the largest; and strips against blocks alone: where the
+   models predict strips faster, and by how much (on a slow network the
+   whole grid on every rank may win the map, and hide the comparison);
 3. runs ``trials`` under ``mpiexec -n P``: at random points of the upper part
    of the calibrated domain (grids of at least ``--least`` rows and columns,
    so that an edge block has room for extra cells), it times the three
@@ -111,9 +113,10 @@ def build(description: str, out: Path, procs: int, platform: str, budget: float 
     return {"seconds": round(wall, 1), "measuring": round(measuring, 3)}
 
 
-def shares(folder: Path, procs: int, maps: Path) -> dict[str, dict[str, float]]:
+def shares(folder: Path, procs: int, maps: Path) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
     """The share of the (width, height) plane each layout gets at ``procs`` ranks,
-    per iteration count; the region map at the largest is drawn into ``maps``."""
+    and strips against blocks alone there (``head_to_head``), per iteration
+    count; the region map at the largest is drawn into ``maps``."""
     from hlc.reports import analysis, plots
     from hlc.reports.data import read_build
 
@@ -121,13 +124,37 @@ def shares(folder: Path, procs: int, maps: Path) -> dict[str, dict[str, float]]:
     if data.module is None:
         raise SystemExit(f"{folder}: the built module does not load: {'; '.join(data.notes)}")
     info = next(i for i in data.interfaces if i.name == "relax")
-    found = {}
+    found, duels = {}, {}
     for iterations in SHARE_ITERATIONS:
         region = analysis.region_map(data.module, info, "width", "height", {"iters": iterations}, procs)
         found[str(iterations)] = {name: round(share, 3) for name, share in region.shares.items() if name}
+        duels[str(iterations)] = head_to_head(data.module, info, region)
         if iterations == SHARE_ITERATIONS[-1]:
             plots.map_figure(region, plots.colours(info.names), maps)
-    return found
+    return found, duels
+
+
+def head_to_head(module: Any, info: Any, region: Any) -> dict[str, float]:
+    """Strips against blocks alone, as thesis §4.4 compares them, over the
+    cells of ``region``'s plane: the share where the models predict strips
+    faster, and the median of the strips' predicted time over the blocks'.
+    The region map cannot say this where computing the whole grid on every
+    rank wins almost everywhere (on a slow network, at these sizes)."""
+    from hlc.reports import analysis
+
+    choose = analysis.chooser(module, info.name)
+    ratios = []
+    for y_value in region.y.values:
+        for x_value in region.x.values:
+            values = {**region.fixed, region.x.name: float(x_value), region.y.name: float(y_value)}
+            predicted = choose(**analysis.with_ranks(values, region.ranks)).predicted
+            strips, blocks = predicted.get("strips", math.inf), predicted.get("blocks", math.inf)
+            if math.isfinite(strips) and math.isfinite(blocks) and blocks > 0:
+                ratios.append(strips / blocks)
+    if not ratios:
+        return {"strips_faster": math.nan, "strips_over_blocks": math.nan}
+    return {"strips_faster": round(sum(r < 1 for r in ratios) / len(ratios), 3),
+            "strips_over_blocks": round(statistics.median(ratios), 3)}
 
 
 # ---- the trials, under mpiexec ---------------------------------------------------------
@@ -371,12 +398,15 @@ def run_trials(folder: Path, procs: int, platform: str, options: argparse.Namesp
     return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
 
 
-def report(platform: str, builds: dict, found: dict, judged: list[dict]) -> list[str]:
+def report(platform: str, builds: dict, found: dict, duels: dict, judged: list[dict]) -> list[str]:
     lines = [f"{platform}: runtime built in {builds['runtime']['seconds']:.0f} s, stencil in "
              f"{builds['stencil']['seconds']:.0f} s ({builds['stencil']['measuring']:.0%} measuring)"]
     for iterations, share in found.items():
+        duel = duels[iterations]
         lines.append(f"  shares of the plane at {iterations} iterations: "
-                     + ", ".join(f"{name} {share.get(name, 0):.0%}" for name in LAYOUTS))
+                     + ", ".join(f"{name} {share.get(name, 0):.0%}" for name in LAYOUTS)
+                     + f"; strips against blocks alone: strips faster on {duel['strips_faster']:.0%}, "
+                       f"{duel['strips_over_blocks']:.2f} times the blocks' time (median)")
     if judged:
         right = sum(t["extras_right"] for t in judged)
         layout = sum(t["layout_right"] for t in judged)
@@ -402,19 +432,20 @@ def strips_against_blocks(judged: list[dict]) -> float:
                              for t in judged)
 
 
-def strips_gain(summary: dict[str, Any], found: dict[str, dict]) -> str:
-    """Whether strips gain on blocks from the native platform to the LAN, in the
-    models' shares of the plane and in the trials' measured times."""
+def strips_gain(summary: dict[str, Any]) -> str:
+    """Whether strips gain on blocks from the native platform to the LAN, by the
+    models (strips against blocks alone over the plane) and by the trials'
+    measured times."""
     iterations = str(SHARE_ITERATIONS[-1])
+    duel = {p: summary[p]["head_to_head"][iterations] for p in ("native", "lan")}
 
     def part(platform: str) -> str:
-        share = found[platform][iterations]
-        return f"strips {share.get('strips', 0):.0%}, blocks {share.get('blocks', 0):.0%}"
+        return (f"{duel[platform]['strips_faster']:.0%} of the plane ({duel[platform]['strips_over_blocks']:.2f} "
+                f"times the blocks' time, median)")
 
-    native, lan = (found[p][iterations] for p in ("native", "lan"))
-    by_models = lan.get("strips", 0) - lan.get("blocks", 0) > native.get("strips", 0) - native.get("blocks", 0)
-    line = (f"strips against blocks at {iterations} iterations: native {part('native')}, lan {part('lan')} of the "
-            f"plane: strips {'gain' if by_models else 'do not gain'} on the slow network")
+    gain = duel["lan"]["strips_over_blocks"] < duel["native"]["strips_over_blocks"]
+    line = (f"strips against blocks at {iterations} iterations, by the models: strips faster on {part('native')} "
+            f"natively, on {part('lan')} on the LAN: strips {'gain' if gain else 'do not gain'} on the slow network")
     measured = {p: summary[p].get("strips_against_blocks") for p in ("native", "lan")}
     if None not in measured.values():
         line += (f"; measured, strips take {measured['native']:.2f} times the blocks' time natively and "
@@ -486,26 +517,27 @@ def main() -> None:
         builds = {"runtime": build("runtime.hl", base / "runtime", options.procs, platform, runtime_budget,
                                    options.runtime_grid),
                   "stencil": build("stencil.hl", base / "stencil", options.procs, platform, options.budget)}
-        found = shares(base / "stencil", options.procs, options.out / f"stencil-map-{platform}-P{options.procs}.png")
+        found, duels = shares(base / "stencil", options.procs,
+                              options.out / f"stencil-map-{platform}-P{options.procs}.png")
         started = time.monotonic()
         judged = run_trials(base / "stencil", options.procs, platform, options,
                             options.out / f"trials-{platform}.jsonl") if options.trials else []
         builds["trials"] = {"seconds": round(time.monotonic() - started, 1)}
-        summary[platform] = {"builds": builds, "shares": found,
+        summary[platform] = {"builds": builds, "shares": found, "head_to_head": duels,
                              "extras_right": sum(t["extras_right"] for t in judged),
                              "layout_right": sum(t["layout_right"] for t in judged),
                              "strips_against_blocks": strips_against_blocks(judged) if judged else None}
         maps[platform] = found
         save(summary, options.out)
-        lines += report(platform, builds, found, judged)
-        print("\n".join(report(platform, builds, found, judged)), flush=True)
+        lines += report(platform, builds, found, duels, judged)
+        print("\n".join(report(platform, builds, found, duels, judged)), flush=True)
     summary["speeds"]["after"] = measure_ranks(options.procs, options.out / "speeds-after.json")
     lines.append(speeds_line("after the trials", summary["speeds"]["after"]))
     save(summary, options.out)
     print()
     print("\n".join(lines))
     if {"native", "lan"} <= maps.keys():
-        print(strips_gain(summary, maps))
+        print(strips_gain(summary))
     platforms = [p for p in options.platforms.split(",") if options.trials]
     if platforms:
         worst = min(summary[p]["extras_right"] for p in platforms)

@@ -207,3 +207,30 @@ def test_nine_rank_lan_samples_refit_choose_the_layout_measured_fastest():
     chosen = [decider.decide(relax_interface, {"height": t["height"], "width": t["width"], "iters": t["iters"],
                                                "P": 9, "logP": math.log2(9)}).implementation for t in trials]
     assert chosen.count("uniprocessor") >= 19, chosen
+
+
+def test_strips_against_blocks_alone_where_the_whole_grid_wins_everywhere():
+    # On a slow network computing the whole grid on every rank wins the map,
+    # yet strips against blocks alone is still what thesis §4.4 asks for.
+    from types import SimpleNamespace
+
+    from hlc.reports.analysis import Axis
+
+    def choose_relax_at(height: float, width: float, iters: float, P: float, logP: float) -> SimpleNamespace:
+        strips = 0.5 if height < 100 else 2.0  # strips faster on the lower half of the plane
+        return SimpleNamespace(implementation="uniprocessor",
+                               predicted={"uniprocessor": 0.1, "strips": strips, "blocks": 1.0})
+
+    module = SimpleNamespace(choose_relax_at=choose_relax_at)
+    axis = SimpleNamespace(values=np.array([50.0, 80.0, 120.0, 200.0]))
+    region = SimpleNamespace(x=Axis("width", axis.values, axis.values, True, True),
+                             y=Axis("height", axis.values, axis.values, True, True), fixed={"iters": 64.0}, ranks=9)
+    duel = grid.head_to_head(module, SimpleNamespace(name="relax"), region)
+    assert duel == {"strips_faster": 0.5, "strips_over_blocks": 1.25}
+    summary = {"native": {"head_to_head": {"64": {"strips_faster": 0.2, "strips_over_blocks": 1.1}},
+                          "strips_against_blocks": 0.99},
+               "lan": {"head_to_head": {"64": duel}, "strips_against_blocks": 0.66}}
+    assert "strips do not gain on the slow network" in grid.strips_gain(summary)
+    summary["lan"]["head_to_head"]["64"] = {"strips_faster": 1.0, "strips_over_blocks": 0.6}
+    line = grid.strips_gain(summary)
+    assert "strips gain on the slow network" in line and "0.66 times on the LAN" in line
