@@ -103,7 +103,7 @@ def time_calls(task: Callable[..., Any], arguments: Sequence[tuple], clock: Cloc
     ``warm_seconds`` (at least one), so that the task starts with its own data
     and buffers in the caches instead of in the state the previously timed
     task left them in.  ``agree`` makes the ranks of an SPMD task agree on
-    the number of those calls (each passes its own; all get the largest).
+    the number of those calls (each passes its own and gets the agreed one).
     ``before`` runs just before the clock starts (a barrier, under MPI).  The
     collector is off while the clock runs; the clock's overhead is subtracted.
     """

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from hlc.runtime.platform import Platform, current_platform
+from hlc.runtime.platform import PRESETS, Platform, current_platform
 
 #: Environment variables a process manager sets in the processes it starts
 #: (MPICH's Hydra sets PMI_*, Open MPI OMPI_COMM_WORLD_*).
@@ -88,6 +88,13 @@ class World:
     def platform(self) -> Platform:
         """The network whose costs communication pays (native: none added)."""
         return self._platform
+
+    def unemulated(self) -> World:
+        """These ranks with no emulated cost: for a program's own dealings
+        between its ranks (agreeing on what to do next, the host meter's link
+        yardstick), which an emulated network must neither slow down nor hide
+        the real link from."""
+        return World(self._communicator, PRESETS["native"])
 
     def barrier(self) -> None:
         """Wait until every rank has called ``barrier``."""

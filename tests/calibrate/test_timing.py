@@ -57,8 +57,8 @@ def test_time_calls_warms_up_untimed_first():
 
 def test_the_warm_up_lasts_its_minimum_and_the_ranks_agree_on_its_calls():
     """A short task is called untimed until WARM_SECONDS have passed; ``agree``
-    sees the count this process wants and decides it (under MPI: the largest
-    over the ranks, so that every rank makes as many collective calls)."""
+    sees the count this process wants and decides it (under MPI: one count
+    for all ranks, so that every rank makes as many collective calls)."""
     clock = Clock(resolution=1e-9, overhead=0.0)
     called = []
     asked = []
@@ -117,3 +117,36 @@ def test_what_is_left_after_the_cold_timings_starts_within_the_agreement(timings
     rest = timings[cold:]
     assert rest
     assert len(rest) == 1 or rest[0] <= 1.05 * statistics.median(rest[1:])
+
+
+def test_the_ranks_warm_up_as_long_as_the_rank_doing_the_work_needs(tmp_path):
+    """Under mpiexec, a rank that takes no part in a task returns from its
+    first call at once and asks for the most warm-up calls; the ranks agree on
+    the count of the rank whose first call took longest, so the one that does
+    the work warms up for about WARM_SECONDS, not thousands of calls."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from hlc.calibrate.run import mpiexec
+
+    script = tmp_path / "warm.py"
+    script.write_text(
+        "import json, time\n"
+        "from hlc.calibrate.tasks import Context\n"
+        "from hlc.calibrate.timing import WARM_SECONDS, Clock, time_calls\n"
+        "context = Context(2)\n"
+        "calls = []\n"
+        "def task(seconds):\n"
+        "    calls.append(seconds)\n"
+        "    if context.rank == 0:  # rank 1 takes no part\n"
+        "        time.sleep(seconds)\n"
+        "time_calls(task, [(0.0,)], Clock(1e-9, 0.0), warm=(WARM_SECONDS / 2,), agree=context.agree_count)\n"
+        "print(json.dumps([context.rank, len(calls)]))\n")
+    done = subprocess.run([mpiexec(), "-n", "2", sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "HLC_PLATFORM": ""})
+    assert done.returncode == 0, done.stderr
+    counts = dict(json.loads(line) for line in done.stdout.split("\n") if line.startswith("["))
+    # one first call, at most one more (it lasted half of WARM_SECONDS or longer), the timed call
+    assert counts[0] == counts[1] and 2 <= counts[0] <= 3
