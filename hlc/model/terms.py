@@ -89,7 +89,8 @@ def _where(factor: Factor) -> str:
     knot = factor.knot
     octaves = _in_octaves(factor)
     if octaves is not None:
-        return f"{octaves} = 2^{knot:g} ({2 ** knot:,.0f})"
+        value = 2 ** knot  # a knot lies between two sampled values: 2^0.5 is no "1"
+        return f"{octaves} = 2^{knot:g} ({value:,.0f})" if value >= 100 else f"{octaves} = 2^{knot:g} ({value:.3g})"
     return f"{factor.variable} = {knot:g}"
 
 

@@ -99,6 +99,48 @@ def test_smooth_costs_get_no_knot_in_19_of_20_runs():
     assert len(added) <= 1, added
 
 
+def _lengths(seed: int, cheaper_single: bool):
+    """A nest like the runtime's all-reduce lengths, ``floor(2 ** (h / 2))``
+    for h in 0 .. 47 (so two samples of length 1), and 40 verification
+    samples at random h: a per-call cost plus a per-element one, the call of
+    one element 30% cheaper when ``cheaper_single`` (as an all-reduce of one
+    double is under MPICH)."""
+    rng = np.random.default_rng(seed)
+
+    def cost(n: np.ndarray) -> np.ndarray:
+        return (2e-6 + n * 1e-9) * (1 - 0.3 * (n == 1) * cheaper_single)
+
+    n, held = np.floor(2 ** (np.arange(48) / 2)), np.floor(2 ** (rng.integers(0, 48, 40) / 2))
+    times, held_times = (cost(x) * (1 + rng.normal(0, NOISE, x.size)) for x in (n, held))
+    found = discover({"1": np.ones_like(n), "n": n}, times, {"n": n})
+
+    def columns(x: np.ndarray) -> dict[str, np.ndarray]:
+        terms = {"n": x}
+        for term in found.terms:
+            base = np.ones_like(x) if term.base == "1" else terms[term.base]
+            terms[term.text] = base * np.prod([factor_values(f, {"n": x}) for f in term.factors], axis=0)
+        return terms
+
+    predicted = fit(columns(n), times).predict(columns(held))
+    return found, mean_relative_error(held_times, predicted), mean_relative_error(held_times, cost(held))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_cheaper_call_at_the_least_size_is_found_as_a_step_above_it(seed):
+    # A knot needs two sizes on each side; a step at either end of the sizes
+    # singles out the smallest (or largest) size when the samples hold it twice.
+    found, error, noise = _lengths(seed, cheaper_single=True)
+    assert any(0 < knot <= 1 for knot in knots(found, "n")), [t.text for t in found.terms]
+    assert error <= noise + 0.01, [t.text for t in found.terms]
+
+
+def test_smooth_costs_get_no_step_at_either_end_of_their_sizes_in_19_of_20_runs():
+    top = np.log2(np.floor(2 ** (47 / 2)))
+    added = [seed for seed in SEEDS
+             if any(knot <= 1 or knot > top - 0.5 for knot in knots(_lengths(seed, cheaper_single=False)[0], "n"))]
+    assert len(added) <= 1, added
+
+
 def test_discovery_is_deterministic():
     first, second = discovered_model("jumps", 3)[0], discovered_model("jumps", 3)[0]
     assert [t.text for t in first.terms] == [t.text for t in second.terms]
