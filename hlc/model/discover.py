@@ -176,15 +176,14 @@ def factors_of(variables: Mapping[str, np.ndarray], integers: Sequence[str] = ()
             for knot in distinct[STEP_SIDE_VALUES:distinct.size - STEP_SIDE_VALUES + 1]:
                 found.append(Factor("step", name, float(knot), False))
         elif distinct.size >= 2 * SIDE_VALUES and np.all(x > 0) and distinct[-1] >= SIZE_SPAN * distinct[0]:
-            logs = np.unique(np.log2(distinct))
-            for knot in _size_knots(logs):
+            for knot in _size_knots(np.unique(np.log2(distinct))):
                 found.append(Factor("step", name, knot, True))
                 found.append(Factor("hinge", name, knot, True))
-            found += _edge_steps(name, x, logs)
+            found += _edge_steps(name, x, distinct)
     return found
 
 
-def _edge_steps(name: str, values: np.ndarray, logs: np.ndarray) -> list[Factor]:
+def _edge_steps(name: str, values: np.ndarray, distinct: np.ndarray) -> list[Factor]:
     """Steps of a size-like variable between its least value and the next,
     and between its largest and the one below, where the samples hold that
     value EDGE_SAMPLES times or more.  A library's smallest call may take
@@ -193,11 +192,9 @@ def _edge_steps(name: str, values: np.ndarray, logs: np.ndarray) -> list[Factor]
     side, so no other step can single it out.  A step, not a hinge: one
     value has no slope."""
     found = []
-    for inner, outer in ((1, 0), (-2, -1)):
-        value = 2.0 ** logs[outer]
-        if np.count_nonzero(np.isclose(values, value)) >= EDGE_SAMPLES:
-            knot = _round_knot(*sorted((logs[inner], logs[outer])))
-            found.append(Factor("step", name, knot, True))
+    for edge, low, high in ((distinct[0], distinct[0], distinct[1]), (distinct[-1], distinct[-2], distinct[-1])):
+        if np.count_nonzero(values == edge) >= EDGE_SAMPLES:
+            found.append(Factor("step", name, _round_knot(math.log2(low), math.log2(high)), True))
     return found
 
 
