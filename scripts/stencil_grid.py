@@ -510,7 +510,6 @@ def main() -> None:
     if options.speeds:
         save(summary, options.out)
         return
-    maps: dict[str, dict] = {}
     for platform in options.platforms.split(","):
         base = options.out / platform
         runtime_budget = options.budget if options.runtime_budget is None else options.runtime_budget
@@ -527,16 +526,16 @@ def main() -> None:
                              "extras_right": sum(t["extras_right"] for t in judged),
                              "layout_right": sum(t["layout_right"] for t in judged),
                              "strips_against_blocks": strips_against_blocks(judged) if judged else None}
-        maps[platform] = found
         save(summary, options.out)
-        lines += report(platform, builds, found, duels, judged)
-        print("\n".join(report(platform, builds, found, duels, judged)), flush=True)
+        reported = report(platform, builds, found, duels, judged)
+        lines += reported
+        print("\n".join(reported), flush=True)
     summary["speeds"]["after"] = measure_ranks(options.procs, options.out / "speeds-after.json")
     lines.append(speeds_line("after the trials", summary["speeds"]["after"]))
     save(summary, options.out)
     print()
     print("\n".join(lines))
-    if {"native", "lan"} <= maps.keys():
+    if {"native", "lan"} <= summary.keys():
         print(strips_gain(summary))
     platforms = [p for p in options.platforms.split(",") if options.trials]
     if platforms:

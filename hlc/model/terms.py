@@ -90,7 +90,8 @@ def _where(factor: Factor) -> str:
     octaves = _in_octaves(factor)
     if octaves is not None:
         value = 2 ** knot  # a knot lies between two sampled values: 2^0.5 is no "1"
-        return f"{octaves} = 2^{knot:g} ({value:,.0f})" if value >= 100 else f"{octaves} = 2^{knot:g} ({value:.3g})"
+        shown = f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+        return f"{octaves} = 2^{knot:g} ({shown})"
     return f"{factor.variable} = {knot:g}"
 
 
