@@ -36,6 +36,11 @@ points; an adaptive profile measures a part of it, chosen in rounds:
      (seed 003's geometric bisection, on the whole nest instead of one
      variable), so that a region the models got wrong without knowing it is
      still found;
+   * for each model that misses its own samples by more than the timings
+     vary and has few samples for its terms, random points of the nest,
+     timed for it alone (``own_points``): a cheap implementation that wins
+     in few places is fitted on few points otherwise, and misses costs
+     that step between them;
    * while the round has room, the points whose decision would be
      uncertain were the models twice, then four times as far off as they
      say: a larger budget buys the decisions next most likely wrong;
@@ -80,6 +85,7 @@ from hlc.artefacts.models import NOT_CALIBRATED, Models, load_each
 from hlc.artefacts.samples import Sample, Samples
 from hlc.boundaries import boundaries, measured_candidates
 from hlc.calibrate.breakdown import Breakdown
+from hlc.calibrate.harness import OWN_INDEX
 from hlc.calibrate.run import ProfileResult, Progress, Server, failures_in, prepare
 from hlc.calibrate.timing import MINIMUM_TIMING
 from hlc.language import ast
@@ -184,6 +190,19 @@ COVERING_SHARE = 0.5
 MISFIT = 0.5
 #: Timings of one candidate's block, each as long as a call or the clock's minimum.
 TIMINGS = 4  # k = 3, plus a cold one or a retake now and then
+#: A model that misses its own fitting samples by more than this (its fit
+#: MRE) is less accurate than the timings: two inputs drawn at one point
+#: of a sort's nest, timed side by side, differ by 1-2.5% (the second input
+#: of hlc evaluate).  It gets points of its own (``own_points``) ...
+ACCURATE = 1.03
+#: ... while it has fewer fitting samples than this many per written term:
+#: counting sort's model, fitted on 90, 180, 360 and 657 random points of
+#: a sort's nest, missed 120 others by 1.042-1.058, 1.043, 1.038-1.040 and
+#: 1.035; a sort build of 45 s gave it 80 to 90, the points of the nest
+#: that apply to it.
+DENSE = 50
+#: ... taking at most this share of a round's predicted seconds.
+OWN_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -437,7 +456,8 @@ class Judge:
         inverse, less one) on its samples at the same settings within one
         step of the site, the site included, where it is MISFIT or more; 0
         where none is, and at a midpoint off the grid.  A verification
-        sample counts at the grid's site nearest it.  A model's mean error
+        sample, or a model's own random point, counts at the grid's site
+        nearest it.  A model's mean error
         hides where it goes wrong: a counting sort whose table outgrew a
         cache ran 2.3 times its prediction at one of its 26 fitting points,
         its fitting MRE 1.1, and was chosen there and around it."""
@@ -447,7 +467,7 @@ class Judge:
             self._misfits = {}
             for sample in self.records.samples:
                 key = (sample.interface, sample.P, sample.index)
-                if sample.verify:  # held out of the fit, and so the fairer judge of it
+                if sample.verify or sample.index >= OWN_INDEX:  # a random point: at the grid's site nearest it
                     key = self.grid.nearest(sample.interface, sample.P, sample.point or {})
                 seconds = self.as_fitted(sample)
                 if key not in self.grid.by_key or seconds is None or seconds <= 0:
@@ -670,6 +690,59 @@ def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float,
                     "spread": len(chosen) - uncertain_or_gaps, "boundaries": bisected}
 
 
+def own_points(library: ast.Library, judge: Judge, records: Samples,
+               seconds: float) -> tuple[dict[int, dict[str, dict[str, int]]], dict[str, int], dict[int, float]]:
+    """Random points of the nest timed for one implementation alone, for
+    each model less accurate than the timings (its fit MRE above ACCURATE)
+    with fewer fitting samples than DENSE per written term: the
+    cross-validated error of such a model falls as its samples grow, and a
+    cheap implementation that wins in few places has only the nest's
+    points, where the decisions put it.  The round's OWN_SHARE of
+    ``seconds`` is shared out in proportion to each model's excess error
+    (log of its MRE over ACCURATE), and within a model evenly over the
+    rank counts its samples were taken at, each point costing as its
+    median sample did; a model at most doubles its samples in a round.
+    (Served cheapest first instead, counting sort took 100 to 120 points
+    in a 45 s sort build, the two-rank models few, and the grid points
+    measured fell from 260-280 of 288 to 180-200: the two-rank models'
+    verification MREs rose to 1.11-1.17.)
+
+    Returns, per rank count, interface → implementation → how many of its
+    own points in all (hlc.calibrate.harness.Profiler.own_points: those
+    taken before count), how many each implementation gets in this round,
+    and their predicted seconds per rank count."""
+    fitting: dict[tuple[str, str, int], list[float]] = defaultdict(list)
+    taken: Counter[tuple[str, str, int]] = Counter()
+    for sample in records.samples:
+        if not sample.verify:
+            fitting[sample.interface, sample.implementation, sample.P].append(sample.seconds)
+            taken[sample.interface, sample.implementation, sample.P] += sample.index >= OWN_INDEX
+    excess: dict[tuple[str, str], float] = {}
+    for interface in library.interfaces:
+        for implementation in interface.implementations:
+            entry = judge.entries.get(implementation.name, NOT_CALIBRATED)
+            model = implementation.model("time")
+            if entry.status != "fitted" or entry.mre is None or model is None or not model.fitted:
+                continue
+            if entry.mre > ACCURATE and entry.samples < DENSE * written_terms(model):
+                excess[interface.name, implementation.name] = math.log(entry.mre / ACCURATE)
+    wanted: dict[int, dict[str, dict[str, int]]] = defaultdict(lambda: defaultdict(dict))
+    counts: dict[str, int] = {}
+    cost: dict[int, float] = defaultdict(float)
+    total = sum(excess.values())
+    for (interface, name), error in sorted(excess.items()):
+        groups = sorted((P, times) for (i, n, P), times in fitting.items() if (i, n) == (interface, name))
+        for P, times in groups:
+            median = sorted(times)[len(times) // 2]
+            each = median + TIMINGS * max(median, MINIMUM_TIMING)
+            new = min(int(OWN_SHARE * seconds * error / total / len(groups) / each), len(times))
+            if new > 0:
+                wanted[P][interface][name] = taken[interface, name, P] + new
+                counts[name] = counts.get(name, 0) + new
+                cost[P] += new * each
+    return {P: dict(by_interface) for P, by_interface in wanted.items()}, counts, dict(cost)
+
+
 def covering(grid: Grid, batch: Sequence[Site], plan: Mapping[tuple, Candidates | None],
              timed: Mapping[str, Mapping[tuple, set[int]]], cost: Callable[[Site, Candidates], float] | None = None,
              seconds: float = math.inf) -> tuple[dict[tuple, Candidates | None], int]:
@@ -791,6 +864,7 @@ class Round:
     boundaries: int = 0  # between the grid's points, bisecting towards a boundary
     covering: int = 0  # settings timed where no site near had timed them (covering)
     rivals: int = 0  # measured points taken again, at uncertain rivals never timed there (untimed_rivals)
+    own: int = 0  # random points timed for one model alone, less accurate than the timings (own_points)
 
 
 def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence[int],
@@ -875,6 +949,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                 batch = grid.farthest_first(taken, START_POINTS * len(grid.groups), frugal=True)
                 by_rule = {"uncertain": 0, "gaps": len(batch), "spread": 0}
                 plan: dict[tuple, Candidates | None] = {site.key: None for site in batch}  # None: every candidate
+                own, own_counts, own_cost = {}, {}, {}
                 judge = None
                 limit = math.inf  # the seconds the round may take (ROUND_OVERRUN): the start has no plan
             else:
@@ -905,6 +980,8 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                     seconds = planned / pace
                     rivals = untimed_rivals(grid, taken, judge, timed, seconds / 2)
                     seconds -= sum(judge.cost(grid.by_key[key], candidates) for key, candidates in rivals.items())
+                    own, own_counts, own_cost = own_points(library, judge, records, seconds)
+                    seconds -= sum(own_cost.values())
                     batch, by_rule = next_round(grid, taken, judge, max(seconds, 0.0), bisecting)
                     plan = {site.key: judge.worth_timing(site) for site in batch}
                     if affordable(judge, left):  # narrowing would only save time there is room for
@@ -921,14 +998,15 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                         plan = retakes(grid, takes_of(records), judge, left)
                         batch = [grid.by_key[key] for key in plan]
                         by_rule = {"uncertain": 0, "gaps": 0, "spread": 0, "retaken": len(plan)}
+                    by_rule["own"] = sum(own_counts.values())
                 overhead = LEAST_ROUND_SHARE * (time.monotonic() - thinking)
-            if not batch:
+            if not batch and not own:
                 say(f"every point of the grid is measured, and every uncertain decision {MOST_TAKES} times")
                 return False
             round_started = time.monotonic()
             # Each rank count gets the share of what is left that its points are predicted to take.
             costs = {size: sum(judge.cost(site, plan[site.key]) if judge else 1.0
-                               for site in batch if size == site.P) for size in ranks}
+                               for site in batch if size == site.P) + own_cost.get(size, 0.0) for size in ranks}
             cut = overran = False
             for position, size in enumerate(ranks):
                 chosen: dict[str, list[int]] = defaultdict(list)
@@ -941,7 +1019,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                             narrowed[site.interface][str(site.index)] = plan[site.key]
                         if site.refined:
                             refined[site.interface][str(site.index)] = site.point
-                if not chosen and taken:
+                if not chosen and taken and not own.get(size):
                     continue
                 later = sum(costs[other] for other in ranks[position:])
                 share = costs[size] / later if later > 0 else 1.0
@@ -949,8 +1027,8 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                 round_left = max(limit - (time.monotonic() - round_started), 0.0)
                 deadline = time.time() + share * min(budget_left, round_left)
                 coverage = servers[size].run({"select": chosen, "settings": narrowed, "refined": refined,
-                                              "verifying": VERIFYING, "verify_per_fit": VERIFY_PER_FIT,
-                                              "deadline": deadline})
+                                              "own": own.get(size, {}), "verifying": VERIFYING,
+                                              "verify_per_fit": VERIFY_PER_FIT, "deadline": deadline})
                 if coverage is not None and round_left < budget_left:
                     overran = True  # the round's own limit: the next round is planned with what it measured
                 elif coverage is not None:
@@ -963,7 +1041,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
             rounds.append(Round(len(batch), by_rule["uncertain"], by_rule["gaps"],
                                 time.monotonic() - round_started, by_rule["spread"], retaken,
                                 by_rule.get("boundaries", 0), by_rule.get("covering", 0),
-                                by_rule.get("rivals", 0)))
+                                by_rule.get("rivals", 0), by_rule.get("own", 0)))
             if retaken:
                 what = f"{retaken} points again, their decisions uncertain"
             else:
@@ -973,6 +1051,9 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                            if by_rule.get("covering") else "")
                 covered += (f"; {by_rule['rivals']} measured points again, at rivals never timed there"
                             if by_rule.get("rivals") else "")
+                covered += (f"; {by_rule['own']} random points for models less accurate than the timings ("
+                            + ", ".join(f"{name} {count}" for name, count in sorted(own_counts.items())) + ")"
+                            if by_rule.get("own") else "")
                 what = (f"{len(batch)} points ({by_rule['uncertain']} uncertain{bisected}, "
                         f"{by_rule['gaps']} in gaps{spread}){covered}")
             stopped = f" (stopped at {ROUND_OVERRUN:g} times the {limit / ROUND_OVERRUN:.1f} s planned)" \

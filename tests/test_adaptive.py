@@ -20,6 +20,7 @@ from hlc.adaptive import (
     covering,
     measured_keys,
     next_round,
+    own_points,
     profile_adaptively,
     read_sites,
     retakes,
@@ -383,6 +384,60 @@ def test_an_implementation_with_too_few_samples_for_a_model_is_measured_first(ad
     full = Judge(library, calibrate(library, records), records=records, grid=grid)
     assert full.unmodelled() == {}
     assert Judge(library, models).unmodelled() == {}  # no samples to count: nothing is taken for unmodelled
+
+
+def test_a_model_less_accurate_than_the_timings_gets_random_points_of_its_own(adaptive):
+    """own_points: a model whose fit misses its samples by more than
+    ACCURATE, with fewer than DENSE samples per written term, gets random
+    points of its own, the round's OWN_SHARE shared in proportion to the
+    models' excess errors, each at most doubling its samples in a round;
+    a model as accurate as the timings, or dense already, gets none.  The
+    counts are in all: the points of its own taken before count."""
+    library, samples, _, _, _ = adaptive
+    records = Samples.read(samples)
+    models = calibrate(library, records)
+    judge = Judge(library, models)
+    fitting = {name: [s for s in records.samples if s.implementation == name and not s.verify]
+               for name in ("dot", "loop")}
+    median = {name: sorted(s.seconds for s in found)[len(found) // 2] for name, found in fitting.items()}
+    each = {name: m + adaptive_profile.TIMINGS * max(m, adaptive_profile.MINIMUM_TIMING)
+            for name, m in median.items()}
+
+    def judged(**mre: float) -> Judge:
+        return _with(judge, {name: dataclasses.replace(entry, mre=mre.get(name, entry.mre))
+                             for name, entry in judge.entries.items()})
+
+    accurate = judged(dot=adaptive_profile.ACCURATE, loop=adaptive_profile.ACCURATE)
+    assert own_points(library, accurate, records, 1e9) == ({}, {}, {})
+    # room for everything: each doubles its samples
+    assert all(models.time(name).samples < 2 * adaptive_profile.DENSE for name in fitting)  # 1 + n: two terms
+    wanted, counts, cost = own_points(library, judged(dot=1.2, loop=1.2), records, 1e9)
+    assert counts == {name: len(found) for name, found in fitting.items()}
+    assert wanted == {1: {"square_sum": counts}}
+    assert cost[1] == pytest.approx(sum(counts[name] * each[name] for name in counts))
+    # little room: shared by excess error, log(1.2 / 1.03) against log(1.06 / 1.03)
+    seconds = 40 * max(each.values()) / adaptive_profile.OWN_SHARE
+    _, counts, _ = own_points(library, judged(dot=1.2, loop=1.06), records, seconds)
+    share = math.log(1.2 / 1.03) / (math.log(1.2 / 1.03) + math.log(1.06 / 1.03))
+    assert counts["dot"] == min(len(fitting["dot"]), int(40 * max(each.values()) * share / each["dot"]))
+    assert counts.get("loop", 0) == min(len(fitting["loop"]),
+                                        int(40 * max(each.values()) * (1 - share) / each["loop"]))
+    # an accurate model gets none, and leaves the share to the other
+    _, counts, _ = own_points(library, judged(dot=1.01, loop=1.2), records, 1e9)
+    assert set(counts) == {"loop"}
+    # the points of its own taken before count: the counts asked for are in all
+    own = [dataclasses.replace(s, index=adaptive_profile.OWN_INDEX + k) for k, s in enumerate(fitting["dot"][:3])]
+    more = dataclasses.replace(records, samples=records.samples + tuple(own))
+    wanted, counts, _ = own_points(library, judged(dot=1.2, loop=1.01), more, 1e9)
+    assert wanted[1]["square_sum"]["dot"] == 3 + counts["dot"]
+
+
+def _with(judge: Judge, entries: dict) -> Judge:
+    """A copy of the judge with other fitted models' entries."""
+    copy = Judge.__new__(Judge)
+    copy.__dict__.update(judge.__dict__)
+    copy.entries = entries
+    return copy
 
 
 def test_a_build_says_what_its_rounds_did(tmp_path):

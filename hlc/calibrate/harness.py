@@ -68,6 +68,11 @@ from hlc.language.nest import geometric
 
 # How many candidate points verification draws at most, per sample wanted.
 VERIFY_DRAWS = 4
+# A model's own points (``Profiler.own_points``) have indices from OWN_INDEX
+# on, OWN_STRIDE apart per implementation: apart from the nest's points and
+# from the refined ones, which follow the nest's.
+OWN_INDEX = 1 << 30
+OWN_STRIDE = 1 << 20
 # The tag of the commands rank 0 passes on to the other ranks under --serve.
 COMMAND_TAG = 7301
 
@@ -347,6 +352,11 @@ class Profiler:
         self.narrowed: dict[tuple[str, int], dict[str, list[dict]]] = {}
         # points between the grid's, by interface and index, that a serving command adds
         self.refined: dict[str, dict[int, dict]] = {}
+        # random points of the nest a serving command wants for one implementation
+        # alone: interface → implementation → how many in all (own_points)
+        self.own: dict[str, dict[str, int]] = {}
+        # the implementation each of those points is for, by (interface, index)
+        self.own_of: dict[tuple[str, int], str] = {}
         self.surveying = options.survey
         self.serving = options.serve
         self.only = set(options.implementations.split(",")) if options.implementations else None
@@ -375,7 +385,7 @@ class Profiler:
         """--serve: take one command after another from standard input, each a
         JSON line with the options it sets (``select``, ``settings``,
         ``fitting_only``, ``verification_only``, ``verifying``, ``survey``, ``refined``,
-        ``deadline``), each
+        ``own``, ``deadline``), each
         ended like a run
         (its account, then a finished or budget event), until the input ends.
         An adaptive profile's rounds then cost one process start per rank
@@ -392,6 +402,10 @@ class Profiler:
             # adaptive profile bisects towards a boundary; selected by index like the grid's
             self.refined = {name: {int(index): point for index, point in points.items()}
                             for name, points in command.get("refined", {}).items()}
+            # own: {interface: {implementation: count}}, random points timed for
+            # one implementation alone, as many in all (own_points)
+            self.own = {name: {implementation: int(count) for implementation, count in wanted.items()}
+                        for name, wanted in command.get("own", {}).items()}
             self.fitting_only = bool(command.get("fitting_only", False))
             self.verification_only = bool(command.get("verification_only", False))
             share = command.get("verifying")
@@ -459,6 +473,7 @@ class Profiler:
                 draws.append(interface.random_point(rng))
             except ValueError:  # a range that is empty at this draw
                 continue
+        fitting += [] if self.verification_only else self.own_points(interface)
         verification = [(True, index, point) for index, point in enumerate(draws)]
         if not any(self.verification_needed(interface, implementation) for implementation in interface.implementations
                    if (interface.name, implementation.name) not in self.state.excluded):
@@ -469,6 +484,36 @@ class Profiler:
             wanted = max(interface.verify - len(done), 0)
             verification = [item for item in verification if item[1] not in done][:math.ceil(self.verifying * wanted)]
         return fitting + verification
+
+    def own_points(self, interface: Interface) -> list[tuple[bool, int, dict]]:
+        """The fitting points a serving command wants for one implementation
+        alone (``own``), not yet taken: the first ``count`` of that
+        implementation's own stream of random points of the nest, drawn as
+        verification points are (so they fall anywhere on the finer grid,
+        not only on the nest's), each at a random setting of its parameters.
+        An adaptive profile asks for them where a model fits its samples
+        worse than the timings' noise: a cheap implementation that wins in
+        few places has few points of the nest, and its model, fitted on
+        them, misses costs that step between them."""
+        taken = []
+        names = [implementation.name for implementation in interface.implementations]
+        for name, count in self.own.get(interface.name, {}).items():
+            if name not in names or (interface.name, name) in self.state.excluded:
+                continue
+            for k in range(count):
+                index = OWN_INDEX + OWN_STRIDE * names.index(name) + k
+                if (interface.name, self.context.size, False, index) in self.state.done:
+                    continue
+                rng = random.Random(f"{self.program_run.seed}:{interface.name}:own:{name}:{k}")
+                for _ in range(VERIFY_DRAWS):
+                    try:
+                        point = interface.random_point(rng)
+                    except ValueError:  # a range that is empty at this draw
+                        continue
+                    self.own_of[interface.name, index] = name
+                    taken.append((False, index, point))
+                    break
+        return taken
 
     def sample_seed(self, interface: Interface, verify: bool, index: int) -> int:
         stream = random.Random(f"{self.program_run.seed}:{interface.name}:{'verify' if verify else 'fit'}:{index}")
@@ -501,12 +546,14 @@ class Profiler:
         rng = random.Random(f"{self.program_run.seed}:{interface.name}:settings:{index}")
         candidates: list[tuple[Implementation, dict]] = []
         narrowed = None if verify else self.narrowed.get((interface.name, index))
+        own = None if verify else self.own_of.get((interface.name, index))
         for implementation in interface.implementations:
             if (interface.name, implementation.name) in self.state.excluded or not implementation.applies(variables) \
-                    or (self.only is not None and implementation.name not in self.only):
+                    or (self.only is not None and implementation.name not in self.only) \
+                    or (own is not None and implementation.name != own):
                 continue
-            if verify:
-                if not self.verification_needed(interface, implementation):
+            if verify or own is not None:
+                if verify and not self.verification_needed(interface, implementation):
                     continue
                 drawn = implementation.random_settings(rng, point, variables)
                 candidates += [(implementation, drawn)] if drawn is not None else []

@@ -728,7 +728,11 @@ cdef void _write_runs(key_t *out, Py_ssize_t n, const count_t *counts, Py_ssize_
     vary around the same few keys (16 bits of span over 200,000 keys: 3.1 ns
     a key, against 0.8 ns without that branch).  So the values are written a
     fixed number of times each (_runs), a number above most runs' lengths:
-    once where most runs are empty, 8 or 16 times where runs are short."""
+    once where most runs are empty, else the least of 8, 16, 32 or 64 above
+    four thirds of the mean run (n / bins keys).  Near the mean a run is as
+    often longer as shorter, and the branch to the loop for the rest is a
+    coin toss: with 16 at a time, 2**20 keys over 2**16 values took 1.04 ns
+    a key, and 0.71 with 32."""
     cdef Py_ssize_t v = 0, i = 0, j, repeat
     cdef key_t value
     while v < bins and first >= counts[v]:
@@ -744,8 +748,12 @@ cdef void _write_runs(key_t *out, Py_ssize_t n, const count_t *counts, Py_ssize_
     if 4 * n >= bins:
         if n < 6 * bins:
             _runs(out, n, counts, &v, &i, low, 8)
-        else:
+        elif n < 12 * bins:
             _runs(out, n, counts, &v, &i, low, 16)
+        elif n < 24 * bins:
+            _runs(out, n, counts, &v, &i, low, 32)
+        else:
+            _runs(out, n, counts, &v, &i, low, 64)
     while i < n:  # where most runs are empty, and the last keys: one write each
         repeat = counts[v]
         value = <key_t>(low + <uint64_t>v)

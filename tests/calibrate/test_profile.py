@@ -286,6 +286,44 @@ def test_a_serving_command_can_narrow_the_candidates_of_a_point(tmp_path):
     assert [(r.index, r.implementation, r.parameters) for r in again] == [(4, "chunked", {"block": 6})]
 
 
+def test_a_serving_command_takes_random_points_for_one_implementation_alone(tmp_path):
+    """``own`` asks for that many random points of the nest in all for one
+    implementation: fitting samples of it alone, each at a random setting,
+    at indices apart from the nest's; drawn from its own seeded stream, so
+    that a second command for as many takes nothing, and one for more
+    takes the next ones."""
+    library = hlc.parse_file(DESCRIPTIONS / "squares.hl")
+    samples = tmp_path / "samples.jsonl"
+    program = prepare(library, tmp_path / "build")
+    server = Server(program, samples, 1, 0, 60.0, None, Breakdown())
+    try:
+        server.run({"select": {"square_sum": []}, "own": {"square_sum": {"chunked": 4}}, "verifying": 0.0})
+        first = Samples.read(samples).samples
+        server.run({"select": {"square_sum": []}, "own": {"square_sum": {"chunked": 4}}, "verifying": 0.0})
+        unchanged = Samples.read(samples).samples
+        server.run({"select": {"square_sum": []}, "own": {"square_sum": {"chunked": 6, "loop": 2}},
+                    "verifying": 0.0})
+        records = Samples.read(samples)
+    finally:
+        server.close()
+    chunked = 2 * harness.OWN_STRIDE  # the implementations' order in the description: dot, loop, chunked
+    assert sorted((r.implementation, r.verify, r.index) for r in first) == \
+        [("chunked", False, harness.OWN_INDEX + chunked + k) for k in range(4)]
+    assert unchanged == first
+    later = records.samples[len(first):]
+    assert sorted((r.implementation, r.index - harness.OWN_INDEX) for r in later) == \
+        [("chunked", chunked + 4), ("chunked", chunked + 5), ("loop", harness.OWN_STRIDE),
+         ("loop", harness.OWN_STRIDE + 1)]
+    # random points and settings: off the nest's grid of sizes (1, 8, 64, ...) and blocks (6, 9, 12)
+    drawn = [r for r in records.samples if r.implementation == "chunked"]
+    assert len({r.variables["n"] for r in drawn}) >= 4 and any(r.variables["n"] not in (1, 8, 64, 512, 4096)
+                                                               for r in drawn)
+    assert all(6 <= r.parameters["block"] <= 12 for r in drawn)
+    assert len({r.parameters["block"] for r in drawn}) >= 2
+    # the fit takes them as fitting samples
+    assert calibrate(library, records).time("chunked").samples >= 6
+
+
 def test_a_serving_command_takes_a_share_of_the_verification_points_with_its_fitting_points(tmp_path):
     """An adaptive round's command takes its fitting points and a share of
     the verification points still wanted (``verifying``), new ones each

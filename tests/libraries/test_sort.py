@@ -81,7 +81,7 @@ def test_every_sort_equals_numpy_sort(sorts, keys, bpd):
        dtype=st.sampled_from(DTYPES))
 def test_counting_sort_at_every_run_length(sorts, count, width, seed, dtype):
     """Counting sort writes each value a fixed number of times before looking
-    at its run's length (1, 8 or 16 by the keys per value): every regime, and
+    at its run's length (1, 8, 16, 32 or 64 by the keys per value): every regime, and
     its switch to single writes for the last keys, against numpy.sort."""
     radix, _ = sorts
     info = np.iinfo(dtype)
