@@ -389,8 +389,9 @@ def test_an_implementation_with_too_few_samples_for_a_model_is_measured_first(ad
 def test_a_model_less_accurate_than_the_timings_gets_random_points_of_its_own(adaptive):
     """own_points: a model whose fit misses its samples by more than
     ACCURATE, with fewer than DENSE samples per written term, gets random
-    points of its own, the round's OWN_SHARE shared in proportion to the
-    models' excess errors, each at most doubling its samples in a round;
+    points of its own, the round's OWN_SHARE (at most the room the
+    uncertain decisions leave) shared in proportion to the models' excess
+    errors, each at most doubling its samples in a round;
     a model as accurate as the timings, or dense already, gets none.  The
     counts are in all: the points of its own taken before count."""
     library, samples, _, _, _ = adaptive
@@ -423,6 +424,10 @@ def test_a_model_less_accurate_than_the_timings_gets_random_points_of_its_own(ad
     assert counts["dot"] == min(len(fitting["dot"]), int(40 * max(each.values()) * share / each["dot"]))
     assert counts.get("loop", 0) == min(len(fitting["loop"]),
                                         int(40 * max(each.values()) * (1 - share) / each["loop"]))
+    # no more than the room the uncertain decisions leave
+    assert own_points(library, judged(dot=1.2, loop=1.2), records, 1e9, room=0.0) == ({}, {}, {})
+    _, _, cost = own_points(library, judged(dot=1.2, loop=1.2), records, 1e9, room=50 * max(each.values()))
+    assert 0 < cost[1] <= 50 * max(each.values())
     # an accurate model gets none, and leaves the share to the other
     _, counts, _ = own_points(library, judged(dot=1.01, loop=1.2), records, 1e9)
     assert set(counts) == {"loop"}
