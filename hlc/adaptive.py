@@ -36,11 +36,12 @@ points; an adaptive profile measures a part of it, chosen in rounds:
      (seed 003's geometric bisection, on the whole nest instead of one
      variable), so that a region the models got wrong without knowing it is
      still found;
-   * for each model that misses its own samples by more than the timings
-     vary and has few samples for its terms, random points of the nest,
-     timed for it alone (``own_points``): a cheap implementation that wins
-     in few places is fitted on few points otherwise, and misses costs
-     that step between them;
+   * once every point has a measured neighbour, for each model that
+     misses its own samples by more than the timings vary and has few
+     samples for its terms, random points of the nest, timed for it alone
+     (``own_points``), with the room the uncertain decisions leave: a
+     cheap implementation that wins in few places is fitted on few points
+     otherwise, and misses costs that step between them;
    * while the round has room, the points whose decision would be
      uncertain were the models twice, then four times as far off as they
      say: a larger budget buys the decisions next most likely wrong;
@@ -703,9 +704,13 @@ def own_points(library: ast.Library, judge: Judge, records: Samples, seconds: fl
     rank counts its samples were taken at, each point costing as its
     median sample did; a model at most doubles its samples in a round.
     They take no more than ``room``: what the round's uncertain decisions
-    leave of it.  Taking their share first, two sort builds of 15 s chose
-    right at 94.0-96.5% of 200 points where two without them chose at
-    96.5-97.5%: a short budget's rounds are the decisions'.
+    leave of it, once every point of the grid has a measured neighbour
+    (the caller's).  Taking their share first, two sort builds of 15 s
+    chose right at 94.0-96.5% of 200 points where two without them chose
+    at 96.5-97.5%: a short budget's rounds are the decisions'; and in the
+    second round, before the gaps were closed, a sort build gave 50 points
+    to the radix sort's model, fitted to 16 points, which the gaps would
+    have measured.
     (Served cheapest first instead, counting sort took 100 to 120 points
     in a 45 s sort build, the two-rank models few, and the grid points
     measured fell from 260-280 of 288 to 180-200: the two-rank models'
@@ -985,10 +990,14 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                     seconds = planned / pace
                     rivals = untimed_rivals(grid, taken, judge, timed, seconds / 2)
                     seconds -= sum(judge.cost(grid.by_key[key], candidates) for key, candidates in rivals.items())
-                    deciding = sum(judge.cost(site) for site in grid.sites
-                                   if site.key not in taken and judge.uncertainty(site) > 0)
-                    own, own_counts, own_cost = own_points(library, judge, records, seconds,
-                                                           max(seconds - deciding, 0.0))
+                    # Models' own points once every grid point has a measured neighbour
+                    # (before, the gaps are where the models learn), with what the
+                    # uncertain decisions leave of the round.
+                    room = 0.0
+                    if all(grid.covered(site.key, taken) for site in grid.sites):
+                        room = max(seconds - sum(judge.cost(site) for site in grid.sites
+                                                 if site.key not in taken and judge.uncertainty(site) > 0), 0.0)
+                    own, own_counts, own_cost = own_points(library, judge, records, seconds, room)
                     seconds -= sum(own_cost.values())
                     batch, by_rule = next_round(grid, taken, judge, max(seconds, 0.0), bisecting)
                     plan = {site.key: judge.worth_timing(site) for site in batch}
