@@ -404,14 +404,16 @@ def test_a_model_less_accurate_than_the_timings_gets_random_points_of_its_own(ad
     each = {name: m + adaptive_profile.TIMINGS * max(m, adaptive_profile.MINIMUM_TIMING)
             for name, m in median.items()}
 
-    def judged(**mre: float) -> Judge:
-        return _with(judge, {name: dataclasses.replace(entry, mre=mre.get(name, entry.mre))
+    def judged(samples: int = adaptive_profile.DENSE, **mre: float) -> Judge:
+        """The models with these MREs, each fitted on ``samples`` (1 + n: two terms, dense from 2 * DENSE)."""
+        return _with(judge, {name: dataclasses.replace(entry, mre=mre.get(name, entry.mre), samples=samples)
                              for name, entry in judge.entries.items()})
 
     accurate = judged(dot=adaptive_profile.ACCURATE, loop=adaptive_profile.ACCURATE)
     assert own_points(library, accurate, records, 1e9) == ({}, {}, {})
+    dense = judged(samples=2 * adaptive_profile.DENSE, dot=1.2, loop=1.2)
+    assert own_points(library, dense, records, 1e9) == ({}, {}, {})
     # room for everything: each doubles its samples
-    assert all(models.time(name).samples < 2 * adaptive_profile.DENSE for name in fitting)  # 1 + n: two terms
     wanted, counts, cost = own_points(library, judged(dot=1.2, loop=1.2), records, 1e9)
     assert counts == {name: len(found) for name, found in fitting.items()}
     before = {name: sum(1 for s in found if s.index >= adaptive_profile.OWN_INDEX) for name, found in fitting.items()}
