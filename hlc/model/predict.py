@@ -205,29 +205,30 @@ def term_values(predictor: Predictor, implementation: ast.Implementation, terms:
     The values of terms that call no model are kept (_TERM_VALUES): they
     depend on the term, its implementation's helpers, the constants and the
     point alone."""
+    if len(_TERM_VALUES) >= MOST_TERM_VALUES:  # before _calls_no_model holds the implementation again
+        _TERM_VALUES.clear()
+        _PURE.clear()
     texts = texts if texts is not None else [unparse(t) for t in terms]
     point = (id(implementation), predictor.constants_key, tuple(sorted(environment.items())))
     values: dict[str, float] = {}
-    missing = []
+    missing = []  # (term, text, whether its value may be kept)
     for term, text in zip(terms, texts, strict=True):
-        kept = _TERM_VALUES.get((text, point)) if _calls_no_model(predictor, implementation, term, text) else None
+        pure = _calls_no_model(predictor, implementation, term, text)
+        kept = _TERM_VALUES.get((text, point)) if pure else None
         if kept is None:
-            missing.append((term, text))
+            missing.append((term, text, pure))
         else:
             values[text] = kept
     if not missing:
         return values
     scope = predictor.helpers(implementation, {**predictor.constants, **environment})
     functions = predictor.functions(scope)
-    if len(_TERM_VALUES) >= MOST_TERM_VALUES:
-        _TERM_VALUES.clear()
-        _PURE.clear()
-    for term, text in missing:
+    for term, text, pure in missing:
         try:
             values[text] = float(evaluate(term, scope, functions))
         except (EvaluationError, ModelUnavailable) as error:
             raise EvaluationError(f"term '{text}' of {implementation.name}: {error}") from error
-        if _calls_no_model(predictor, implementation, term, text):
+        if pure:
             _TERM_VALUES[text, point] = values[text]
     return {text: values[text] for text in texts}
 
