@@ -47,6 +47,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from hlc.artefacts import models as model_files
+from hlc.artefacts.files import ArtefactError
 from hlc.artefacts.samples import Sample, Samples
 from hlc.calibrate.breakdown import Breakdown
 from hlc.calibrate.run import Server
@@ -69,7 +70,10 @@ def verification_samples(path: Path) -> dict[Key, Sample]:
 def time_again(build: Path, ranks: int, seed: int, into: Path) -> dict[Key, Sample]:
     """The build's verification points at ``ranks`` ranks, timed by a fresh
     process of its profiling program into the samples file ``into``."""
-    [program] = build.glob("profile_*.py")
+    programs = sorted(build.glob("profile_*.py"))
+    if len(programs) != 1:
+        raise SystemExit(f"{build}: expected one profiling program (profile_LIB.py), found {len(programs)}")
+    [program] = programs
     server = Server(program, into, ranks, seed, timeout=60.0, progress=None, spent=Breakdown())
     try:
         server.run(AGAIN)
@@ -106,9 +110,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=2, help="fresh processes per rank count (default 2)")
     options = parser.parse_args(argv)
     build = options.build.resolve()
-    stored = Samples.load(build / "samples.jsonl")
-    built = verification_samples(build / "samples.jsonl")
-    models = model_files.load(build / "models.json").times()
+    try:
+        stored = Samples.load(build / "samples.jsonl")
+        built = verification_samples(build / "samples.jsonl")
+        models = model_files.load(build / "models.json").times()
+    except ArtefactError as error:
+        print(f"error: {error} (give the folder hlc build wrote)", file=sys.stderr)
+        return 2
     ranks = sorted({key[1] for key in built})
     agains: list[dict[Key, Sample]] = [{} for _ in range(max(options.runs, 1))]
     with tempfile.TemporaryDirectory() as folder:
