@@ -61,10 +61,10 @@ AGAIN = {"verification_only": True, "verifying": 1.0}
 Key = tuple[str, int, int, str]  # implementation, ranks, verification index, parameters
 
 
-def verification_samples(path: Path) -> dict[Key, Sample]:
-    """A samples file's verification samples, by what identifies the call."""
+def verification_samples(samples: Samples) -> dict[Key, Sample]:
+    """The verification samples, by what identifies the call."""
     return {(s.implementation, s.P, s.index, json.dumps(s.parameters, sort_keys=True)): s
-            for s in Samples.load(path).samples if s.verify}
+            for s in samples.samples if s.verify}
 
 
 def time_again(build: Path, ranks: int, seed: int, into: Path) -> dict[Key, Sample]:
@@ -79,7 +79,7 @@ def time_again(build: Path, ranks: int, seed: int, into: Path) -> dict[Key, Samp
         server.run(AGAIN)
     finally:
         server.close()
-    return verification_samples(into)
+    return verification_samples(Samples.load(into))
 
 
 def ratios(first: dict[Key, Sample], second: dict[Key, Sample]) -> dict[tuple[str, int], list[float]]:
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     build = options.build.resolve()
     try:
         stored = Samples.load(build / "samples.jsonl")
-        built = verification_samples(build / "samples.jsonl")
+        built = verification_samples(stored)
         models = model_files.load(build / "models.json").times()
     except ArtefactError as error:
         print(f"error: {error} (give the folder hlc build wrote)", file=sys.stderr)
