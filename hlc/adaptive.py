@@ -95,6 +95,7 @@ from hlc.model.calibration import HostTolerance, calibrate, fitted_seconds, host
 from hlc.model.knots import LooseKnot, knot_ambiguity, loose_knots
 from hlc.model.predict import Covariance, Predictor, band, sum_of_terms, term_values
 from hlc.model.terms import model_terms
+from hlc.model.workers import start_workers
 
 #: Seconds of profiling an adaptive build spends when no --budget is given,
 #: a first build too: the compile of the description's sources (once, then
@@ -968,6 +969,8 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                     return True
                 thinking = time.monotonic()
                 with spent.spending("fit"):
+                    if searched is None:  # ready for the next fits, large enough to share
+                        start_workers()
                     # The terms are searched again once the points have doubled; in
                     # between, a round refits the coefficients of the terms found last.
                     search = searched is None or len(taken) >= REDISCOVER * searched[0]

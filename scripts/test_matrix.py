@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: What the other interpreters and the lowest versions run: the tests of
 #: everything that touches a compiled or numeric dependency (the Cython
 #: kernels, the SPMD sorts under mpiexec -n 2 and -n 3, the fitter on SciPy
-#: and numpy.linalg, the MPI runtime), a quick build of a small library,
+#: and numpy.linalg and in worker processes, the MPI runtime), a quick build of a small library,
 #: and the language.
 SUBSET = [
     "tests/language",
@@ -51,6 +51,7 @@ SUBSET = [
     "tests/test_compile.py",
     "tests/test_optimize.py",
     "tests/model/test_fit.py",
+    "tests/model/test_workers.py",
     "tests/runtime/test_runtime.py",
     "tests/libraries/test_sort.py",
     "tests/dispatch/test_build.py::test_a_build_without_an_implementation_ends_with_a_warning_and_strict_refuses_it",

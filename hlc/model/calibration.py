@@ -6,7 +6,9 @@ description says what the model is, so changing a model's terms needs only
 ``hlc fit``, not a new profile.
 
 Implementations are fitted in dependency order, so that a hybrid term calling
-another implementation's model (thesis ch. 8) sees that model calibrated.
+another implementation's model (thesis ch. 8) sees that model calibrated:
+in waves, each after the models its terms call, and the fits of a wave side
+by side in worker processes (hlc.model.workers) where it is large enough.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from hlc.model.fit import CONSTANT, Fit, FitError, RankWarning, aliased_text, fi
 from hlc.model.predict import ModelUnavailable, Predictor, term_values
 from hlc.model.render import c_source, python_source
 from hlc.model.terms import model_terms
+from hlc.model.workers import Shared, side_by_side
 
 # Verification MRE above which a model is reported as inaccurate (thesis: 10%).
 VERIFICATION_LIMIT = 1.10
@@ -55,6 +58,13 @@ SLOWED = 0.1
 #: quarter) and 1.5-1.7 (the rest) that median marked none of the stencil's
 #: samples as disturbed, and the models' verification MREs were 1.20-1.24.
 FAST_QUANTILE = 0.1
+#: Fitting a model whose terms are searched for (hlc.model.discover) costs
+#: about this many times a fit of known terms, per sample and term.
+SEARCH_COST = 10.0
+#: A wave of fits runs side by side in worker processes from this cost on
+#: (_fit_cost): below, the passing of samples and models to the workers
+#: costs more than it saves.
+FIT_SIDE_BY_SIDE = 20_000.0
 #: Samples taken in spells are kept, scaled back, when fewer than this many
 #: others per written term and family would be left to fit and discover from.
 STEADY_PER_TERM = 3
@@ -64,28 +74,51 @@ def _environment(sample: Sample) -> dict[str, Any]:
     return sample.environment
 
 
+def _callees(library: ast.Library) -> dict[str, set[str]]:
+    """Each implementation's name → the implementations of the library whose models its terms call."""
+    names = {i.name for interface in library.interfaces for i in interface.implementations}
+    found = {}
+    for interface in library.interfaces:
+        for implementation in interface.implementations:
+            expressions = [let.value for let in implementation.lets]
+            for model in implementation.models:
+                expressions += list(model.terms) if model.fitted else [model.body]
+            found[implementation.name] = {c.function for e in expressions for c in calls(e) if c.function in names}
+    return found
+
+
 def _order(library: ast.Library) -> list[tuple[ast.Interface, ast.Implementation]]:
     """Implementations, each after those whose models its terms call."""
     pairs = {i.name: (interface, i) for interface in library.interfaces for i in interface.implementations}
-
-    def callees(implementation: ast.Implementation) -> set[str]:
-        expressions = [let.value for let in implementation.lets]
-        for model in implementation.models:
-            expressions += list(model.terms) if model.fitted else [model.body]
-        return {c.function for e in expressions for c in calls(e) if c.function in pairs}
-
+    callees = _callees(library)
     ordered: list[str] = []
 
     def visit(name: str) -> None:
         if name in ordered:
             return
-        for callee in sorted(callees(pairs[name][1])):
+        for callee in sorted(callees[name]):
             visit(callee)
         ordered.append(name)
 
     for name in pairs:
         visit(name)
     return [pairs[name] for name in ordered]
+
+
+def _waves(library: ast.Library) -> list[list[tuple[ast.Interface, ast.Implementation]]]:
+    """The implementations in dependency order (``_order``), in waves: each
+    after the waves that hold the models its terms call, so that those of
+    one wave can be fitted side by side."""
+    callees = _callees(library)
+    wave_of: dict[str, int] = {}
+    waves: list[list[tuple[ast.Interface, ast.Implementation]]] = []
+    for interface, implementation in _order(library):
+        wave = 1 + max((wave_of[c] for c in callees[implementation.name]), default=-1)
+        wave_of[implementation.name] = wave
+        if wave == len(waves):
+            waves.append([])
+        waves[wave].append((interface, implementation))
+    return waves
 
 
 @dataclass(frozen=True)
@@ -553,31 +586,35 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
     predictor = Predictor(library, times, used_predictors(library, models_of or {}))
     excluded = {(f.interface, f.implementation): f for f in samples.failures}
     sites = {interface.name: sites_of(samples, interface.name) for interface in library.interfaces}
-    for interface, implementation in _order(library):
-        model = implementation.model("time")
-        key = (interface.name, implementation.name)
-        if key in excluded:
-            failure = excluded[key]
-            times[implementation.name] = TimeModel("excluded", cause=failure.cause, ranks=failure.P,
-                                                   point=failure.point)
-            continue
-        fitting = _within(predictor, implementation, samples.of(interface.name, implementation.name, verify=False))
-        verification = _within(predictor, implementation,
-                               samples.of(interface.name, implementation.name, verify=True))
-        try:
-            if model.fitted and not fitting:
-                raise FitError("no fitting samples (was the library profiled?)")
+    shared = Shared(library)
+    tolerance = host_tolerance(samples)
+    for wave in _waves(library):
+        jobs, costs, names = [], [], []
+        found: dict[str, TimeModel] = {}
+        for interface, implementation in wave:
+            model = implementation.model("time")
+            key = (interface.name, implementation.name)
+            if key in excluded:
+                failure = excluded[key]
+                found[implementation.name] = TimeModel("excluded", cause=failure.cause, ranks=failure.P,
+                                                       point=failure.point)
+                continue
+            fitting = _within(predictor, implementation,
+                              samples.of(interface.name, implementation.name, verify=False))
+            verification = _within(predictor, implementation,
+                                   samples.of(interface.name, implementation.name, verify=True))
             previous = terms_of.time(implementation.name) if terms_of else None
-            entry = _fit_one(predictor, implementation, model, fitting, verification, relative, confidence,
-                             host_tolerance(samples), discovering,
-                             previous.discovered if previous and previous.status == "fitted" else None,
-                             shortlist, sites[interface.name])
-        except (FitError, EvaluationError, ModelUnavailable) as error:
-            times[implementation.name] = TimeModel("unfitted", cause=str(error))
-            continue
-        entry = replace(entry, domain=_domain(fitting + verification))
-        times[implementation.name] = replace(entry, python=python_source(interface, implementation, entry),
-                                             c=c_source(interface, implementation, entry))
+            callees = {name: times[name] for name in _called(library, implementation.name) if name in times}
+            jobs.append((shared, dict(models_of or {}), callees, implementation.name, fitting, verification,
+                         relative, confidence, tolerance, discovering,
+                         previous.discovered if previous and previous.status == "fitted" else None,
+                         shortlist, sites[interface.name]))
+            costs.append(_fit_cost(model, fitting, discovering and previous is None))
+            names.append(implementation.name)
+        found.update(zip(names, side_by_side(_fit_job, jobs, costs, workers=_workers_for(costs)), strict=True))
+        for _, implementation in wave:
+            times[implementation.name] = found[implementation.name]
+    times = {implementation.name: times[implementation.name] for _, implementation in _order(library)}
     interface_of = {i.name: interface.name for interface in library.interfaces for i in interface.implementations}
     return Models(
         # absolute: a built module finds its description (and its sources) from any folder
@@ -585,6 +622,55 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
         implementations={name: ImplementationModel(interface_of[name], model) for name, model in times.items()},
         settings=FitSettings(relative, confidence, discovering), fingerprint=fingerprint(library, quick=quick),
         created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), samples_header=samples.header.as_record())
+
+
+def _called(library: ast.Library, name: str) -> set[str]:
+    """The implementations whose models ``name``'s terms call, directly or through others."""
+    callees = _callees(library)
+    found: set[str] = set()
+    waiting = [name]
+    while waiting:
+        for callee in callees[waiting.pop()] - found:
+            found.add(callee)
+            waiting.append(callee)
+    return found
+
+
+def _fit_cost(model: ast.CostModel, fitting: list[Sample], searching: bool) -> float:
+    """What fitting a model costs, in proportion: its samples times its
+    terms, many times more where its terms are searched for."""
+    terms = len(model.terms) + len(model.families) + 1 if model.fitted else 1
+    return len(fitting) * terms * (SEARCH_COST if searching else 1.0)
+
+
+def _workers_for(costs: list[float]) -> int | None:
+    """The worker processes a wave of fits may use: none where the wave is
+    too small for their passing of samples and results to pay (FIT_SIDE_BY_SIDE)."""
+    return None if sum(costs) >= FIT_SIDE_BY_SIDE else 0
+
+
+def _fit_job(shared: Shared, models_of: dict[str, Path], callees: dict[str, TimeModel], name: str,
+             fitting: list[Sample], verification: list[Sample], relative: bool, confidence: float,
+             tolerance: HostTolerance, discovering: bool, discovered: tuple[Discovered, ...] | None,
+             shortlist: int | None, sites: list[dict[str, float]]) -> TimeModel:
+    """One implementation's fitted model, with its domain and its code: a job
+    that runs in this process or in a worker (hlc.model.workers), given the
+    fitted models its terms call (``callees``)."""
+    library = shared.value
+    interface, implementation = next((i, m) for i in library.interfaces for m in i.implementations
+                                     if m.name == name)
+    model = implementation.model("time")
+    predictor = Predictor(library, callees, used_predictors(library, models_of))
+    try:
+        if model.fitted and not fitting:
+            raise FitError("no fitting samples (was the library profiled?)")
+        entry = _fit_one(predictor, implementation, model, fitting, verification, relative, confidence,
+                         tolerance, discovering, discovered, shortlist, sites)
+    except (FitError, EvaluationError, ModelUnavailable) as error:
+        return TimeModel("unfitted", cause=str(error))
+    entry = replace(entry, domain=_domain(fitting + verification))
+    return replace(entry, python=python_source(interface, implementation, entry),
+                   c=c_source(interface, implementation, entry))
 
 
 def host_tolerance(samples: Samples) -> HostTolerance:

@@ -1,0 +1,281 @@
+"""Independent jobs run side by side: this process and worker processes.
+
+The fitter's jobs (one implementation's model each) run while nothing is
+timed: between an adaptive build's rounds, at the end of a build, in
+``hlc fit`` and in replays.  The profiling programs wait meanwhile, and
+every core but the fitter's is idle.  On two cores the fit of the sort
+library's seven models, 2.5 s one after the other, takes the time of its
+longest chain of models (the radix sort's and the two-rank one that calls
+it), 1.7 s.
+
+A worker is a plain child process, ``python -m hlc.model.workers``, that
+reads pickled jobs (a module-level function and its arguments) on its
+standard input and writes their pickled results to its standard output.
+It is not a ``multiprocessing`` child: those re-import the caller's
+``__main__`` (a user's script without a main guard would build again in
+every worker) or fork a process whose threads (a build's readers of its
+profiling programs) may hold locks.  Workers start on first use and stay
+for the life of this process, each with what it keeps between jobs (the
+term values of the samples it fitted); they end with it, or when its end
+of their pipe closes.
+
+A result never depends on the workers: a job runs the same code on the
+same data in any process, and a worker that fails, or a job that raises
+in one, is run again here, where it raises as it would have.
+
+``HLC_FIT_WORKERS`` sets how many workers may run (0: none); by default
+one fewer than the cores this process may use.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import hashlib
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, BinaryIO
+
+#: Environment variable: how many worker processes may run.
+WORKERS_VARIABLE = "HLC_FIT_WORKERS"
+_LENGTH = struct.Struct("<Q")
+#: A worker's libraries of linear algebra run one thread each: the fitter's
+#: matrices are small, and the workers already use the other cores.
+_ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+
+
+def worker_count() -> int:
+    """How many worker processes may run: ``HLC_FIT_WORKERS``, else one
+    fewer than the cores this process may run on."""
+    setting = os.environ.get(WORKERS_VARIABLE, "").strip()
+    if setting:
+        try:
+            count = int(setting)
+        except ValueError:
+            raise ValueError(f"{WORKERS_VARIABLE} must be a whole number, not {setting!r}") from None
+        if count < 0:
+            raise ValueError(f"{WORKERS_VARIABLE} must be 0 or more, not {count}")
+        return count
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(cores - 1, 0)
+
+
+def _write(stream: BinaryIO, value: Any) -> None:
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_LENGTH.pack(len(data)) + data)
+    stream.flush()
+
+
+def _read(stream: BinaryIO) -> Any:
+    """The next value on ``stream``; EOFError at its end."""
+    header = stream.read(_LENGTH.size)
+    if len(header) < _LENGTH.size:
+        raise EOFError("the stream ended")
+    size = _LENGTH.unpack(header)[0]
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError("the stream ended within a message")
+    return pickle.loads(data)
+
+
+class Shared:
+    """A value that many jobs share (a library's description): pickled once,
+    and unpickled once per worker, where equal values are then one object,
+    as they are here, so that what a worker keeps by object (term values by
+    implementation) serves its next jobs too."""
+
+    def __init__(self, value: Any):
+        self.value = value
+        self._data: bytes | None = None
+
+    def __reduce__(self) -> tuple:
+        if self._data is None:
+            self._data = pickle.dumps(self.value, protocol=pickle.HIGHEST_PROTOCOL)
+        return _shared, (hashlib.sha256(self._data).hexdigest(), self._data)
+
+
+_SHARED: dict[str, Shared] = {}
+#: Shared values a worker keeps at most (a build shares one description).
+MOST_SHARED = 8
+
+
+def _shared(digest: str, data: bytes) -> Shared:
+    if digest not in _SHARED:
+        if len(_SHARED) >= MOST_SHARED:
+            _SHARED.clear()
+        _SHARED[digest] = Shared(pickle.loads(data))
+    return _SHARED[digest]
+
+
+class WorkerGone(RuntimeError):
+    """A worker that exited, or whose answer could not be read."""
+
+
+class _Worker:
+    """One worker process and its pipes."""
+
+    def __init__(self) -> None:
+        package_root = str(Path(__file__).resolve().parents[2])
+        path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH", "")) if p)
+        # its error output goes to a file, read only to say why it failed
+        self.errors = tempfile.TemporaryFile()  # noqa: SIM115
+        self.process = subprocess.Popen([sys.executable, "-m", "hlc.model.workers"], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=self.errors,
+                                        env={**os.environ, **_ONE_THREAD, "PYTHONPATH": path})
+
+    def send(self, jobs: list[tuple[Callable[..., Any], tuple]]) -> None:
+        try:
+            _write(self.process.stdin, jobs)
+        except (OSError, ValueError, pickle.PicklingError) as error:
+            raise WorkerGone(f"could not pass jobs to the worker: {error}") from error
+
+    def receive(self) -> list[tuple[bool, Any]]:
+        try:
+            return _read(self.process.stdout)
+        except (EOFError, OSError, pickle.UnpicklingError, AttributeError, ImportError) as error:
+            raise WorkerGone(f"no answer from the worker: {error}{self._last_error()}") from error
+
+    def _last_error(self) -> str:
+        try:
+            self.errors.seek(0)
+            lines = self.errors.read().decode(errors="replace").strip().splitlines()
+        except (OSError, ValueError):
+            return ""
+        return f" ({lines[-1]})" if lines else ""
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def close(self) -> None:
+        for stream in (self.process.stdin, self.process.stdout):
+            with contextlib.suppress(OSError):
+                stream.close()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.errors.close()
+
+
+_workers: list[_Worker] = []
+
+
+def _started(count: int) -> list[_Worker]:
+    """``count`` running workers: those of earlier calls, and new ones."""
+    for worker in [worker for worker in _workers if not worker.alive()]:
+        worker.close()
+        _workers.remove(worker)
+    while len(_workers) < count:
+        if not _workers:
+            atexit.register(close_workers)
+        _workers.append(_Worker())
+    return _workers[:count]
+
+
+def start_workers(count: int | None = None) -> None:
+    """Start the workers (default: :func:`worker_count`) that later jobs will
+    use, without waiting for them: a worker takes half a second to import
+    the fitter, which then overlaps this process's own work rather than
+    delaying the worker's first jobs."""
+    _started(worker_count() if count is None else count)
+
+
+def close_workers() -> None:
+    """End every worker (they also end when this process does)."""
+    while _workers:
+        _workers.pop().close()
+
+
+def lanes(costs: Sequence[float], count: int) -> list[list[int]]:
+    """The positions of ``costs`` dealt to ``count`` lanes, the most costly
+    first, each to the lane with the least so far (the first of equals):
+    lane 0 is this process's."""
+    dealt: list[list[int]] = [[] for _ in range(count)]
+    loads = [0.0] * count
+    for position in sorted(range(len(costs)), key=lambda i: (-costs[i], i)):
+        lane = min(range(count), key=lambda k: (loads[k], k))
+        dealt[lane].append(position)
+        loads[lane] += costs[position]
+    return dealt
+
+
+def side_by_side(function: Callable[..., Any], arguments: Sequence[tuple], costs: Sequence[float],
+                 workers: int | None = None) -> list[Any]:
+    """``function(*a)`` for each of ``arguments``, in this process and up to
+    ``workers`` (default: :func:`worker_count`) worker processes, the jobs
+    dealt by their ``costs`` (:func:`lanes`); the results in the order of
+    ``arguments``.  ``function`` must be defined at a module's top level,
+    and the arguments and results picklable."""
+    workers = worker_count() if workers is None else workers
+    count = min(workers, len(arguments) - 1)
+    if count <= 0:
+        return [function(*a) for a in arguments]
+    dealt = lanes(costs, count + 1)
+    busy: list[tuple[_Worker, list[int]]] = []
+    for worker, positions in zip(_started(count), dealt[1:], strict=True):
+        if not positions:
+            continue
+        try:
+            worker.send([(function, arguments[i]) for i in positions])
+            busy.append((worker, positions))
+        except WorkerGone:
+            dealt[0] += positions
+    try:
+        results: dict[int, Any] = {i: function(*arguments[i]) for i in dealt[0]}
+    except BaseException:
+        for worker, _ in busy:  # their answers are not wanted, but must not answer the next jobs
+            try:
+                worker.receive()
+            except WorkerGone:
+                worker.close()
+        raise
+    for worker, positions in busy:
+        try:
+            answers = worker.receive()
+        except WorkerGone:
+            worker.close()
+            answers = [(False, None)] * len(positions)
+        for position, (done, value) in zip(positions, answers, strict=True):
+            # a job that raised there raises here, as it would have without workers
+            results[position] = value if done else function(*arguments[position])
+    return [results[i] for i in range(len(arguments))]
+
+
+def _serve(source: BinaryIO, sink: BinaryIO) -> None:
+    """A worker's loop: jobs in, results out, until the input ends."""
+    while True:
+        try:
+            jobs = _read(source)
+        except EOFError:
+            return
+        answers = []
+        for function, arguments in jobs:
+            try:
+                value = function(*arguments)
+                pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+                answers.append((True, value))
+            except Exception:  # noqa: BLE001 - the caller runs it again and sees the error itself
+                answers.append((False, None))
+        _write(sink, answers)
+
+
+def _main() -> None:
+    """The worker: its standard output carries the results alone; what a
+    job prints goes to its error output."""
+    sink = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    _serve(sys.stdin.buffer, sink)
+
+
+if __name__ == "__main__":
+    _main()

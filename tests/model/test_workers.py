@@ -1,0 +1,104 @@
+"""Jobs side by side in worker processes (hlc.model.workers), and the fitter
+that runs its models' fits that way: the same results in any process."""
+
+from __future__ import annotations
+
+import json
+import operator
+import os
+from pathlib import Path
+
+import pytest
+
+from hlc.language.parse import parse_file
+from hlc.model import calibration, workers
+from hlc.model.calibration import Samples, calibrate
+from hlc.model.workers import lanes, side_by_side, worker_count
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data"
+
+
+def test_lanes_deal_the_costliest_first_to_the_least_loaded():
+    assert lanes([5, 1, 1, 1, 1, 1], 2) == [[0], [1, 2, 3, 4, 5]]
+    assert lanes([1, 4, 2, 3], 2) == [[1, 0], [3, 2]]
+    assert lanes([3, 3, 3], 3) == [[0], [1], [2]]
+    assert lanes([], 2) == [[], []]
+
+
+def test_jobs_run_in_other_processes_and_come_back_in_order():
+    pids = side_by_side(os.getpid, [()] * 3, [1.0, 1.0, 1.0], workers=2)
+    assert pids[0] == os.getpid() and len(set(pids)) == 3
+    powers = side_by_side(operator.pow, [(2, k) for k in range(8)], [float(k) for k in range(8)], workers=1)
+    assert powers == [2**k for k in range(8)]
+
+
+def test_a_job_that_raises_in_a_worker_raises_here_and_the_worker_serves_on():
+    # the cheaper job is the worker's: the one that cannot parse
+    with pytest.raises(ValueError, match="invalid literal"):
+        side_by_side(int, [("12",), ("twelve",)], [5.0, 1.0], workers=1)
+    assert side_by_side(int, [("12",), ("13",)], [5.0, 1.0], workers=1) == [12, 13]
+
+
+def test_a_job_that_raises_here_leaves_no_answer_for_the_next_jobs():
+    with pytest.raises(ValueError):
+        side_by_side(int, [("twelve",), ("13",)], [5.0, 1.0], workers=1)
+    assert side_by_side(int, [("1",), ("2",)], [5.0, 1.0], workers=1) == [1, 2]
+
+
+def test_a_worker_that_died_is_replaced_and_its_jobs_done():
+    side_by_side(os.getpid, [(), ()], [1.0, 1.0], workers=1)
+    dead = workers._workers[0]
+    dead.process.kill()
+    dead.process.wait()
+    pids = side_by_side(os.getpid, [(), ()], [1.0, 1.0], workers=1)
+    assert pids[1] not in (os.getpid(), dead.process.pid)
+
+
+def test_the_worker_count_is_the_setting_else_one_fewer_than_the_cores(monkeypatch):
+    monkeypatch.setenv("HLC_FIT_WORKERS", "3")
+    assert worker_count() == 3
+    monkeypatch.setenv("HLC_FIT_WORKERS", "several")
+    with pytest.raises(ValueError, match="HLC_FIT_WORKERS"):
+        worker_count()
+    monkeypatch.delenv("HLC_FIT_WORKERS")
+    assert worker_count() == len(os.sched_getaffinity(0)) - 1
+
+
+def _fitted(models) -> str:
+    record = {name: entry.to_json() for name, entry in models.implementations.items()}
+    return json.dumps(record, sort_keys=True, default=str)
+
+
+@pytest.mark.parametrize("description, folder, used", [
+    ("sort.hl", "sort", {}),
+    ("stencil.hl", "stencil", {"runtime": DATA / "stencil" / "runtime_models.json"}),
+])
+def test_the_fits_are_the_same_side_by_side_as_one_after_the_other(monkeypatch, description, folder, used):
+    """Every model of the sort library (a two-rank model calls a one-rank
+    one) and of the stencil (its models call the runtime library's),
+    fitted from stored samples in this process alone and with workers."""
+    library = parse_file(ROOT / "libraries" / description)
+    samples = Samples.read(DATA / folder / "samples.jsonl")
+    monkeypatch.setattr(calibration, "FIT_SIDE_BY_SIDE", 0.0)
+    monkeypatch.setenv("HLC_FIT_WORKERS", "0")
+    alone = calibrate(library, samples, models_of=used)
+    monkeypatch.setenv("HLC_FIT_WORKERS", "2")
+    together = calibrate(library, samples, models_of=used)
+    assert list(together.implementations) == list(alone.implementations)
+    assert _fitted(together) == _fitted(alone)
+    assert all(entry.status in ("fitted", "factored") for entry in together.times().values())
+
+
+def test_waves_put_each_model_after_those_its_terms_call():
+    waves = calibration._waves(parse_file(ROOT / "libraries" / "sort.hl"))
+    position = {implementation.name: k for k, wave in enumerate(waves) for _, implementation in wave}
+    assert position["radix_spmd"] > position["radix"]
+    assert position["radix"] == 0 and len(waves) == 2
+
+
+def test_a_result_that_cannot_travel_is_made_here():
+    import importlib
+
+    found = side_by_side(importlib.import_module, [("json",), ("operator",)], [5.0, 1.0], workers=1)
+    assert found == [json, operator]
