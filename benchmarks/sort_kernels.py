@@ -14,7 +14,12 @@ its ratio, this tree's time over the other's.  The last line gives both
 compile times, the geometric mean of the ratios of each sort, and the
 worst case.
 
+With ``--against plain``, this tree's kernels are compiled both ways that
+hlc.compile can: their code generated at the link, in parallel jobs (what
+builds do where the compiler can), against a plain compile.
+
     python benchmarks/sort_kernels.py --against REF [--rounds 3] [--repeats 7]
+    python benchmarks/sort_kernels.py --against plain
 """
 
 from __future__ import annotations
@@ -44,10 +49,10 @@ KEYS = ((8, "int64"), (16, "int64"), (22, "int64"), (31, "int64"), (40, "int64")
 DIGITS = (6, 8, 11, 16)
 
 
-def compiled(source: Path, folder: Path) -> tuple[Path, float]:
+def compiled(source: Path, folder: Path, at_link: bool = True) -> tuple[Path, float]:
     """The library compiled from ``source`` into ``folder``, and the compile's seconds."""
     started = time.monotonic()
-    compile_extensions([source], folder, cached=False)
+    compile_extensions([source], folder, cached=False, at_link=at_link)
     seconds = time.monotonic() - started
     [library] = folder.glob(extension_name(source) + ".*.so")
     return library, seconds
@@ -100,7 +105,8 @@ def timed(library: Path, repeats: int) -> list[float]:
 
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    options.add_argument("--against", metavar="REF", help="git revision whose kernels to compare")
+    options.add_argument("--against", metavar="REF",
+                         help="git revision whose kernels to compare, or 'plain': this tree's, compiled plainly")
     options.add_argument("--rounds", type=int, default=3, help="processes of each revision")
     options.add_argument("--repeats", type=int, default=7, help="timings of each case in a process")
     options.add_argument("--time", metavar="LIBRARY", help=argparse.SUPPRESS)
@@ -112,11 +118,13 @@ def main() -> None:
         options.error("--against REF is required")
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
-        theirs = folder / "against" / SOURCE.name
-        theirs.parent.mkdir()
-        theirs.write_bytes(subprocess.run(["git", "-C", str(ROOT), "show", f"{args.against}:{SOURCE}"],
-                                          check=True, capture_output=True).stdout)
-        other, other_seconds = compiled(theirs, folder / "against-build")
+        plain = args.against == "plain"
+        theirs = ROOT / SOURCE if plain else folder / "against" / SOURCE.name
+        if not plain:
+            theirs.parent.mkdir()
+            theirs.write_bytes(subprocess.run(["git", "-C", str(ROOT), "show", f"{args.against}:{SOURCE}"],
+                                              check=True, capture_output=True).stdout)
+        other, other_seconds = compiled(theirs, folder / "against-build", at_link=not plain)
         this, this_seconds = compiled(ROOT / SOURCE, folder / "this-build")
         print(f"compile: this tree {this_seconds:.1f} s, {args.against} {other_seconds:.1f} s")
         runs: dict[Path, list[list[float]]] = {this: [], other: []}

@@ -54,13 +54,16 @@ def extension_name(source: Path) -> str:
     return Path(source).stem
 
 
-def compile_extensions(sources: Sequence[Path], target: Path, *, cached: bool = True) -> Path:
+def compile_extensions(sources: Sequence[Path], target: Path, *, cached: bool = True,
+                       at_link: bool = True) -> Path:
     """Compile ``sources`` (``.pyx`` files) into ``target``; returns ``target``.
 
     Up-to-date extensions are not rebuilt; with ``cached``, an extension
     compiled before from the same inputs is taken from the cache.  Two
     sources with the same stem would compile to the same module and are
-    refused.
+    refused.  With ``at_link``, the code is generated at the link, in
+    parallel jobs, where the compiler can (:func:`_link_time_flags`);
+    without, as build_ext does (to compare the two).
     """
     sources = [Path(s).resolve() for s in sources]
     stems: dict[str, Path] = {}
@@ -70,12 +73,13 @@ def compile_extensions(sources: Sequence[Path], target: Path, *, cached: bool = 
         stems[source.stem] = source
     target = Path(target).resolve()
     target.mkdir(parents=True, exist_ok=True)
-    cache = cache_folder() if cached else None
+    cache = cache_folder() if cached and at_link else None  # the cache holds what builds compile
     keys = {source: cache_key(source) for source in sources} if cache else {}
     missing = [s for s in sources if not (cache and _restore(cache / keys[s], target, s))]
     if not missing:
         return target
-    result = subprocess.run([sys.executable, "-m", "hlc.compile", str(target), *map(str, missing)],
+    plain = [] if at_link else ["--plain"]
+    result = subprocess.run([sys.executable, "-m", "hlc.compile", *plain, str(target), *map(str, missing)],
                             capture_output=True, text=True)
     output = (result.stdout + result.stderr).strip().splitlines()
     if result.returncode != 0:
@@ -222,11 +226,16 @@ def _copy_atomically(source: Path, destination: Path) -> None:
         raise
 
 
-def _build(target: Path, sources: list[Path]) -> None:
-    """Runs in the child process: cythonize, then build_ext into ``target``."""
+def _build(target: Path, sources: list[Path], at_link: bool = True) -> None:
+    """Runs in the child process: cythonize, then build_ext into ``target``,
+    the code generated where the extensions are linked, on every core
+    (:func:`_link_time_flags`), where the compiler can; else as usual."""
     import numpy
     from Cython.Build import cythonize
     from setuptools import Distribution, Extension
+    from setuptools.command.build_ext import build_ext
+    from setuptools.errors import CompileError as CompilerFailed
+    from setuptools.errors import LinkError
 
     # No debug information: Python's flags ask for it (-g), and it took a
     # quarter of the C compiler's time on a dispatch module, which every
@@ -236,12 +245,66 @@ def _build(target: Path, sources: list[Path]) -> None:
                   for s in sources]
     modules = cythonize(extensions, build_dir=str(target / "cython"), quiet=True,
                         compiler_directives={"language_level": 3})
-    distribution = Distribution({"ext_modules": modules})
-    command = distribution.get_command_obj("build_ext")
-    command.build_lib = str(target)
-    command.build_temp = str(target / "temp")
-    command.ensure_finalized()
-    command.run()
+
+    class Built(build_ext):
+        """build_ext, with the link-time flags of ``spread`` added."""
+
+        spread = True
+
+        def build_extensions(self) -> None:
+            flags = _link_time_flags(self.compiler.compiler_so) if self.spread else None
+            if flags is not None:  # this command's compiler only: the extensions are the next run's too
+                self.compiler.set_executables(compiler_so=[*self.compiler.compiler_so, *flags[0]],
+                                              linker_so=[*self.compiler.linker_so, *flags[1]])
+            super().build_extensions()
+
+    def run(spread: bool) -> None:
+        command = Built(Distribution({"ext_modules": modules}))
+        command.spread = spread
+        command.build_lib = str(target)
+        command.build_temp = str(target / ("temp" if spread else "temp-plain"))
+        command.force = True
+        command.ensure_finalized()
+        command.run()
+
+    if not at_link:
+        run(spread=False)
+        return
+    try:
+        run(spread=True)
+    except (CompilerFailed, LinkError):  # a compiler that announced what it cannot do
+        run(spread=False)
+
+
+#: The compilers whose link-time code generation runs in parallel jobs (-flto=N).
+_PARALLEL_LINKERS = ("gcc", "g++", "cc", "c++")
+
+
+def _link_time_flags(compiler: Sequence[str]) -> tuple[list[str], list[str]] | None:
+    """Compile and link flags that move code generation to the link, into as
+    many parallel jobs as this process has cores (GCC's ``-flto=N``); None
+    where the compiler is not GCC, there is one core, or no ``make`` to run
+    the jobs.  One Cython module
+    is one C file, and one C file is one job for the compiler: the sort
+    library's kernels, 1.9 MB of C, took the C compiler 5.3 s, in two jobs
+    at the link 3.7 s, and sorted as fast.  The link gets the compile's
+    optimization flags too."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    if cores < 2 or not compiler or Path(compiler[0]).name not in _PARALLEL_LINKERS:
+        return None
+    if shutil.which("make") is None:  # GCC runs its parallel jobs through make; without, one after another
+        return None
+    try:
+        said = subprocess.run([compiler[0], "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if "clang" in said.lower() or "free software foundation" not in said.lower():
+        return None
+    optimization = [flag for flag in compiler[1:] if flag.startswith("-O")][-1:]
+    return ["-flto"], [f"-flto={cores}", *optimization]
 
 
 def _build_module(target: Path, source: Path, cached: Path | None, c_sources: list[Path]) -> None:
@@ -297,5 +360,7 @@ if __name__ == "__main__":
     elif sys.argv[1] == "--module":
         _build_module(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]) if sys.argv[4] else None,
                       [Path(p) for p in sys.argv[5:]])
+    elif sys.argv[1] == "--plain":
+        _build(Path(sys.argv[2]), [Path(p) for p in sys.argv[3:]], at_link=False)
     else:
         _build(Path(sys.argv[1]), [Path(p) for p in sys.argv[2:]])

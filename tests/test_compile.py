@@ -185,3 +185,49 @@ def test_an_object_of_undefined_code_is_not_kept_even_when_started_early(tmp_pat
     with pytest.raises(CompileError, match=r"ends\.pyx:3:\d+: the result of using negative indices"):
         compiling.compile_module(source, [tmp_path / "none.c"], tmp_path / "out")
     assert not list((tmp_path / "cache").rglob("ends.o")) and not list((tmp_path / "out").glob("ends.*so"))
+
+
+GCC_VERSION = "gcc (GCC) 12.2.0\nCopyright (C) 2022 Free Software Foundation, Inc.\n"
+
+
+def fake_compiler(folder, name: str, says: str):
+    """A compiler named ``name`` that answers --version with ``says``."""
+    path = folder / name
+    path.write_text(f"#!/bin/sh\nprintf '{says}'\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_code_is_generated_at_the_link_in_parallel_jobs_only_by_gcc_on_several_cores(tmp_path, monkeypatch):
+    monkeypatch.setattr(compiling.os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    gcc = fake_compiler(tmp_path, "gcc", GCC_VERSION.replace("\n", "\\n"))
+    assert compiling._link_time_flags([gcc, "-DNDEBUG", "-O2", "-Wall", "-O3"]) == (["-flto"], ["-flto=3", "-O3"])
+    (tmp_path / "mac").mkdir()
+    assert compiling._link_time_flags([fake_compiler(tmp_path / "mac", "cc", "Apple clang version 15.0.0\\n")]) is None
+    assert compiling._link_time_flags([fake_compiler(tmp_path, "x86_64-conda-linux-gnu-cc", "GCC")]) is None
+    monkeypatch.setattr(compiling.shutil, "which", lambda name: None)  # no make to run the jobs
+    assert compiling._link_time_flags([gcc, "-O3"]) is None
+    monkeypatch.undo()
+    monkeypatch.setattr(compiling.os, "sched_getaffinity", lambda pid: {0})
+    assert compiling._link_time_flags([gcc, "-O3"]) is None
+
+
+def test_a_compiler_that_refuses_to_generate_code_at_the_link_compiles_plainly(tmp_path, monkeypatch):
+    """The same extension, from a compiler that fails on -flto, compiled
+    without it; and compiled plainly on request."""
+    real = compiling.shutil.which("gcc")
+    if real is None:
+        pytest.skip("no gcc here")
+    wrapper = tmp_path / "bin" / "gcc"
+    wrapper.parent.mkdir()
+    wrapper.write_text('#!/bin/sh\nfor a in "$@"; do case "$a" in -flto*) echo "no -flto here" >&2; exit 1;; '
+                       f'esac; done\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    source = tmp_path / "arith.pyx"
+    source.write_text(SOURCE)
+    monkeypatch.setenv("CC", str(wrapper))
+    compile_extensions([source], tmp_path / "refused", cached=False)
+    assert load(tmp_path / "refused", "arith").triple(14) == 42
+    monkeypatch.delenv("CC")
+    compile_extensions([source], tmp_path / "plain", cached=False, at_link=False)
+    assert load(tmp_path / "plain", "arith").triple(5) == 15
