@@ -168,6 +168,11 @@ class _Worker:
 
 
 _workers: list[_Worker] = []
+#: Workers that died or answered nothing readable, in this process.  From
+#: MOST_FAILURES on, jobs run here only: workers that cannot work here (an
+#: interpreter that cannot import hlc by itself) would only cost their starts.
+_failures = 0
+MOST_FAILURES = 3
 
 
 def _started(count: int) -> list[_Worker]:
@@ -217,7 +222,7 @@ def side_by_side(function: Callable[..., Any], arguments: Sequence[tuple], costs
     ``arguments``.  ``function`` must be defined at a module's top level,
     and the arguments and results picklable."""
     workers = worker_count() if workers is None else workers
-    count = min(workers, len(arguments) - 1)
+    count = min(workers, len(arguments) - 1) if _failures < MOST_FAILURES else 0
     if count <= 0:
         return [function(*a) for a in arguments]
     dealt = lanes(costs, count + 1)
@@ -229,6 +234,7 @@ def side_by_side(function: Callable[..., Any], arguments: Sequence[tuple], costs
             worker.send([(function, arguments[i]) for i in positions])
             busy.append((worker, positions))
         except WorkerGone:
+            _failed(worker)
             dealt[0] += positions
     try:
         results: dict[int, Any] = {i: function(*arguments[i]) for i in dealt[0]}
@@ -237,18 +243,24 @@ def side_by_side(function: Callable[..., Any], arguments: Sequence[tuple], costs
             try:
                 worker.receive()
             except WorkerGone:
-                worker.close()
+                _failed(worker)
         raise
     for worker, positions in busy:
         try:
             answers = worker.receive()
         except WorkerGone:
-            worker.close()
+            _failed(worker)
             answers = [(False, None)] * len(positions)
         for position, (done, value) in zip(positions, answers, strict=True):
             # a job that raised there raises here, as it would have without workers
             results[position] = value if done else function(*arguments[position])
     return [results[i] for i in range(len(arguments))]
+
+
+def _failed(worker: _Worker) -> None:
+    global _failures
+    _failures += 1
+    worker.close()
 
 
 def _serve(source: BinaryIO, sink: BinaryIO) -> None:

@@ -102,3 +102,18 @@ def test_a_result_that_cannot_travel_is_made_here():
 
     found = side_by_side(importlib.import_module, [("json",), ("operator",)], [5.0, 1.0], workers=1)
     assert found == [json, operator]
+
+
+def test_workers_that_cannot_work_here_are_given_up(monkeypatch):
+    """A worker that dies at its start (here: one that cannot find hlc)
+    costs its jobs a second run here; after MOST_FAILURES, no more starts."""
+    workers.close_workers()
+    monkeypatch.setattr(workers, "_failures", 0)
+    monkeypatch.setattr(workers.sys, "executable", "/bin/false")
+    for _ in range(workers.MOST_FAILURES):
+        assert side_by_side(operator.neg, [(1,), (2,)], [1.0, 1.0], workers=1) == [-1, -2]
+    assert workers._failures == workers.MOST_FAILURES
+    started = []
+    monkeypatch.setattr(workers, "_Worker", lambda: started.append(1))
+    assert side_by_side(operator.neg, [(1,), (2,)], [1.0, 1.0], workers=1) == [-1, -2]
+    assert not started
