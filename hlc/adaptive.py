@@ -95,7 +95,7 @@ from hlc.model.calibration import HostTolerance, calibrate, fitted_seconds, host
 from hlc.model.knots import LooseKnot, knot_ambiguity, loose_knots
 from hlc.model.predict import Covariance, Predictor, band, sum_of_terms, term_values
 from hlc.model.terms import model_terms
-from hlc.model.workers import start_workers
+from hlc.model.workers import start_workers, wait_for_workers
 
 #: Seconds of profiling an adaptive build spends when no --budget is given,
 #: a first build too: the compile of the description's sources (once, then
@@ -969,13 +969,15 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                     return True
                 thinking = time.monotonic()
                 with spent.spending("fit"):
-                    if searched is None:  # ready for the next fits, large enough to share
-                        start_workers()
+                    if searched is None:  # workers for the next fits, large enough to share
+                        start_workers(preload=["hlc.model.calibration"])
                     # The terms are searched again once the points have doubled; in
                     # between, a round refits the coefficients of the terms found last.
                     search = searched is None or len(taken) >= REDISCOVER * searched[0]
                     models = calibrate(library, records, models_of=models_of,
                                        terms_of=None if search else searched[1], shortlist=ROUND_SHORTLIST)
+                    if searched is None:  # ready before the next round is timed
+                        wait_for_workers()
                     if search:
                         searched = (len(taken), models)
                 # Outside the planning account: surveying new midpoints is the

@@ -32,6 +32,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import hashlib
+import importlib
 import os
 import pickle
 import struct
@@ -123,14 +124,24 @@ class WorkerGone(RuntimeError):
 class _Worker:
     """One worker process and its pipes."""
 
-    def __init__(self) -> None:
+    def __init__(self, preload: Sequence[str] = ()) -> None:
         package_root = str(Path(__file__).resolve().parents[2])
         path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH", "")) if p)
         # its error output goes to a file, read only to say why it failed
         self.errors = tempfile.TemporaryFile()  # noqa: SIM115
-        self.process = subprocess.Popen([sys.executable, "-m", "hlc.model.workers"], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=self.errors,
+        self.process = subprocess.Popen([sys.executable, "-m", "hlc.model.workers", *preload],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors,
                                         env={**os.environ, **_ONE_THREAD, "PYTHONPATH": path})
+        self.started = False  # whether it said it is ready
+
+    def ready(self) -> None:
+        """Wait until the worker has imported what it was to preload."""
+        if not self.started:
+            try:
+                _read(self.process.stdout)
+            except (EOFError, OSError, pickle.UnpicklingError) as error:
+                raise WorkerGone(f"the worker did not start: {error}{self._last_error()}") from error
+            self.started = True
 
     def send(self, jobs: list[tuple[Callable[..., Any], tuple]]) -> None:
         try:
@@ -139,6 +150,7 @@ class _Worker:
             raise WorkerGone(f"could not pass jobs to the worker: {error}") from error
 
     def receive(self) -> list[tuple[bool, Any]]:
+        self.ready()
         try:
             return _read(self.process.stdout)
         except (EOFError, OSError, pickle.UnpicklingError, AttributeError, ImportError) as error:
@@ -175,24 +187,38 @@ _failures = 0
 MOST_FAILURES = 3
 
 
-def _started(count: int) -> list[_Worker]:
-    """``count`` running workers: those of earlier calls, and new ones."""
+def _started(count: int, preload: Sequence[str] = ()) -> list[_Worker]:
+    """``count`` running workers: those of earlier calls, and new ones
+    (which import ``preload`` first)."""
     for worker in [worker for worker in _workers if not worker.alive()]:
         worker.close()
         _workers.remove(worker)
+    if count and not _workers:
+        atexit.unregister(close_workers)
+        atexit.register(close_workers)
     while len(_workers) < count:
-        if not _workers:
-            atexit.register(close_workers)
-        _workers.append(_Worker())
+        _workers.append(_Worker(preload))
     return _workers[:count]
 
 
-def start_workers(count: int | None = None) -> None:
+def start_workers(count: int | None = None, preload: Sequence[str] = ()) -> None:
     """Start the workers (default: :func:`worker_count`) that later jobs will
-    use, without waiting for them: a worker takes half a second to import
+    use, each importing the modules ``preload`` names, without waiting for
+    them (:func:`wait_for_workers`): a worker takes half a second to import
     the fitter, which then overlaps this process's own work rather than
     delaying the worker's first jobs."""
-    _started(worker_count() if count is None else count)
+    if _failures < MOST_FAILURES:
+        _started(worker_count() if count is None else count, preload)
+
+
+def wait_for_workers() -> None:
+    """Wait until the started workers are ready for jobs: what they import
+    then no longer runs beside whatever this process does next."""
+    for worker in list(_workers):
+        try:
+            worker.ready()
+        except WorkerGone:
+            _failed(worker)
 
 
 def close_workers() -> None:
@@ -281,13 +307,17 @@ def _serve(source: BinaryIO, sink: BinaryIO) -> None:
         _write(sink, answers)
 
 
-def _main() -> None:
-    """The worker: its standard output carries the results alone; what a
-    job prints goes to its error output."""
+def _main(preload: Sequence[str]) -> None:
+    """The worker: imports ``preload``, says it is ready, then serves; its
+    standard output carries the messages alone, what a job prints goes to
+    its error output."""
     sink = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    for module in preload:
+        importlib.import_module(module)
+    _write(sink, "ready")
     _serve(sys.stdin.buffer, sink)
 
 
 if __name__ == "__main__":
-    _main()
+    _main(sys.argv[1:])

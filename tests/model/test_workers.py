@@ -117,3 +117,17 @@ def test_workers_that_cannot_work_here_are_given_up(monkeypatch):
     monkeypatch.setattr(workers, "_Worker", lambda: started.append(1))
     assert side_by_side(operator.neg, [(1,), (2,)], [1.0, 1.0], workers=1) == [-1, -2]
     assert not started
+
+
+def test_workers_started_ahead_import_what_they_are_told_and_say_when_ready(monkeypatch):
+    workers.close_workers()
+    monkeypatch.setattr(workers, "_failures", 0)
+    workers.start_workers(1, preload=["json"])
+    workers.wait_for_workers()
+    assert workers._workers[0].started and workers._failures == 0
+    assert side_by_side(operator.neg, [(1,), (2,)], [1.0, 1.0], workers=1) == [-1, -2]
+    workers.close_workers()
+    workers.start_workers(1, preload=["no_such_module_here"])
+    workers.wait_for_workers()
+    assert workers._failures == 1
+    assert side_by_side(operator.neg, [(3,), (4,)], [1.0, 1.0], workers=1) == [-3, -4]
