@@ -49,6 +49,7 @@ from hlc.model.calibration import (
 from hlc.model.fit import mean_relative_error
 from hlc.model.predict import Predictor
 from hlc.model.terms import discovered_in_words
+from hlc.model.workers import worker_count
 from hlc.resources import read_text
 
 QUICK_VALUES = 4  # values per loop in a --quick build
@@ -338,6 +339,7 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
     is a build's own copy (a recalibration)."""
     started = time.monotonic()
     library = parse_file(description)
+    worker_count()  # a bad HLC_FIT_WORKERS is refused now, not after the compile and the first round
     link = Path(out) if out else Path("build") / library.name
     link.parent.mkdir(parents=True, exist_ok=True)
     missing = {name: path for name, path in _used_models(library, link.parent).items() if not path.exists()}

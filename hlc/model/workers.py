@@ -43,6 +43,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from hlc.errors import UserError
+
 #: Environment variable: how many worker processes may run.
 WORKERS_VARIABLE = "HLC_FIT_WORKERS"
 _LENGTH = struct.Struct("<Q")
@@ -59,9 +61,9 @@ def worker_count() -> int:
         try:
             count = int(setting)
         except ValueError:
-            raise ValueError(f"{WORKERS_VARIABLE} must be a whole number, not {setting!r}") from None
+            raise WorkerSettingError(f"{WORKERS_VARIABLE} must be a whole number, not {setting!r}") from None
         if count < 0:
-            raise ValueError(f"{WORKERS_VARIABLE} must be 0 or more, not {count}")
+            raise WorkerSettingError(f"{WORKERS_VARIABLE} must be 0 or more, not {count}")
         return count
     try:
         cores = len(os.sched_getaffinity(0))
@@ -115,6 +117,10 @@ def _shared(digest: str, data: bytes) -> Shared:
             _SHARED.clear()
         _SHARED[digest] = Shared(pickle.loads(data))
     return _SHARED[digest]
+
+
+class WorkerSettingError(UserError, ValueError):
+    """A value of HLC_FIT_WORKERS that is not a count."""
 
 
 class WorkerGone(RuntimeError):

@@ -131,3 +131,13 @@ def test_workers_started_ahead_import_what_they_are_told_and_say_when_ready(monk
     workers.wait_for_workers()
     assert workers._failures == 1
     assert side_by_side(operator.neg, [(3,), (4,)], [1.0, 1.0], workers=1) == [-3, -4]
+
+
+def test_a_build_refuses_a_bad_worker_setting_before_it_starts(monkeypatch, tmp_path):
+    from hlc.dispatch.build import build
+    from hlc.errors import UserError
+
+    monkeypatch.setenv("HLC_FIT_WORKERS", "two")
+    with pytest.raises(UserError, match="HLC_FIT_WORKERS must be a whole number, not 'two'"):
+        build(ROOT / "tests" / "descriptions" / "comm.hl", out=tmp_path / "comm", quick=True)
+    assert not (tmp_path / "comm").exists()
