@@ -149,10 +149,12 @@ class _Worker:
                 raise WorkerGone(f"the worker did not start: {error}{self._last_error()}") from error
             self.started = True
 
-    def send(self, jobs: list[tuple[Callable[..., Any], tuple]]) -> None:
+    def send(self, message: bytes) -> None:
+        """Pass a message (pickled jobs)."""
         try:
-            _write(self.process.stdin, jobs)
-        except (OSError, ValueError, pickle.PicklingError) as error:
+            self.process.stdin.write(_LENGTH.pack(len(message)) + message)
+            self.process.stdin.flush()
+        except (OSError, ValueError) as error:
             raise WorkerGone(f"could not pass jobs to the worker: {error}") from error
 
     def receive(self) -> list[tuple[bool, Any]]:
@@ -172,6 +174,12 @@ class _Worker:
 
     def alive(self) -> bool:
         return self.process.poll() is None
+
+    def stop(self) -> None:
+        """End the worker now, whatever it is doing."""
+        with contextlib.suppress(OSError):
+            self.process.kill()
+        self.close()
 
     def close(self) -> None:
         for stream in (self.process.stdin, self.process.stdout):
@@ -263,29 +271,35 @@ def side_by_side(function: Callable[..., Any], arguments: Sequence[tuple], costs
         if not positions:
             continue
         try:
-            worker.send([(function, arguments[i]) for i in positions])
+            message = pickle.dumps([(function, arguments[i]) for i in positions], protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # noqa: BLE001 - jobs that cannot travel (a local function) are done here
+            dealt[0] += positions
+            continue
+        try:
+            worker.send(message)
             busy.append((worker, positions))
         except WorkerGone:
             _failed(worker)
             dealt[0] += positions
+    waiting = list(busy)  # workers whose answers have not been read
     try:
         results: dict[int, Any] = {i: function(*arguments[i]) for i in dealt[0]}
-    except BaseException:
-        for worker, _ in busy:  # their answers are not wanted, but must not answer the next jobs
+        for worker, positions in busy:
             try:
-                worker.receive()
+                answers = worker.receive()
             except WorkerGone:
                 _failed(worker)
+                answers = [(False, None)] * len(positions)
+            waiting.remove((worker, positions))
+            for position, (done, value) in zip(positions, answers, strict=True):
+                # a job that raised there raises here, as it would have without workers
+                results[position] = value if done else function(*arguments[position])
+    except BaseException:
+        # An error here, or an interrupt: an answer still on its way would
+        # answer the next jobs sent to its worker, which goes instead.
+        for worker, _ in waiting:
+            worker.stop()
         raise
-    for worker, positions in busy:
-        try:
-            answers = worker.receive()
-        except WorkerGone:
-            _failed(worker)
-            answers = [(False, None)] * len(positions)
-        for position, (done, value) in zip(positions, answers, strict=True):
-            # a job that raised there raises here, as it would have without workers
-            results[position] = value if done else function(*arguments[position])
     return [results[i] for i in range(len(arguments))]
 
 

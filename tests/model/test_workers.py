@@ -141,3 +141,32 @@ def test_a_build_refuses_a_bad_worker_setting_before_it_starts(monkeypatch, tmp_
     with pytest.raises(UserError, match="HLC_FIT_WORKERS must be a whole number, not 'two'"):
         build(ROOT / "tests" / "descriptions" / "comm.hl", out=tmp_path / "comm", quick=True)
     assert not (tmp_path / "comm").exists()
+
+
+def test_an_interrupt_while_a_worker_works_leaves_no_answer_for_the_next_jobs():
+    """Interrupted while a worker works (a user's Ctrl-C in a session that
+    goes on), the worker goes: the next jobs get their own answers."""
+    import signal
+    import time
+
+    workers.close_workers()
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with pytest.raises(KeyboardInterrupt):  # here 2 s, there 1 s: interrupted here after 0.3 s
+            side_by_side(time.sleep, [(2.0,), (1.0,)], [5.0, 1.0], workers=1)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert side_by_side(operator.neg, [(1,), (2,)], [5.0, 1.0], workers=1) == [-1, -2]
+
+
+def test_jobs_that_cannot_travel_are_done_here():
+    def local(value):
+        return value + 1
+
+    assert side_by_side(local, [(1,), (2,)], [5.0, 1.0], workers=1) == [2, 3]
