@@ -91,7 +91,14 @@ from hlc.calibrate.run import ProfileResult, Progress, Server, failures_in, prep
 from hlc.calibrate.timing import MINIMUM_TIMING
 from hlc.language import ast
 from hlc.language.expressions import unparse
-from hlc.model.calibration import HostTolerance, calibrate, fitted_seconds, host_tolerance, written_terms
+from hlc.model.calibration import (
+    HostTolerance,
+    calibrate,
+    fit_workers_wanted,
+    fitted_seconds,
+    host_tolerance,
+    written_terms,
+)
 from hlc.model.knots import LooseKnot, knot_ambiguity, loose_knots
 from hlc.model.predict import Covariance, Predictor, band, sum_of_terms, term_values
 from hlc.model.terms import model_terms
@@ -970,7 +977,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                 thinking = time.monotonic()
                 with spent.spending("fit"):
                     if searched is None:  # workers for the next fits, large enough to share
-                        start_workers(preload=["hlc.model.calibration"])
+                        start_workers(fit_workers_wanted(library), preload=["hlc.model.calibration"])
                     # The terms are searched again once the points have doubled; in
                     # between, a round refits the coefficients of the terms found last.
                     search = searched is None or len(taken) >= REDISCOVER * searched[0]

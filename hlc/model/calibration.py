@@ -38,7 +38,7 @@ from hlc.model.fit import CONSTANT, Fit, FitError, RankWarning, aliased_text, fi
 from hlc.model.predict import ModelUnavailable, Predictor, term_values
 from hlc.model.render import c_source, python_source
 from hlc.model.terms import model_terms
-from hlc.model.workers import Shared, side_by_side
+from hlc.model.workers import Shared, side_by_side, worker_count
 
 # Verification MRE above which a model is reported as inaccurate (thesis: 10%).
 VERIFICATION_LIMIT = 1.10
@@ -103,6 +103,12 @@ def _order(library: ast.Library) -> list[tuple[ast.Interface, ast.Implementation
     for name in pairs:
         visit(name)
     return [pairs[name] for name in ordered]
+
+
+def fit_workers_wanted(library: ast.Library) -> int:
+    """The worker processes that fitting ``library`` can keep busy: one
+    fewer than its widest wave, at most as many as may run."""
+    return min(max((len(wave) for wave in _waves(library)), default=1) - 1, worker_count())
 
 
 def _waves(library: ast.Library) -> list[list[tuple[ast.Interface, ast.Implementation]]]:

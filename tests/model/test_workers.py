@@ -170,3 +170,11 @@ def test_jobs_that_cannot_travel_are_done_here():
         return value + 1
 
     assert side_by_side(local, [(1,), (2,)], [5.0, 1.0], workers=1) == [2, 3]
+
+
+def test_a_build_starts_no_more_workers_than_its_widest_wave_can_use(monkeypatch):
+    library = parse_file(ROOT / "libraries" / "sort.hl")
+    monkeypatch.setenv("HLC_FIT_WORKERS", "15")
+    assert calibration.fit_workers_wanted(library) == 5  # six models in the widest wave
+    monkeypatch.setenv("HLC_FIT_WORKERS", "1")
+    assert calibration.fit_workers_wanted(library) == 1
