@@ -4,9 +4,10 @@ The fitter's jobs (one implementation's model each) run while nothing is
 timed: between an adaptive build's rounds, at the end of a build, in
 ``hlc fit`` and in replays.  The profiling programs wait meanwhile, and
 every core but the fitter's is idle.  On two cores the fit of the sort
-library's seven models, 2.5 s one after the other, takes the time of its
-longest chain of models (the radix sort's and the two-rank one that calls
-it), 1.7 s.
+library's seven models from stored samples took 1.26 s where it took
+1.68 s one after the other (``benchmarks/fit_workers.py``): about the time
+of its longest chain of models, the radix sort's and the two-rank one's
+that calls it.
 
 A worker is a plain child process, ``python -m hlc.model.workers``, that
 reads pickled jobs (a module-level function and its arguments) on its
@@ -21,7 +22,9 @@ of their pipe closes.
 
 A result never depends on the workers: a job runs the same code on the
 same data in any process, and a worker that fails, or a job that raises
-in one, is run again here, where it raises as it would have.
+in one, is run again here, where it raises as it would have.  An error or
+an interrupt here while a worker works ends that worker: its answer would
+otherwise meet the next jobs.
 
 ``HLC_FIT_WORKERS`` sets how many workers may run (0: none); by default
 one fewer than the cores this process may use.
