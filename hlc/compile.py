@@ -33,6 +33,7 @@ from importlib import metadata
 from pathlib import Path
 
 from hlc.errors import UserError
+from hlc.language.machine import usable_cores
 
 #: Files beside a source that its compiled code may include.
 _INCLUDED = (".pxd", ".pxi", ".h")
@@ -290,10 +291,7 @@ def _link_time_flags(compiler: Sequence[str]) -> tuple[list[str], list[str]] | N
     library's kernels, 1.9 MB of C, took the C compiler 5.3 s, in two jobs
     at the link 3.7 s, and sorted as fast.  The link gets the compile's
     optimization flags too."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
+    cores = usable_cores() or 1
     if cores < 2 or not compiler or Path(compiler[0]).name not in _PARALLEL_LINKERS:
         return None
     if shutil.which("make") is None:  # GCC runs its parallel jobs through make; without, one after another

@@ -67,6 +67,15 @@ def _sysconf(name: str) -> int | None:
     return value if value and value > 0 else None
 
 
+def usable_cores() -> int | None:
+    """The cores this process may run on (its affinity), else the machine's;
+    None where neither can be read."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count()
+
+
 def read_machine(sysfs: Path = _SYSFS) -> tuple[dict[str, int], list[str]]:
     """This host's constants, and the names whose values were assumed."""
     values = _sysfs_caches(sysfs)
@@ -78,11 +87,8 @@ def read_machine(sysfs: Path = _SYSFS) -> tuple[dict[str, int], list[str]]:
         values["cache_l3"] = values["cache_l2"]
     if (page := _sysconf("SC_PAGE_SIZE")) is not None:
         values["page_size"] = page
-    try:
-        values["cores"] = len(os.sched_getaffinity(0))
-    except AttributeError:
-        if os.cpu_count():
-            values["cores"] = os.cpu_count() or 1
+    if (cores := usable_cores()) is not None:
+        values["cores"] = cores
     assumed = [name for name in MACHINE_CONSTANTS if name not in values]
     return {name: values.get(name, _ASSUMED[name]) for name in MACHINE_CONSTANTS}, assumed
 

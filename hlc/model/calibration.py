@@ -594,6 +594,7 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
     sites = {interface.name: sites_of(samples, interface.name) for interface in library.interfaces}
     shared = Shared(library)
     tolerance = host_tolerance(samples)
+    callees = _callees(library)
     for wave in _waves(library):
         jobs, costs, names = [], [], []
         found: dict[str, TimeModel] = {}
@@ -610,8 +611,8 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
             verification = _within(predictor, implementation,
                                    samples.of(interface.name, implementation.name, verify=True))
             previous = terms_of.time(implementation.name) if terms_of else None
-            callees = {name: times[name] for name in _called(library, implementation.name) if name in times}
-            jobs.append((shared, dict(models_of or {}), callees, implementation.name, fitting, verification,
+            called = {name: times[name] for name in _called(callees, implementation.name) if name in times}
+            jobs.append((shared, dict(models_of or {}), called, implementation.name, fitting, verification,
                          relative, confidence, tolerance, discovering,
                          previous.discovered if previous and previous.status == "fitted" else None,
                          shortlist, sites[interface.name]))
@@ -630,9 +631,9 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
         created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), samples_header=samples.header.as_record())
 
 
-def _called(library: ast.Library, name: str) -> set[str]:
-    """The implementations whose models ``name``'s terms call, directly or through others."""
-    callees = _callees(library)
+def _called(callees: Mapping[str, set[str]], name: str) -> set[str]:
+    """The implementations whose models ``name``'s terms call, directly or
+    through others (``callees``: :func:`_callees`)."""
     found: set[str] = set()
     waiting = [name]
     while waiting:

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from hlc.errors import UserError
+from hlc.language.machine import usable_cores
 
 #: Environment variable: how many worker processes may run.
 WORKERS_VARIABLE = "HLC_FIT_WORKERS"
@@ -68,15 +69,15 @@ def worker_count() -> int:
         if count < 0:
             raise WorkerSettingError(f"{WORKERS_VARIABLE} must be 0 or more, not {count}")
         return count
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return max(cores - 1, 0)
+    return max((usable_cores() or 1) - 1, 0)
 
 
 def _write(stream: BinaryIO, value: Any) -> None:
-    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    _send(stream, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def _send(stream: BinaryIO, data: bytes) -> None:
+    """One message: its length, then its bytes (a pickled value)."""
     stream.write(_LENGTH.pack(len(data)) + data)
     stream.flush()
 
@@ -101,12 +102,13 @@ class Shared:
 
     def __init__(self, value: Any):
         self.value = value
-        self._data: bytes | None = None
+        self._pickled: tuple[str, bytes] | None = None  # digest and data, made at the first pickling
 
     def __reduce__(self) -> tuple:
-        if self._data is None:
-            self._data = pickle.dumps(self.value, protocol=pickle.HIGHEST_PROTOCOL)
-        return _shared, (hashlib.sha256(self._data).hexdigest(), self._data)
+        if self._pickled is None:
+            data = pickle.dumps(self.value, protocol=pickle.HIGHEST_PROTOCOL)
+            self._pickled = (hashlib.sha256(data).hexdigest(), data)
+        return _shared, self._pickled
 
 
 _SHARED: dict[str, Shared] = {}
@@ -155,8 +157,7 @@ class _Worker:
     def send(self, message: bytes) -> None:
         """Pass a message (pickled jobs)."""
         try:
-            self.process.stdin.write(_LENGTH.pack(len(message)) + message)
-            self.process.stdin.flush()
+            _send(self.process.stdin, message)
         except (OSError, ValueError) as error:
             raise WorkerGone(f"could not pass jobs to the worker: {error}") from error
 
