@@ -30,28 +30,40 @@ def _number_text(value: float) -> str:
 
 @dataclass(frozen=True)
 class Factor:
-    """One shape of a cost change: a step or a hinge of one variable at a knot."""
+    """One shape of a cost change at a knot of one variable: a step, a hinge,
+    or a tent (one at the knot, falling to none ``width`` away on either
+    side: a cost that changes near one value only)."""
 
-    kind: str  # "step" or "hinge"
+    kind: str  # "step", "hinge" or "tent"
     variable: str  # a name, or the text of a family's expression
     knot: float  # in log2 of the variable when ``log``, else in its own units
     log: bool
+    width: float = 0.0  # a tent's half-width, in the knot's units; 0 for the others
 
     @property
     def text(self) -> str:
         """The factor in the description language."""
         x = f"log2({self.variable})" if self.log else self.variable
         knot = _number_text(self.knot)
-        return f"({x} >= {knot})" if self.kind == "step" else f"max(0, {x} - {knot})"
+        if self.kind == "step":
+            return f"({x} >= {knot})"
+        if self.kind == "tent":
+            scaled = "" if self.width == 1 else f" / {_number_text(self.width)}"
+            return f"max(0, 1 - abs({x} - {knot}){scaled})"
+        return f"max(0, {x} - {knot})"
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "variable": self.variable, "knot": self.knot, "log": self.log}
+        data = {"kind": self.kind, "variable": self.variable, "knot": self.knot, "log": self.log}
+        return {**data, "width": self.width} if self.kind == "tent" else data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Factor:
-        if data["kind"] not in ("step", "hinge"):
-            raise ValueError(f"a discovered factor is a step or a hinge, not {data['kind']!r}")
-        return cls(str(data["kind"]), str(data["variable"]), float(data["knot"]), bool(data["log"]))
+        if data["kind"] not in ("step", "hinge", "tent"):
+            raise ValueError(f"a discovered factor is a step, a hinge or a tent, not {data['kind']!r}")
+        width = float(data.get("width", 0.0))
+        if data["kind"] == "tent" and not width > 0:
+            raise ValueError(f"a tent needs a positive width, not {data.get('width')!r}")
+        return cls(str(data["kind"]), str(data["variable"]), float(data["knot"]), bool(data["log"]), width)
 
 
 def _is_product(text: str) -> bool:

@@ -60,7 +60,7 @@ class LooseKnot:
         pin the factor's value (x outside the open interval they leave)."""
         if self.below is None or self.above is None or not self.below < x < self.above:
             return 0.0
-        if self.factor.kind == "step":
+        if self.factor.kind in ("step", "tent"):  # a tent: at most its height
             return abs(self.coefficient * rest)
         # A hinge whose knot lies anywhere in (below, above): from 0 to x - below past it.
         return abs(self.coefficient * rest) * (x - self.below)
@@ -112,7 +112,7 @@ def loose_knots(predictor: Predictor, implementation: ast.Implementation, entry:
             part, x = values[2 * k], values[2 * k + 1]
             if not (math.isfinite(part) and math.isfinite(x)) or time <= 0:
                 continue
-            reach = 1.0 if factor.kind == "step" else max(1.0, abs(x - factor.knot))
+            reach = 1.0 if factor.kind in ("step", "tent") else max(1.0, abs(x - factor.knot))
             if abs(coefficient * part) * reach < SEEN * time:
                 continue
             if x < factor.knot:

@@ -31,10 +31,16 @@ def factor_variable(factor: Factor, expressions: Mapping[str, ast.Expression] | 
 
 def factor_expression(factor: Factor,
                       expressions: Mapping[str, ast.Expression] | None = None) -> ast.Expression:
-    """``(log2(n) >= 18.25)``, ``max(0, log2(n) - 18.25)`` or ``(bpd >= 9)``."""
+    """``(log2(n) >= 18.25)``, ``max(0, log2(n) - 18.25)``, ``(bpd >= 9)`` or
+    ``max(0, 1 - abs(bits - 6))``."""
     x = factor_variable(factor, expressions)
     if factor.kind == "step":
         return ast.Binary(0, 0, ">=", x, _number(factor.knot), parenthesized=True)
+    if factor.kind == "tent":
+        distance: ast.Expression = ast.Call(0, 0, "abs", (ast.Binary(0, 0, "-", x, _number(factor.knot)),))
+        if factor.width != 1:
+            distance = ast.Binary(0, 0, "/", distance, _number(factor.width))
+        return ast.Call(0, 0, "max", (ast.Number(0, 0, 0), ast.Binary(0, 0, "-", ast.Number(0, 0, 1), distance)))
     return ast.Call(0, 0, "max", (ast.Number(0, 0, 0), ast.Binary(0, 0, "-", x, _number(factor.knot))))
 
 
@@ -97,18 +103,31 @@ def _where(factor: Factor) -> str:
 
 def describe(term: Discovered, coefficient: float) -> str:
     """A discovered term in words: "the cost per n rises by 2.1 ns from
-    n = 2^18.25 (311,744)"; "… grows by 0.4 ns per octave of n beyond …"."""
+    n = 2^18.25 (311,744)"; "… grows by 0.4 ns per octave of n beyond …";
+    "… is 1.2 ns more at bits = 6, the difference falling to none 1 away"."""
     per = "the constant cost" if term.base == "1" else f"the cost per {term.base}"
     *conditions, last = term.factors
     # A step among the first factors says where the change holds; a hinge,
-    # that the change grows with that variable too.
-    where = "".join(f" where {_where(f)} or more" if f.kind == "step" else f", {_per(f)} beyond {_where(f)},"
-                    for f in conditions)
+    # that the change grows with that variable too; a tent, that it holds
+    # near one value.
+    where = "".join(f" where {_where(f)} or more" if f.kind == "step"
+                    else f" near {_where(f)}" if f.kind == "tent"
+                    else f", {_per(f)} beyond {_where(f)}," for f in conditions)
     change = "rises" if coefficient > 0 else "falls"
     if last.kind == "step":
         return f"{per}{where} {change} by {_seconds(coefficient)} from {_where(last)}"
+    if last.kind == "tent":
+        return f"{per}{where} is {_seconds(coefficient)} {'more' if coefficient > 0 else 'less'} at " \
+               f"{_where(last)}, the difference falling to none {_span(last)} away"
     return f"{per}{where} {'grows' if coefficient > 0 else 'shrinks'} by {_seconds(coefficient)} {_per(last)} " \
            f"beyond {_where(last)}"
+
+
+def _span(factor: Factor) -> str:
+    """How far a tent reaches, in words: "1", "0.5 octave"."""
+    if _in_octaves(factor) is None:
+        return f"{factor.width:g}"
+    return f"{factor.width:g} octave{'' if factor.width <= 1 else 's'}"
 
 
 def _per(factor: Factor) -> str:

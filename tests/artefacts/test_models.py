@@ -51,7 +51,7 @@ def test_a_discovered_term_reads_as_the_description_language():
     assert term.text == "n * iter * (digit >= 9) * max(0, log2(n) - 18.25)"
     assert Discovered("a + b", (Factor("step", "w", 3.0, False),)).text == "(a + b) * (w >= 3)"
     assert Discovered.from_json(term.to_json()) == term
-    with pytest.raises(ValueError, match="step or a hinge"):
+    with pytest.raises(ValueError, match="a step, a hinge or a tent"):
         Factor.from_json({"kind": "ramp", "variable": "n", "knot": 1, "log": False})
 
 

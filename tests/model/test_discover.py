@@ -257,3 +257,85 @@ def test_a_restart_with_no_more_terms_is_judged_by_its_choices_and_one_with_more
         both = [by_setting, by_size]
         assert search.preferred(both, search.errors_of(both), [by_setting], setting_errors) == \
             _clearly_better(search.errors_of(both), setting_errors)
+
+
+def passes_profile(bump: float, seed: int):
+    """Radix-like samples: keys of 20 to 32 bits sorted in ceil(width / bpd)
+    passes of ``bits`` = width / passes bits on average, whose cost per key
+    and pass is ``bump`` more at 6-bit digits than at 5 or 7 (a scatter slow
+    at 64 buckets only); 3% noise; fitting samples on the grid, 60 held out."""
+    rng = np.random.default_rng(seed)
+
+    def draw(logn, width, bpd):
+        n = np.floor(2**logn)
+        passes = np.ceil(width / bpd)
+        bits = width / passes
+        truth = 1e-6 + n * passes * 1e-9 * (1 + bump * np.maximum(0, 1 - np.abs(bits - 6)))
+        return n, passes, bits, truth * (1 + rng.normal(0, NOISE, n.size)), truth
+
+    grid = np.meshgrid(np.arange(10, 22.01, 2.0), np.arange(20, 33, 4.0), np.arange(1, 17.0), indexing="ij")
+    fitting = draw(*(a.ravel() for a in grid))
+    held = draw(rng.integers(10, 23, 60).astype(float), rng.integers(20, 33, 60).astype(float),
+                rng.integers(1, 17, 60).astype(float))
+    return fitting, held
+
+
+def test_a_cost_near_one_value_of_a_family_s_variable_is_found_as_one_tent():
+    """A per-pass cost that is higher at 6-bit digits only takes a hinge up at
+    5, one down at 6 and one back at 7 (each alone fits worse than none);
+    the family's tent at 6 fits it alone, and the model reaches the noise.
+    Without the bump, nothing is added."""
+    for bump, expected in ((0.6, [("tent", 6.0)]), (0.0, [])):
+        for seed in range(3):
+            (n, passes, bits, times, _), (hn, hpasses, hbits, htimes, htruth) = passes_profile(bump, seed)
+            family = FamilyCandidates("n * iter", n * passes,
+                                      (tuple(family_factors("hinges", "bits", bits, list(range(1, 17)))),), (bits,))
+            terms = {"1": np.ones_like(n), "n * iter": n * passes}
+            found = discover(terms, times, {"bits": bits}, families=[family], automatic=False)
+            assert [(f.kind, f.knot) for term in found.terms for f in term.factors] == expected, (bump, seed)
+            if not found.terms:
+                continue
+            columns = {"n * iter": n * passes, found.terms[0].text: n * passes * factor_values(
+                found.terms[0].factors[0], {"bits": bits})}
+            result = fit(columns, times)
+            predicted = result.predict({"n * iter": hn * hpasses, found.terms[0].text: hn * hpasses * factor_values(
+                found.terms[0].factors[0], {"bits": hbits})})
+            assert mean_relative_error(htimes, predicted) <= mean_relative_error(htimes, htruth) + 0.01
+
+
+def test_a_family_of_hinges_offers_tents_between_its_knots():
+    hinges = family_factors("hinges", "bits", np.arange(1, 17.0), [1, 2, 3, 5])
+    assert [(f.kind, f.knot, f.width) for f in hinges] == [
+        ("hinge", 1.0, 0.0), ("hinge", 2.0, 0.0), ("hinge", 3.0, 0.0), ("hinge", 5.0, 0.0),
+        ("tent", 2.0, 1.0), ("tent", 3.0, 1.0)]  # at 3: as far as the nearer knot
+    assert all(f.kind == "step" for f in family_factors("steps", "width", np.arange(4, 23.0), None))
+    tent = hinges[-1]
+    assert np.array_equal(factor_values(tent, {"bits": np.array([1.5, 2.0, 2.5, 3.0, 3.75, 4.5])}),
+                          [0.0, 0.0, 0.5, 1.0, 0.25, 0.0])
+
+
+def test_a_tent_reads_as_the_description_language_and_in_words():
+    from hlc.artefacts.models import Factor
+    from hlc.language import ast
+    from hlc.language.expressions import evaluate, to_c, unparse
+    from hlc.model.terms import describe, discovered_expression
+
+    spec = {"base": "n * iter", "factors": [{"kind": "tent", "variable": "bits", "knot": 6, "log": False, "width": 1},
+                                            {"kind": "step", "variable": "n", "knot": 19.5, "log": True}]}
+    term = Discovered.from_json(spec)
+    assert Discovered.from_json(term.to_json()) == term
+    assert term.text == "n * iter * max(0, 1 - abs(bits - 6)) * (log2(n) >= 19.5)"
+    written = {"n * iter": ast.Binary(0, 0, "*", ast.Name(0, 0, "n"), ast.Name(0, 0, "iter"))}
+    expression = discovered_expression(written, term)
+    assert unparse(expression) == term.text
+    assert to_c(expression).startswith("n * iter * hlc_max(0.0, 1.0 - fabs(bits - 6.0)) * (n >= 741455.2")
+    assert evaluate(expression, {"n": 2.0**20, "iter": 4, "bits": 6.5}) == 2.0**20 * 4 * 0.5
+    assert describe(term, 1.2e-9) == ("the cost per n * iter near bits = 6 rises by 1.2 ns from n = 2^19.5 (741,455)")
+    assert describe(Discovered("n * iter", (term.factors[0],)), 1.2e-9) == (
+        "the cost per n * iter is 1.2 ns more at bits = 6, the difference falling to none 1 away")
+    half = Factor("tent", "n", 18.0, True, 0.5)
+    assert half.text == "max(0, 1 - abs(log2(n) - 18) / 0.5)"
+    assert describe(Discovered("n", (half,)), -3e-10) == (
+        "the cost per n is 300 ps less at n = 2^18 (262,144), the difference falling to none 0.5 octave away")
+    with pytest.raises(ValueError, match="positive width"):
+        Factor.from_json({"kind": "tent", "variable": "n", "knot": 18, "log": True})
