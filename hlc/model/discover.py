@@ -377,7 +377,7 @@ def discover(written: Mapping[str, np.ndarray], times: np.ndarray, variables: Ma
     firsts = search.ranked([])
     result.candidates = len(firsts)
     found, errors = _searched(search, firsts)
-    if plain != list(families):
+    if any(f.kind == "tent" for family in families for factors in family.factors for f in factors):
         search, found, errors = _polished(_Search(written, times, found_by, integers, relative, most, families,
                                                   shortlist, choices), search, found, errors)
     result.terms = found
