@@ -202,7 +202,11 @@ def compare(data: DataSet) -> tuple[list[Row], list[str]]:
         return [], [f"{data.name}: skipped, {data.samples} holds samples of library "
                     f"'{samples.header.library}', not of '{library.name}'"]
     models = calibrate(library, samples, models_of=data.uses)
-    predictor = Predictor(library, {}, used_predictors(library, data.uses))  # its constants, for _within
+    # The fitted models, for _within's constants and for the terms that call
+    # another model (the radix sort over the ranks calls the one-rank one),
+    # which the fitter values with the callee's fit when it sorts out the
+    # samples a slow host disturbed.
+    predictor = Predictor(library, models.times(), used_predictors(library, data.uses))
     rows, notes = [], []
     for interface in library.interfaces:
         for implementation in interface.implementations:
