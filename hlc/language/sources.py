@@ -124,6 +124,23 @@ class _Names(NamedTuple):
         return frozenset(n for n in self.names if not n.startswith("_"))
 
 
+#: _static_names's answers by (module, depth, its source file), each with
+#: the source files it read (path, modification time, size): reused while
+#: none of them changed.  A description of 1,000 implementations that call
+#: numpy.sort read NumPy's package source, and what it star-imports, once
+#: per implementation: 1.7 of the 2.2 s its check took beside 0.4 s of parsing.
+_READ: dict[tuple[str, int, str], tuple[tuple[tuple[str, int, int], ...], _Names]] = {}
+
+
+def _stamp(path: str) -> tuple[str, int, int]:
+    """A file's path, modification time and size (zeros where it cannot be read)."""
+    try:
+        status = Path(path).stat()
+    except OSError:
+        return path, 0, 0
+    return path, status.st_mtime_ns, status.st_size
+
+
 def _static_names(module: str, depth: int = 0) -> _Names | None:
     """The names ``module`` binds at top level, read from its source, without
     importing it; None when there is no such module."""
@@ -132,27 +149,43 @@ def _static_names(module: str, depth: int = 0) -> _Names | None:
         return None
     if module in sys.modules or not spec.origin or not spec.origin.endswith(".py"):
         return _Names(frozenset(), False)  # imported already, built in, or an extension module
+    key = (module, depth, spec.origin)
+    kept = _READ.get(key)
+    if kept is not None and all(_stamp(stamp[0]) == stamp for stamp in kept[0]):
+        return kept[1]
+    names, read = _read_names(module, spec, depth)
+    _READ[key] = (tuple(_stamp(path) for path in read), names)
+    return names
+
+
+def _read_names(module: str, spec: importlib.machinery.ModuleSpec, depth: int) -> tuple[_Names, list[str]]:
+    """:func:`_static_names` of a module with a source, and the files it read."""
+    read = [spec.origin]
     try:
         text = Path(spec.origin).read_text(encoding="utf-8")
         tree = ast.parse(text, filename=spec.origin)
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
-        return _Names(frozenset(), False)
+        return _Names(frozenset(), False), read
     names = set(_python_definitions(tree))
     complete = not _DYNAMIC.search(text)
     if spec.submodule_search_locations is not None:  # a package's submodules are its attributes once imported
         names.update(m.name for m in _submodules(spec))
+        read += list(spec.submodule_search_locations)  # a submodule added changes its folder's time
     package = module if spec.submodule_search_locations is not None else module.rpartition(".")[0]
     for statement in _top_level(tree.body):
         if isinstance(statement, ast.ImportFrom) and any(alias.name == "*" for alias in statement.names):
             source = _absolute(statement, package)
             starred = _static_names(source, depth + 1) if source and depth < _STAR_DEPTH else None
+            inner = _find_spec(source) if starred is not None else None
+            if inner is not None and (source, depth + 1, inner.origin) in _READ:
+                read += [stamp[0] for stamp in _READ[source, depth + 1, inner.origin][0]]
             if starred is None:
                 complete = False
                 continue
             names.update(starred.starred())
             complete = complete and starred.complete
     names.discard("*")
-    return _Names(frozenset(names), complete, _literal_all(tree))
+    return _Names(frozenset(names), complete, _literal_all(tree)), read
 
 
 def _literal_all(tree: ast.Module) -> frozenset[str] | None:

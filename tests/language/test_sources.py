@@ -89,3 +89,26 @@ def test_a_module_that_fails_to_import_is_a_problem_not_a_crash(tmp_path, monkey
     assert module_problem("hlc_probe_broken") is None  # found; importing it is the build's work
     assert attribute_problem("hlc_probe_broken", "sort") == \
         "importing module 'hlc_probe_broken' failed: ZeroDivisionError: division by zero"
+
+
+def test_a_source_is_read_once_and_again_when_it_or_what_it_star_imports_changes(package, tmp_path, monkeypatch):
+    """A description of many implementations asks for the same module's
+    names once per implementation: the sources are read once, and again
+    only when one of the files read (the module's, a star-imported one's)
+    has changed."""
+    import ast as python_ast
+
+    from hlc.language import sources
+
+    parsed = []
+    parse = python_ast.parse
+    monkeypatch.setattr(sources.ast, "parse", lambda text, *a, **k: parsed.append(1) or parse(text, *a, **k))
+    for _ in range(50):
+        assert attribute_problem(package, "deepest") is None
+    first = len(parsed)
+    assert first <= 6  # the package, chain, inner.deep, listed (each once)
+    deep = tmp_path / package / "inner" / "deep.py"
+    deep.write_text("def deepest(): pass\ndef deeper(): pass\n")  # another size: a change, whatever the clock
+    assert attribute_problem(package, "deeper") is None
+    assert len(parsed) > first
+    assert attribute_problem(package, "deepest") is None
