@@ -362,12 +362,11 @@ def discover(written: Mapping[str, np.ndarray], times: np.ndarray, variables: Ma
     one kept so far when it is clearly better (:func:`_clearly_better`), or,
     given each sample's point and parameter setting (``choices``) and no
     more terms, when it chooses better among the settings timed at the same
-    points (``_Search.preferred``)."""
+    points (``_Search.preferred``).  The families' tents join once that
+    search is done (:func:`_polished`)."""
     shortlist = shortlist or SHORTLIST
     times = np.asarray(times, dtype=float)
     found_by = variables if automatic else {}
-    # The search runs over the families' hinges and steps, then goes on from
-    # what it found with their tents too (_polished).
     plain = [replace(family, factors=tuple(tuple(f for f in factors if f.kind != "tent")
                                            for factors in family.factors)) for family in families]
     search = _Search(written, times, found_by, integers, relative, most, plain, shortlist, choices)
