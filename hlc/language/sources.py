@@ -128,7 +128,7 @@ class _Names(NamedTuple):
 #: the source files it read (path, modification time, size): reused while
 #: none of them changed.  A description of 1,000 implementations that call
 #: numpy.sort read NumPy's package source, and what it star-imports, once
-#: per implementation: 1.7 of the 2.2 s its check took beside 0.4 s of parsing.
+#: per implementation: its parse and check took 3.7 s (0.4 s the parse), now 0.6.
 _READ: dict[tuple[str, int, str], tuple[tuple[tuple[str, int, int], ...], _Names]] = {}
 
 
