@@ -87,10 +87,12 @@ def _callees(library: ast.Library) -> dict[str, set[str]]:
     return found
 
 
-def _order(library: ast.Library) -> list[tuple[ast.Interface, ast.Implementation]]:
-    """Implementations, each after those whose models its terms call."""
+def _order(library: ast.Library,
+           callees: Mapping[str, set[str]] | None = None) -> list[tuple[ast.Interface, ast.Implementation]]:
+    """Implementations, each after those whose models its terms call
+    (``callees``: :func:`_callees`, found when not given)."""
     pairs = {i.name: (interface, i) for interface in library.interfaces for i in interface.implementations}
-    callees = _callees(library)
+    callees = _callees(library) if callees is None else callees
     ordered: list[str] = []
 
     def visit(name: str) -> None:
@@ -111,14 +113,15 @@ def fit_workers_wanted(library: ast.Library) -> int:
     return min(max((len(wave) for wave in _waves(library)), default=1) - 1, worker_count())
 
 
-def _waves(library: ast.Library) -> list[list[tuple[ast.Interface, ast.Implementation]]]:
+def _waves(library: ast.Library,
+           callees: Mapping[str, set[str]] | None = None) -> list[list[tuple[ast.Interface, ast.Implementation]]]:
     """The implementations in dependency order (``_order``), in waves: each
     after the waves that hold the models its terms call, so that those of
     one wave can be fitted side by side."""
-    callees = _callees(library)
+    callees = _callees(library) if callees is None else callees
     wave_of: dict[str, int] = {}
     waves: list[list[tuple[ast.Interface, ast.Implementation]]] = []
-    for interface, implementation in _order(library):
+    for interface, implementation in _order(library, callees):
         wave = 1 + max((wave_of[c] for c in callees[implementation.name]), default=-1)
         wave_of[implementation.name] = wave
         if wave == len(waves):
@@ -595,7 +598,7 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
     shared = Shared(library)
     tolerance = host_tolerance(samples)
     callees = _callees(library)
-    for wave in _waves(library):
+    for wave in _waves(library, callees):
         jobs, costs, names = [], [], []
         found: dict[str, TimeModel] = {}
         for interface, implementation in wave:
@@ -621,7 +624,7 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
         found.update(zip(names, side_by_side(_fit_job, jobs, costs, workers=_workers_for(costs)), strict=True))
         for _, implementation in wave:
             times[implementation.name] = found[implementation.name]
-    times = {implementation.name: times[implementation.name] for _, implementation in _order(library)}
+    times = {implementation.name: times[implementation.name] for _, implementation in _order(library, callees)}
     interface_of = {i.name: interface.name for interface in library.interfaces for i in interface.implementations}
     return Models(
         # absolute: a built module finds its description (and its sources) from any folder

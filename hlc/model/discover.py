@@ -141,7 +141,7 @@ def family_factors(kind: str, variable: str, values: np.ndarray, knots: Sequence
     shape = "step" if kind == "steps" else "hinge"
     if knots:
         hinges = [Factor(shape, variable, float(k), False) for k in knots]
-        return hinges + (tents(variable, knots, False) if shape == "hinge" else [])
+        return hinges + (tents(variable, knots) if shape == "hinge" else [])
     distinct = np.unique(np.asarray(values, dtype=float))
     if distinct.size < 2 * STEP_SIDE_VALUES:
         return []
@@ -154,14 +154,14 @@ def family_factors(kind: str, variable: str, values: np.ndarray, knots: Sequence
     return [Factor(shape, variable, float(k), False) for k in chosen]
 
 
-def tents(variable: str, knots: Sequence[float], log: bool) -> list[Factor]:
+def tents(variable: str, knots: Sequence[float]) -> list[Factor]:
     """A tent at each of the ``knots`` between two others, reaching to the
     nearer of them.  A hinge changes a slope for good; a cost that differs
     near one value only (a scatter slower at 6-bit digits than at 5 or 8)
     takes two or three hinges, each of which alone fits worse than none and
     is never chosen first, but one tent."""
     ordered = sorted(float(k) for k in knots)
-    return [Factor("tent", variable, ordered[i], log, min(ordered[i] - ordered[i - 1], ordered[i + 1] - ordered[i]))
+    return [Factor("tent", variable, ordered[i], False, min(ordered[i] - ordered[i - 1], ordered[i + 1] - ordered[i]))
             for i in range(1, len(ordered) - 1)]
 
 
@@ -367,8 +367,10 @@ def discover(written: Mapping[str, np.ndarray], times: np.ndarray, variables: Ma
     shortlist = shortlist or SHORTLIST
     times = np.asarray(times, dtype=float)
     found_by = variables if automatic else {}
+    offers_tents = any(f.kind == "tent" for family in families for factors in family.factors for f in factors)
     plain = [replace(family, factors=tuple(tuple(f for f in factors if f.kind != "tent")
-                                           for factors in family.factors)) for family in families]
+                                           for factors in family.factors)) for family in families] \
+        if offers_tents else families
     search = _Search(written, times, found_by, integers, relative, most, plain, shortlist, choices)
     result = Discovery(error_before=search.error_of([]))
     if not written or not (search.factors or search.members) or search.limit == 0:
@@ -376,7 +378,7 @@ def discover(written: Mapping[str, np.ndarray], times: np.ndarray, variables: Ma
     firsts = search.ranked([])
     result.candidates = len(firsts)
     found, errors = _searched(search, firsts)
-    if any(f.kind == "tent" for family in families for factors in family.factors for f in factors):
+    if offers_tents:
         search, found, errors = _polished(_Search(written, times, found_by, integers, relative, most, families,
                                                   shortlist, choices), search, found, errors)
     result.terms = found

@@ -323,12 +323,23 @@ def _serve(source: BinaryIO, sink: BinaryIO) -> None:
         answers = []
         for function, arguments in jobs:
             try:
-                value = function(*arguments)
-                pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-                answers.append((True, value))
+                answers.append((True, function(*arguments)))
             except Exception:  # noqa: BLE001 - the caller runs it again and sees the error itself
                 answers.append((False, None))
-        _write(sink, answers)
+        try:
+            message = pickle.dumps(answers, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # noqa: BLE001 - a result that cannot travel: the caller makes it itself
+            message = pickle.dumps([answer if _picklable(answer) else (False, None) for answer in answers],
+                                   protocol=pickle.HIGHEST_PROTOCOL)
+        _send(sink, message)
+
+
+def _picklable(value: Any) -> bool:
+    try:
+        pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - whatever pickling raises
+        return False
+    return True
 
 
 def _main(preload: Sequence[str]) -> None:
