@@ -895,6 +895,8 @@ def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, rank
     what ``samples`` holds.  ``meanwhile``: see hlc.calibrate.run.prepare."""
     spent = Breakdown()
     compile_started = time.monotonic()
+    if meanwhile is not None:  # a compile, when nothing is timed: the fit's workers start beside it
+        start_workers(fit_workers_wanted(library), preload=["hlc.model.calibration"])
     program = prepare(library, build, spent, meanwhile)
     # The budget is for profiling: compiling the description's sources (once,
     # then from the cache) is not part of it.
@@ -922,6 +924,8 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
     spent = result.breakdown
     records = Samples.read(samples)
     unsurveyed = [size for size in ranks if size not in {r.P for r in records.surveys}]
+    for size in unsurveyed:  # each starts while the others start and survey (nothing is timed until all have)
+        servers[size].start()
     for size in unsurveyed:
         servers[size].run({"survey": True})
     if unsurveyed:  # read again for what the surveys added

@@ -330,6 +330,14 @@ class Server:
         self.timeout, self.progress, self.spent = timeout, progress, spent
         self.child: _Child | None = None
 
+    def start(self) -> None:
+        """Start the program, which then waits for its first command: the
+        programs of several rank counts start side by side (Python, NumPy,
+        MPI and the library imported, the clock calibrated), while nothing
+        is timed yet."""
+        if self.child is None:
+            self.child = _Child(self.command, serving=True)
+
     def run(self, options: dict[str, Any]) -> str | None:
         """Take the points ``options`` select (see the program's serve); returns
         the coverage message when the deadline cut them short, else None."""
