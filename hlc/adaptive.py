@@ -938,6 +938,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
     searched: tuple[int, Models] | None = None  # fitting points, and the models, of the last search
     values: dict[tuple, dict[str, float]] = {}  # the terms' values at the sites, for every round's Judge
     overhead = 0.0  # the least a round measures: a multiple of what fitting and planning the last one took
+    thought = 0.0  # seconds the last round's fit and planning took
     pace = PACE_BOUNDS[0]  # seconds a round takes per second of timed calls it was predicted to take
     paced = False  # whether a round has shown its pace yet
     previous: tuple[list[Site], dict, float, bool] | None = None  # the last round: sites, plan, seconds, cut short
@@ -964,7 +965,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
 
     def fitting_rounds(until: float) -> bool:
         """Rounds until ``until`` seconds into the budget; whether that cut them short."""
-        nonlocal records, taken, searched, overhead, previous
+        nonlocal records, taken, searched, overhead, previous, thought
         while True:
             left = until - (time.monotonic() - started)
             if not taken:
@@ -977,6 +978,9 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
             else:
                 if left <= 0:
                     say("the fitting share of the budget is spent")
+                    return True
+                if left < thought:  # its fit and planning would take what is left, and it would time nothing
+                    say(f"{left:.1f} s left, less than a round's fit and planning took ({thought:.1f} s)")
                     return True
                 thinking = time.monotonic()
                 with spent.spending("fit"):
@@ -1032,7 +1036,8 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                         batch = [grid.by_key[key] for key in plan]
                         by_rule = {"uncertain": 0, "gaps": 0, "spread": 0, "retaken": len(plan)}
                     by_rule["own"] = sum(own_counts.values())
-                overhead = LEAST_ROUND_SHARE * (time.monotonic() - thinking)
+                thought = time.monotonic() - thinking
+                overhead = LEAST_ROUND_SHARE * thought
             if not batch and not own:
                 say(f"every point of the grid is measured, and every uncertain decision {MOST_TAKES} times")
                 return False

@@ -228,8 +228,9 @@ def test_a_round_past_its_limit_stops_and_the_next_is_planned(tmp_path, monkeypa
     assert not any("measured nothing" in line for line in lines)
     assert len(measured_keys(Samples.read(samples))) == rounds[0].sites  # the start's points alone
     assert lines[-1].startswith("verification: ")
-    # the budget ended the rounds: spent before a round, or during the last
+    # the budget ended the rounds: spent before a round, or all but what a round's planning takes, or during the last
     assert "the fitting share of the budget is spent" in lines \
+        or any("less than a round's fit and planning took" in line for line in lines) \
         or result.coverage == f"the budget ran out: {rounds[0].sites} of 57 grid points measured"
 
 
