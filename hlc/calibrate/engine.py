@@ -6,9 +6,8 @@ to time several side by side (hlc.calibrate.timing has the single timing):
 * a checking call of each candidate, its result compared with the reference
   implementation's; a candidate that raises or returns a wrong result is
   excluded (the engine's owner records why), and the others go on;
-* a first repeat count from that call, grown by what the untimed warm-up
-  calls before a block's first timing take (a cold first call errs long),
-  and grown again while a timing falls short of the clock's minimum;
+* a first repeat count from that call, grown while a timing falls short of
+  the clock's minimum;
 * blocks (the profiler's): a candidate timed back to back until k timings
   agree, its cold leading timings dropped as warm-up;
 * rounds (the oracle's): every candidate timed once per round, the rounds
@@ -48,9 +47,7 @@ from hlc.calibrate.timing import (
     Timing,
     cold_timings,
     repeat_count,
-    sized_repeat,
     time_calls,
-    warm_up,
 )
 
 # A block or round during which the host slowed down is taken again at most this often.
@@ -161,38 +158,20 @@ class TimingEngine:
         return repeat_count(elapsed, self.clock), elapsed, result
 
     def timed(self, interface: Interface, implementation: Implementation, settings: dict, arguments: tuple,
-              point: dict, repeat: int, warm: float = WARM_SECONDS) -> tuple[float, int] | None:
-        """Seconds per call over ``repeat`` calls, the slowest rank's, and the
-        calls timed; None when it raised.  ``warm``: seconds of untimed calls
-        first (see time_calls); where those calls say that ``repeat`` would
-        fall short of the clock's minimum, more are timed (every rank as
-        many), so that the timing is not taken twice."""
-        def inputs(count: int) -> list[tuple]:
-            with self.spent.spending("inputs"):
-                return [self.fresh(interface, arguments) for _ in range(count)] if interface.mutable \
-                    else [arguments] * count
-
-        calls = inputs(repeat + 1)  # the first warms the caches
+              point: dict, repeat: int, warm: float = WARM_SECONDS) -> float | None:
+        """Seconds per call over ``repeat`` calls, the slowest rank's; None when
+        it raised.  ``warm``: seconds of untimed calls first (see time_calls)."""
+        with self.spent.spending("inputs"):
+            calls = [self.fresh(interface, arguments) for _ in range(repeat + 1)] if interface.mutable \
+                else [arguments] * (repeat + 1)  # the first warms the caches
         if interface.setup is not None:
             interface.setup(point, arguments, self.context.size)
         self.emit(event="task", interface=interface.name, implementation=implementation.name, point=point)
         task = functools.partial(implementation.call, **settings) if settings else implementation.call
         try:
-            if warm:
-                collecting = gc.isenabled()
-                gc.disable()
-                try:
-                    single = warm_up(task, calls[0], self.context.agree_count, float(warm))
-                finally:
-                    if collecting:
-                        gc.enable()
-                # The rank with the fewest calls wanted is the slowest, whose time is the timing's.
-                short = single * repeat < self.clock.minimum_timing
-                wanted = self.context.agree_count(max(repeat, sized_repeat(single, self.clock)) if short else repeat)
-                if wanted > repeat:
-                    calls += inputs(wanted - repeat)
-                    repeat = wanted
-            seconds = time_calls(task, calls[1:], self.clock, before=self.context.barrier)
+            seconds = time_calls(task, calls[1:], self.clock, before=self.context.barrier,
+                                 warm=calls[0] if warm else None, agree=self.context.agree_count,
+                                 warm_seconds=float(warm))
             failed = None
         except Exception as raised:  # failing on a later call is a failure too
             seconds, failed = 0.0, f"raised {type(raised).__name__}: {raised}"
@@ -201,7 +180,7 @@ class TimingEngine:
         if self.context.any(failed is not None):
             self.exclude(interface, implementation, failed or "raised on another rank", point)
             return None
-        return self.context.maximum(seconds), repeat
+        return self.context.maximum(seconds)
 
     def timing(self, interface: Interface, candidates: list[tuple[Implementation, dict, int]], position: int,
                arguments: tuple, point: dict, warm: float = WARM_SECONDS) -> float | None:
@@ -212,16 +191,15 @@ class TimingEngine:
         implementation, settings, repeat = candidates[position]
         while True:
             with self.spent.spending("warm-up"):  # all but the timed calls themselves
-                timed = self.timed(interface, implementation, settings, arguments, point, repeat, warm)
-                if timed is None:
+                seconds = self.timed(interface, implementation, settings, arguments, point, repeat, warm)
+                if seconds is None:
                     return None
-                seconds, repeat = timed
-                candidates[position] = (implementation, settings, repeat)
                 long_enough = seconds * repeat >= self.clock.minimum_timing or repeat >= MAXIMUM_REPEAT
                 self.spent.add(MEASURING if long_enough else "sizing", seconds * repeat)
             if long_enough:
                 return seconds
-            repeat = min(MAXIMUM_REPEAT, max(repeat * 2, sized_repeat(seconds, self.clock)))
+            # Aim 20% past the minimum, so that a slightly faster timing still reaches it.
+            repeat = min(MAXIMUM_REPEAT, max(repeat * 2, repeat_count(seconds * 0.8, self.clock)))
             candidates[position] = (implementation, settings, repeat)
             warm = 0.0  # the calls just made warmed it
 

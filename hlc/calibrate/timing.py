@@ -47,9 +47,6 @@ FASTER = 0.10
 # data back.
 WARM_SECONDS = 5e-3
 MAXIMUM_WARM_CALLS = 100_000
-# A repeat count sized from warm calls aims this fraction of the way to the
-# clock's minimum per call estimated (0.8: 25% past the minimum).
-SIZING_AIM = 0.8
 
 
 @dataclass(frozen=True)
@@ -97,13 +94,6 @@ def repeat_count(single_call: float, clock: Clock) -> int:
     return max(1, min(MAXIMUM_REPEAT, repeat))
 
 
-def sized_repeat(single_call: float, clock: Clock) -> int:
-    """Calls per timing for a task whose calls take ``single_call`` seconds
-    when warm, aiming a quarter past the clock's minimum, so that a timing
-    slightly faster than that estimate still reaches it."""
-    return repeat_count(single_call * SIZING_AIM, clock)
-
-
 def time_calls(task: Callable[..., Any], arguments: Sequence[tuple], clock: Clock,
                before: Callable[[], None] | None = None, warm: tuple | None = None,
                agree: Callable[[int], int] | None = None, warm_seconds: float = WARM_SECONDS) -> float:
@@ -121,7 +111,7 @@ def time_calls(task: Callable[..., Any], arguments: Sequence[tuple], clock: Cloc
     gc.disable()
     try:
         if warm is not None:
-            warm_up(task, warm, agree, warm_seconds)
+            _warm_up(task, warm, agree, warm_seconds)
         if before is not None:
             before()
         start = time.perf_counter()
@@ -134,25 +124,18 @@ def time_calls(task: Callable[..., Any], arguments: Sequence[tuple], clock: Cloc
     return max(elapsed - clock.overhead, 0.0) / len(arguments)
 
 
-def warm_up(task: Callable[..., Any], arguments: tuple, agree: Callable[[int], int] | None = None,
-            seconds: float = WARM_SECONDS) -> float:
+def _warm_up(task: Callable[..., Any], arguments: tuple, agree: Callable[[int], int] | None,
+             seconds: float = WARM_SECONDS) -> None:
     """Call ``task`` on ``arguments`` for ``seconds``: once, then as many more
-    times as that call's length says (the same count on every rank).
-    Returns the seconds per call of the calls after the first (the first
-    call's when it was the only one): what a warm call takes, so that the
-    timing which follows can be sized by calls that were made anyway."""
+    times as that call's length says (the same count on every rank)."""
     start = time.perf_counter()
     task(*arguments)
     first = time.perf_counter() - start
     more = 0 if first >= seconds else min(MAXIMUM_WARM_CALLS, math.ceil(seconds / max(first, 1e-9)) - 1)
     if agree is not None:
         more = agree(more)
-    if more <= 0:
-        return first
-    start = time.perf_counter()
     for _ in range(more):
         task(*arguments)
-    return (time.perf_counter() - start) / more
 
 
 def cold_timings(timings: Sequence[float]) -> int:

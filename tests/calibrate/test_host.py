@@ -382,18 +382,3 @@ def test_a_block_keeps_at_most_three_k_timings_when_its_cold_ones_turn_out_warm(
     (sample,) = samples
     assert len(sample.timings) == 3 * timing.RETAKES
     assert list(sample.timings) == pytest.approx(calls[-len(sample.timings):], rel=1e-3)
-
-
-def test_a_short_task_is_sized_by_its_warm_up_calls_not_timed_twice(tmp_path, monkeypatch):
-    """A task too short for one call to be a timing: its checking call (cold,
-    0.5 ms) says two calls per timing, the warm-up calls before the first
-    timing take 0.1 ms each, and the first timing already has enough calls
-    for the clock's millisecond (a quarter more), so no timing is dropped as
-    too short."""
-    samples, calls = profile_one_point(tmp_path, lambda n: 0.25 if n == 1 else 0.05, monkeypatch,
-                                       host_slow_above=10)
-    (sample,) = samples
-    assert sample.repeat == timing.repeat_count(0.8 * 1e-4, timing.Clock(1e-9, 0.0)) == 13
-    assert len(sample.timings) == 3 and not sample.noisy
-    warm_up = 10  # a millisecond of calls
-    assert len(calls) == 1 + warm_up + 3 * 13

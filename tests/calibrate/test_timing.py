@@ -18,7 +18,6 @@ from hlc.calibrate.timing import (
     cold_timings,
     repeat_count,
     time_calls,
-    warm_up,
 )
 
 
@@ -151,21 +150,3 @@ def test_the_ranks_warm_up_as_long_as_the_rank_doing_the_work_needs(tmp_path):
     counts = dict(json.loads(line) for line in done.stdout.split("\n") if line.startswith("["))
     # one first call, at most one more (it lasted half of WARM_SECONDS or longer), the timed call
     assert counts[0] == counts[1] and 2 <= counts[0] <= 3
-
-
-def test_the_warm_up_says_what_a_warm_call_takes():
-    """The calls after the first are what sizes the timing that follows: a
-    first call twice as slow as the rest does not count."""
-    durations = iter([2e-4] + [1e-4] * 100)
-    now = {"t": 0.0}
-
-    def clock() -> float:
-        return now["t"]
-
-    def task() -> None:
-        now["t"] += next(durations)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(time, "perf_counter", clock)
-        assert warm_up(task, (), seconds=1e-3) == pytest.approx(1e-4)
-        assert warm_up(task, (), seconds=1e-5) == pytest.approx(1e-4)  # one call: its own time
