@@ -83,7 +83,7 @@ from pathlib import Path
 from typing import Any
 
 from hlc.artefacts.models import NOT_CALIBRATED, Models, load_each
-from hlc.artefacts.samples import Sample, Samples
+from hlc.artefacts.samples import Follower, Sample, Samples
 from hlc.boundaries import boundaries, measured_candidates
 from hlc.calibrate.breakdown import Breakdown
 from hlc.calibrate.harness import OWN_INDEX
@@ -922,14 +922,15 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
     """The survey, the rounds and the verification (module doc), each rank
     count's points taken by its own serving program."""
     spent = result.breakdown
-    records = Samples.read(samples)
+    follower = Follower(samples)  # read after every round and survey: only what they added is parsed
+    records = follower.read()
     unsurveyed = [size for size in ranks if size not in {r.P for r in records.surveys}]
     for size in unsurveyed:  # each starts while the others start and survey (nothing is timed until all have)
         servers[size].start()
     for size in unsurveyed:
         servers[size].run({"survey": True})
     if unsurveyed:  # read again for what the surveys added
-        records = Samples.read(samples)
+        records = follower.read()
     grid = Grid([site for site in read_sites(records) if site.P in ranks and not site.refined])
     sites = grid.sites
     taken = measured_keys(records)
@@ -1072,7 +1073,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                 elif coverage is not None:
                     result.coverage = coverage
                     cut = True
-            records = Samples.read(samples)
+            records = follower.read()
             before, taken = taken, measured_keys(records)
             previous = (batch, plan, time.monotonic() - round_started, cut or overran)
             retaken = by_rule.get("retaken", 0)
@@ -1130,7 +1131,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
         for size, points in new.items():
             servers[size].run({"survey": True, "refined": points})
         if new:
-            records = Samples.read(samples)
+            records = follower.read()
             refined = refined_sites([site for site in read_sites(records) if site.P in ranks])
         return records, [refined[where] for where in found if where in refined and refined[where].key not in taken]
 

@@ -379,6 +379,52 @@ def records(path: Path | str) -> Iterator[Record]:
         raise ArtefactError(f"{path}: cannot be read ({error})") from None
 
 
+class Follower:
+    """A samples file that a running profile appends to, read as it grows:
+    each :meth:`read` parses only the lines added since the one before.
+    An adaptive profile reads its file after every round and every survey,
+    and parsing the whole of a sort build's file each time took 0.7 s of
+    its budget.  Only whole lines are taken, so a torn last line, which a
+    restarted program cuts (:func:`repair`), is never among them; a file
+    replaced or shorter than what was read is read again from its start."""
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        self._taken: list[Record] = []
+        self._offset = 0  # bytes parsed: whole lines
+        self._lines = 0
+        self._identity: tuple[int, int] | None = None
+
+    def read(self) -> Samples:
+        """What the file holds so far (as :meth:`Samples.read`)."""
+        try:
+            status = self.path.stat()
+        except FileNotFoundError:
+            status = None
+        identity = None if status is None else (status.st_dev, status.st_ino)
+        if status is None or identity != self._identity or status.st_size < self._offset:
+            self._taken, self._offset, self._lines, self._identity = [], 0, 0, identity
+        if status is not None and status.st_size > self._offset:
+            try:
+                with self.path.open("rb") as stream:
+                    stream.seek(self._offset)
+                    data = stream.read()
+            except OSError as error:
+                raise ArtefactError(f"{self.path}: cannot be read ({error})") from None
+            whole = data[:data.rfind(b"\n") + 1]
+            try:
+                text = whole.decode("utf-8")
+            except UnicodeDecodeError as error:
+                line = self._lines + whole[:error.start].count(b"\n") + 1
+                raise ArtefactError(f"{self.path}:{line}: damaged, not text ({error.reason})") from None
+            for line in text.split("\n")[:-1]:  # whole ends with a line end
+                self._lines += 1
+                if line.strip():
+                    self._taken.append(_parsed(line, f"{self.path}:{self._lines}"))
+            self._offset += len(whole)
+        return Samples.of_records(self._taken, self.path)
+
+
 def _parsed(text: str, where: str) -> Record:
     try:
         record = json.loads(text)
