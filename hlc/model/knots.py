@@ -130,11 +130,12 @@ def knot_ambiguity(predictor: Predictor, implementation: ast.Implementation, kno
     loose = [knot for knot in knots if knot.below is not None and knot.above is not None]
     if not loose:
         return 0.0
-    values = _values(predictor, implementation, [e for knot in loose for e in (knot.rest, knot.variable)],
-                     environment)
-    total = 0.0
-    for k, knot in enumerate(loose):
-        part, x = values[2 * k], values[2 * k + 1]
-        if math.isfinite(part) and math.isfinite(x):
-            total += knot.ambiguity(part, x)
-    return total
+    # The rest of a term is wanted only where its variable lies between the samples that pin it.
+    places = _values(predictor, implementation, [knot.variable for knot in loose], environment)
+    inside = [(knot, x) for knot, x in zip(loose, places, strict=True)
+              if math.isfinite(x) and knot.below < x < knot.above]
+    if not inside:
+        return 0.0
+    parts = _values(predictor, implementation, [knot.rest for knot, _ in inside], environment)
+    return sum((knot.ambiguity(part, x) for (knot, x), part in zip(inside, parts, strict=True)
+                if math.isfinite(part)), 0.0)
