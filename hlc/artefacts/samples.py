@@ -362,21 +362,7 @@ def records(path: Path | str) -> Iterator[Record]:
     not exist.  A torn last line (no line end: its write was cut short) is
     skipped; any other line that is not a record of this format raises an
     :class:`ArtefactError` naming the file and the line."""
-    path = Path(path)
-    if not path.exists():
-        return
-    number = 0
-    try:
-        with path.open(encoding="utf-8") as stream:
-            for number, text in enumerate(stream, start=1):
-                if not text.endswith("\n"):
-                    return  # the last line, torn
-                if text.strip():
-                    yield _parsed(text, f"{path}:{number}")
-    except UnicodeDecodeError as error:
-        raise ArtefactError(f"{path}:{number + 1}: damaged, not text ({error.reason})") from None
-    except OSError as error:
-        raise ArtefactError(f"{path}: cannot be read ({error})") from None
+    yield from Follower(path).taken()
 
 
 class Follower:
@@ -397,6 +383,10 @@ class Follower:
 
     def read(self) -> Samples:
         """What the file holds so far (as :meth:`Samples.read`)."""
+        return Samples.of_records(self.taken(), self.path)
+
+    def taken(self) -> list[Record]:
+        """The file's records so far, in file order (the follower's own list)."""
         try:
             status = self.path.stat()
         except FileNotFoundError:
@@ -422,7 +412,7 @@ class Follower:
                 if line.strip():
                     self._taken.append(_parsed(line, f"{self.path}:{self._lines}"))
             self._offset += len(whole)
-        return Samples.of_records(self._taken, self.path)
+        return self._taken
 
 
 def _parsed(text: str, where: str) -> Record:

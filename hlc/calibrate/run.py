@@ -344,8 +344,7 @@ class Server:
         restarts = 0
         while True:
             started = time.monotonic()
-            if self.child is None:
-                self.child = _Child(self.command, serving=True)
+            self.start()
             if self.child.send(options):
                 outcome = self.child.events(self.timeout, self.size, self.progress, until_final=True)
             else:  # it ended before taking the command: its output says why
