@@ -263,6 +263,10 @@ class Fingerprint:
         """A machine field (``cpu``, ``cores``, …)."""
         return self.machine.get(name, default)
 
+    def __contains__(self, name: object) -> bool:
+        """Whether the machine field was recorded (fingerprints older than a field lack it)."""
+        return name in self.machine
+
     def to_json(self) -> dict[str, Any]:
         return {**self.machine, "quick": self.quick, "sources": dict(self.sources)}
 

@@ -53,11 +53,12 @@ def read_models(module_file: str) -> Models:
 
 def stale_reasons(models: Models, folder: Path) -> list[str]:
     """What differs between the calibration and now: machine, versions, and
-    the sources the build in ``folder`` calls (its own copies)."""
+    the sources the build in ``folder`` calls (its own copies).  A field the
+    build did not record (calibrated before hlc recorded it) says nothing."""
     recorded = models.fingerprint
     reasons = []
     for key, value in machine().items():
-        if recorded.get(key) != value:
+        if key in recorded and recorded.get(key) != value:
             reasons.append(f"{key}: calibrated with {recorded.get(key)!r}, now {value!r}")
     base = description_of(models, folder).parent
     for name, recorded_digest in recorded.sources.items():
