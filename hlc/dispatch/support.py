@@ -53,12 +53,14 @@ def read_models(module_file: str) -> Models:
 
 def stale_reasons(models: Models, folder: Path) -> list[str]:
     """What differs between the calibration and now: machine, versions, and
-    the sources the build in ``folder`` calls (its own copies).  A field the
-    build did not record (calibrated before hlc recorded it) says nothing."""
+    the sources the build in ``folder`` calls (its own copies).  A field a
+    build that recorded its machine lacks (calibrated before hlc recorded
+    that field) says nothing; a build that recorded no machine differs in
+    every field."""
     recorded = models.fingerprint
     reasons = []
     for key, value in machine().items():
-        if key in recorded and recorded.get(key) != value:
+        if (key in recorded or "cpu" not in recorded) and recorded.get(key) != value:
             reasons.append(f"{key}: calibrated with {recorded.get(key)!r}, now {value!r}")
     base = description_of(models, folder).parent
     for name, recorded_digest in recorded.sources.items():

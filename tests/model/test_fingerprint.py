@@ -4,8 +4,10 @@ name hides, read from /proc/cpuinfo, and what two records are compared on."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 from hlc.artefacts.models import Fingerprint
+from hlc.dispatch.support import stale_reasons
 from hlc.model import fingerprint
 from hlc.model.fingerprint import machine_differences, processor, vector_extensions
 
@@ -80,3 +82,18 @@ def test_this_machine_is_recorded_with_its_processor():
     assert {"cpu", "processor", "vector", "cores", "constants"} <= set(here)
     if Path("/proc/cpuinfo").exists():
         assert here["processor"] and isinstance(here["vector"], list)
+
+
+def test_an_import_names_what_changed_but_not_what_the_build_never_recorded(tmp_path):
+    here = fingerprint.machine()
+
+    def reasons(recorded: dict) -> list[str]:
+        models = SimpleNamespace(fingerprint=Fingerprint(recorded), description=str(tmp_path / "x.hl"), origin=None)
+        return stale_reasons(models, tmp_path)
+
+    assert reasons(dict(here)) == []
+    older = {key: value for key, value in here.items() if key not in ("processor", "vector")}
+    assert reasons(older) == []  # calibrated before hlc recorded the processor
+    now = here["processor"]
+    assert reasons({**here, "processor": "another"}) == [f"processor: calibrated with 'another', now {now!r}"]
+    assert len(reasons({})) == sum(value is not None for value in here.values())  # no machine: every field differs
