@@ -450,8 +450,8 @@ def _inaccurate_text(error: float, steadiness: Steadiness) -> str:
     """Why a verification MRE may exceed VERIFICATION_LIMIT.  Where most of
     the samples were taken in the host's slow spells, the spells are as
     likely a cause as the terms: on a busy host the same calls timed in two
-    processes lay 10-20% apart, and every model of a sort build verified
-    above the limit whatever its terms."""
+    processes lay 10-20% apart, and most models of a sort build verified
+    above the limit whatever their terms."""
     text = f"verification MRE {error:.3f} exceeds {VERIFICATION_LIMIT}: the terms may miss a cost"
     spells = steadiness.scaled or steadiness.left_out + steadiness.kept  # scaled counts the left-out ones too
     total = len(steadiness.fitting) + len(steadiness.verification) + steadiness.left_out
