@@ -3,7 +3,7 @@
 # network (scripts/stencil_grid.py says what it measures), from a checkout on
 # a bare machine with at least nine cores:
 #
-#   bash scripts/stencil-grid.sh [--procs 9] [--trials 20] [--budget SECONDS] [--runtime-grid]
+#   bash scripts/stencil-grid.sh [--procs 9] [--trials 20] [--budget SECONDS] [--runtime-grid] [--cores fastest|all|LIST]
 #   bash scripts/stencil-grid.sh --speeds     # only time the ranks against each other
 #
 # (scripts/stencil_grid.py says which budgets a slow nine-rank profile needs.)

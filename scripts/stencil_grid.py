@@ -31,7 +31,14 @@ Before the builds and after the trials it times the ranks against each
 other: every rank sweeps the same block, in rounds that start together.
 Thesis §5.2's extra cells balance ranks of one speed; where some ranks run
 slower than others (cores shared with other work), which extras are fastest
-depends on where the slow ranks fall, and this says whether they do.
+depends on where the slow ranks fall, and this says whether they do.  So
+first it times every core it may use alone, the same sweeps pinned to one
+core at a time, and runs everything on the P fastest (``--cores fastest``,
+the default; ``--cores all`` lets the ranks go anywhere, ``--cores 0,2,5``
+names them): a virtual machine's cores may be hardware threads that other
+guests share, and on a machine with more cores than ranks this picks ranks
+of one speed where there are enough such cores.  The cores are timed again
+after the trials, to say whether their speeds held.
 
 It prints the ranks' speeds, per platform the builds' times, the layouts'
 shares and the trials, and last whether the chosen extra rows and columns
@@ -39,7 +46,7 @@ were measured-optimal within 3% in at least 95% of the trials.  Everything goes 
 (``summary.json``, the builds, ``trials-<platform>.jsonl``, the maps).
 
     scripts/stencil-grid.sh [--procs 9] [--trials 20] [--platforms native,lan] [--budget SECONDS]
-                            [--runtime-budget SECONDS] [--runtime-grid] [--speeds]
+                            [--runtime-budget SECONDS] [--runtime-grid] [--cores fastest|all|LIST] [--speeds]
 
 ``--speeds`` times the ranks against each other and does nothing else.
 
@@ -91,6 +98,8 @@ SPEED_BLOCK = (173, 173)
 #: Rounds of that timing, and the least length of one (it repeats the sweeps).
 SPEED_ROUNDS = 20
 SPEED_ROUND_SECONDS = 0.01
+#: Rounds of timing each core alone (``--cores fastest``).
+CORE_ROUNDS = 7
 
 
 # ---- building and reading the builds -----------------------------------------------
@@ -385,6 +394,75 @@ def speeds_line(when: str, speeds: dict[str, Any]) -> str:
             + f"); in one round the slowest rank took {speeds['spread']:.2f} times the fastest's (median)")
 
 
+# ---- the cores the ranks run on ------------------------------------------------------
+
+
+def time_cores(cores: list[int], rounds: int = CORE_ROUNDS) -> dict[int, float]:
+    """Each core's median time for a red and a black half-sweep of the
+    SPEED_BLOCK block, this process pinned to one core at a time, the cores
+    taken in turn round after round (so a spell of the host falls on all of
+    them alike).  A virtual machine's cores need not run at one speed: their
+    hardware threads may be shared with other guests."""
+    import numpy as np
+
+    relax = _load(ROOT / "libraries" / "stencil" / "relax.py")
+    block = np.random.default_rng(0).random(SPEED_BLOCK)
+    allowed = os.sched_getaffinity(0)
+    seconds: dict[int, list[float]] = {core: [] for core in cores}
+    try:
+        for _ in range(rounds):
+            for core in cores:
+                os.sched_setaffinity(0, {core})
+                relax.half_sweep(block, relax.RED)  # the block into this core's caches
+                calls, started = 0, time.perf_counter()
+                while time.perf_counter() - started < SPEED_ROUND_SECONDS:
+                    relax.half_sweep(block, relax.RED)
+                    relax.half_sweep(block, relax.BLACK)
+                    calls += 1
+                seconds[core].append((time.perf_counter() - started) / calls)
+    finally:
+        os.sched_setaffinity(0, allowed)
+    return {core: statistics.median(times) for core, times in seconds.items()}
+
+
+def choose_cores(wanted: str, procs: int) -> dict[str, Any]:
+    """The cores this experiment (its builds, their profiling ranks and the
+    trials) runs on, and the affinity set to them: every core this process
+    may use (``all``), the ``procs`` fastest of them timed one at a time
+    (``fastest``), or a list (``0,2,5``).  Thesis §5.2's extra cells balance
+    ranks of one speed; on a machine whose cores differ, the fastest ``procs``
+    give the ranks one speed, where such a set exists."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if wanted == "all":
+        return {"cores": allowed}
+    if wanted == "fastest":
+        timed = time_cores(allowed)
+        fastest_time = min(timed.values())
+        ranked = sorted(allowed, key=lambda core: timed[core])
+        chosen = sorted(ranked[:procs]) if len(allowed) > procs else allowed
+        relative = {core: round(timed[core] / fastest_time, 3) for core in allowed}
+    else:
+        chosen = sorted({int(core) for core in wanted.split(",")})
+        if not set(chosen) <= set(allowed):
+            raise SystemExit(f"--cores {wanted}: this process may run on cores {allowed} only")
+        relative = {}
+    os.sched_setaffinity(0, set(chosen))  # mpiexec and every rank inherit it
+    return {"cores": chosen, "relative": relative}
+
+
+def cores_line(cores: dict[str, Any], when: str = "before the builds") -> str:
+    chosen = ",".join(str(core) for core in cores["cores"])
+    relative = cores.get("relative")
+    if not relative:
+        return f"cores: {chosen}"
+    inside = [relative[core] for core in cores["cores"]]
+    outside = [value for core, value in relative.items() if core not in cores["cores"]]
+    line = (f"cores {when}, timed one at a time: {min(relative.values()):.2f} to {max(relative.values()):.2f} "
+            f"times the fastest's time for the same sweeps; the ranks run on {chosen} "
+            f"({min(inside):.2f} to {max(inside):.2f})")
+    return line + (f", leaving {len(outside)} at {min(outside):.2f} to {max(outside):.2f}" if outside else "")
+
+
 # ---- the experiment -----------------------------------------------------------------
 
 
@@ -488,6 +566,9 @@ def main() -> None:
     options.add_argument("--seed", type=int, default=1)
     options.add_argument("--least", type=int, default=64, help="fewest rows and columns of a trial's grid")
     options.add_argument("--speeds", action="store_true", help="only time the ranks against each other")
+    options.add_argument("--cores", default="fastest",
+                         help="the cores to run on: 'fastest' (the --procs fastest, timed one at a time; default), "
+                              "'all' (every core this process may use), or a list such as 0,2,5")
     options.add_argument("--trials-of", type=Path, help=argparse.SUPPRESS)  # the workers, under mpiexec
     options.add_argument("--speeds-of", type=int, help=argparse.SUPPRESS)
     options.add_argument("--json", type=Path, help=argparse.SUPPRESS)
@@ -498,15 +579,19 @@ def main() -> None:
     if options.speeds_of:
         time_ranks(options.speeds_of, options.json)
         return
-    if (os.cpu_count() or 1) < options.procs:
-        print(f"warning: {os.cpu_count()} cores for {options.procs} ranks: the timings share cores", flush=True)
     options.out.mkdir(parents=True, exist_ok=True)
     summary: dict[str, Any] = {"procs": options.procs, "trials": options.trials, "seed": options.seed,
                                "machine": machine()}
     print(f"machine: {summary['machine']['processor']}, {summary['machine']['cores']} cores", flush=True)
-    summary["speeds"] = {"before": measure_ranks(options.procs, options.out / "speeds-before.json")}
-    lines = [speeds_line("before the builds", summary["speeds"]["before"])]
+    summary["cores"] = choose_cores(options.cores, options.procs)
+    lines = [cores_line(summary["cores"])]
     print(lines[0], flush=True)
+    if len(os.sched_getaffinity(0)) < options.procs:
+        print(f"warning: {len(os.sched_getaffinity(0))} cores for {options.procs} ranks: the timings share cores",
+              flush=True)
+    summary["speeds"] = {"before": measure_ranks(options.procs, options.out / "speeds-before.json")}
+    lines.append(speeds_line("before the builds", summary["speeds"]["before"]))
+    print(lines[-1], flush=True)
     if options.speeds:
         save(summary, options.out)
         return
@@ -532,6 +617,12 @@ def main() -> None:
         print("\n".join(reported), flush=True)
     summary["speeds"]["after"] = measure_ranks(options.procs, options.out / "speeds-after.json")
     lines.append(speeds_line("after the trials", summary["speeds"]["after"]))
+    if summary["cores"].get("relative"):
+        again = time_cores(sorted(summary["cores"]["relative"]))
+        fastest_time = min(again.values())
+        summary["cores"]["relative_after"] = {core: round(t / fastest_time, 3) for core, t in again.items()}
+        lines.append(cores_line({"cores": summary["cores"]["cores"], "relative": summary["cores"]["relative_after"]},
+                                "after the trials"))
     save(summary, options.out)
     print()
     print("\n".join(lines))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import random
 import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -234,3 +236,27 @@ def test_strips_against_blocks_alone_where_the_whole_grid_wins_everywhere():
     summary["lan"]["head_to_head"]["64"] = {"strips_faster": 1.0, "strips_over_blocks": 0.6}
     line = grid.strips_gain(summary)
     assert "strips gain on the slow network" in line and "0.66 times on the LAN" in line
+
+
+def test_the_fastest_cores_timed_one_at_a_time_are_the_ones_the_ranks_run_on(monkeypatch):
+    pinned = []
+    monkeypatch.setattr(grid.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.setattr(grid.os, "sched_setaffinity", lambda pid, cores: pinned.append(set(cores)))
+    monkeypatch.setattr(grid, "time_cores", lambda cores: {0: 2.0, 1: 1.0, 2: 1.1, 3: 1.6})
+    chosen = grid.choose_cores("fastest", 2)
+    assert chosen == {"cores": [1, 2], "relative": {0: 2.0, 1: 1.0, 2: 1.1, 3: 1.6}}
+    assert pinned == [{1, 2}]  # what mpiexec and the ranks inherit
+    line = grid.cores_line(chosen)
+    assert "1.00 to 2.00 times the fastest's" in line and "run on 1,2 (1.00 to 1.10), leaving 2 at 1.60 to 2.00" in line
+    assert grid.choose_cores("all", 2) == {"cores": [0, 1, 2, 3]}
+    assert grid.choose_cores("3,0", 2)["cores"] == [0, 3]
+    with pytest.raises(SystemExit, match="cores \\[0, 1, 2, 3\\] only"):
+        grid.choose_cores("5", 1)
+
+
+def test_a_core_is_timed_pinned_and_the_affinity_given_back():
+    allowed = os.sched_getaffinity(0)
+    core = min(allowed)
+    timed = grid.time_cores([core], rounds=1)
+    assert list(timed) == [core] and 0 < timed[core] < 1
+    assert os.sched_getaffinity(0) == allowed
