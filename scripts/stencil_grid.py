@@ -31,14 +31,13 @@ Before the builds and after the trials it times the ranks against each
 other: every rank sweeps the same block, in rounds that start together.
 Thesis §5.2's extra cells balance ranks of one speed; where some ranks run
 slower than others (cores shared with other work), which extras are fastest
-depends on where the slow ranks fall, and this says whether they do.  So
-first it times every core it may use alone, the same sweeps pinned to one
-core at a time, and runs everything on the P fastest (``--cores fastest``,
-the default; ``--cores all`` lets the ranks go anywhere, ``--cores 0,2,5``
-names them): a virtual machine's cores may be hardware threads that other
-guests share, and on a machine with more cores than ranks this picks ranks
-of one speed where there are enough such cores.  The cores are timed again
-after the trials, to say whether their speeds held.
+depends on where the slow ranks fall, and this says whether they do.  It
+also times every core it may use alone (the same sweeps, pinned to one core
+at a time) before the builds and after the trials: a virtual machine's cores
+may be hardware threads that other guests share.  Where some cores are
+slower for good, ``--cores fastest`` runs everything on the P fastest
+(``--cores 0,2,5`` names them; the default, ``all``, lets the ranks run
+anywhere); the second timing says whether the cores kept their speeds.
 
 It prints the ranks' speeds, per platform the builds' times, the layouts'
 shares and the trials, and last whether the chosen extra rows and columns
@@ -429,38 +428,40 @@ def choose_cores(wanted: str, procs: int) -> dict[str, Any]:
     """The cores this experiment (its builds, their profiling ranks and the
     trials) runs on, and the affinity set to them: every core this process
     may use (``all``), the ``procs`` fastest of them timed one at a time
-    (``fastest``), or a list (``0,2,5``).  Thesis §5.2's extra cells balance
-    ranks of one speed; on a machine whose cores differ, the fastest ``procs``
-    give the ranks one speed, where such a set exists."""
+    (``fastest``), or a list (``0,2,5``).  Every core is timed alone first
+    (``relative``: each one's time over the fastest's), whichever is asked:
+    thesis §5.2's extra cells balance ranks of one speed, and this says
+    whether the machine's cores run at one."""
     allowed = sorted(os.sched_getaffinity(0))
+    timed = time_cores(allowed)
+    fastest_time = min(timed.values())
+    relative = {core: round(timed[core] / fastest_time, 3) for core in allowed}
     if wanted == "all":
-        return {"cores": allowed}
+        return {"cores": allowed, "relative": relative}
     if wanted == "fastest":
-        timed = time_cores(allowed)
-        fastest_time = min(timed.values())
         ranked = sorted(allowed, key=lambda core: timed[core])
-        chosen = sorted(ranked[:procs]) if len(allowed) > procs else allowed
-        relative = {core: round(timed[core] / fastest_time, 3) for core in allowed}
+        chosen = sorted(ranked[:procs])
     else:
         chosen = sorted({int(core) for core in wanted.split(",")})
         if not set(chosen) <= set(allowed):
             raise SystemExit(f"--cores {wanted}: this process may run on cores {allowed} only")
-        relative = {}
     os.sched_setaffinity(0, set(chosen))  # mpiexec and every rank inherit it
     return {"cores": chosen, "relative": relative}
 
 
 def cores_line(cores: dict[str, Any], when: str = "before the builds") -> str:
-    chosen = ",".join(str(core) for core in cores["cores"])
-    relative = cores.get("relative")
-    if not relative:
-        return f"cores: {chosen}"
-    inside = [relative[core] for core in cores["cores"]]
+    """Each core's time alone over the fastest's, and the cores the ranks run on."""
+    relative = cores["relative"]
+    each = " ".join(f"{core}:{value:.2f}" for core, value in relative.items())
+    line = (f"cores {when}, each timed alone: {min(relative.values()):.2f} to {max(relative.values()):.2f} times "
+            f"the fastest's time for the same sweeps ({each})")
     outside = [value for core, value in relative.items() if core not in cores["cores"]]
-    line = (f"cores {when}, timed one at a time: {min(relative.values()):.2f} to {max(relative.values()):.2f} "
-            f"times the fastest's time for the same sweeps; the ranks run on {chosen} "
-            f"({min(inside):.2f} to {max(inside):.2f})")
-    return line + (f", leaving {len(outside)} at {min(outside):.2f} to {max(outside):.2f}" if outside else "")
+    if not outside:
+        return line + "; the ranks may run on any of them"
+    inside = [relative[core] for core in cores["cores"]]
+    return (line + f"; the ranks run on {','.join(str(core) for core in cores['cores'])} "
+            f"({min(inside):.2f} to {max(inside):.2f}), leaving {len(outside)} at {min(outside):.2f} to "
+            f"{max(outside):.2f}")
 
 
 # ---- the experiment -----------------------------------------------------------------
@@ -566,9 +567,9 @@ def main() -> None:
     options.add_argument("--seed", type=int, default=1)
     options.add_argument("--least", type=int, default=64, help="fewest rows and columns of a trial's grid")
     options.add_argument("--speeds", action="store_true", help="only time the ranks against each other")
-    options.add_argument("--cores", default="fastest",
-                         help="the cores to run on: 'fastest' (the --procs fastest, timed one at a time; default), "
-                              "'all' (every core this process may use), or a list such as 0,2,5")
+    options.add_argument("--cores", default="all",
+                         help="the cores to run on: 'all' (every core this process may use; default), 'fastest' "
+                              "(the --procs fastest, each timed alone), or a list such as 0,2,5")
     options.add_argument("--trials-of", type=Path, help=argparse.SUPPRESS)  # the workers, under mpiexec
     options.add_argument("--speeds-of", type=int, help=argparse.SUPPRESS)
     options.add_argument("--json", type=Path, help=argparse.SUPPRESS)
@@ -617,7 +618,7 @@ def main() -> None:
         print("\n".join(reported), flush=True)
     summary["speeds"]["after"] = measure_ranks(options.procs, options.out / "speeds-after.json")
     lines.append(speeds_line("after the trials", summary["speeds"]["after"]))
-    if summary["cores"].get("relative"):
+    if len(summary["cores"]["relative"]) > 1:
         again = time_cores(sorted(summary["cores"]["relative"]))
         fastest_time = min(again.values())
         summary["cores"]["relative_after"] = {core: round(t / fastest_time, 3) for core, t in again.items()}

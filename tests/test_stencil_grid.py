@@ -238,17 +238,21 @@ def test_strips_against_blocks_alone_where_the_whole_grid_wins_everywhere():
     assert "strips gain on the slow network" in line and "0.66 times on the LAN" in line
 
 
-def test_the_fastest_cores_timed_one_at_a_time_are_the_ones_the_ranks_run_on(monkeypatch):
+def test_every_core_is_timed_alone_and_the_fastest_are_the_ones_the_ranks_run_on_when_asked(monkeypatch):
     pinned = []
+    speeds = {0: 2.0, 1: 1.0, 2: 1.1, 3: 1.6}
     monkeypatch.setattr(grid.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
     monkeypatch.setattr(grid.os, "sched_setaffinity", lambda pid, cores: pinned.append(set(cores)))
-    monkeypatch.setattr(grid, "time_cores", lambda cores: {0: 2.0, 1: 1.0, 2: 1.1, 3: 1.6})
+    monkeypatch.setattr(grid, "time_cores", lambda cores: {core: speeds[core] for core in cores})
     chosen = grid.choose_cores("fastest", 2)
-    assert chosen == {"cores": [1, 2], "relative": {0: 2.0, 1: 1.0, 2: 1.1, 3: 1.6}}
+    assert chosen == {"cores": [1, 2], "relative": speeds}
     assert pinned == [{1, 2}]  # what mpiexec and the ranks inherit
     line = grid.cores_line(chosen)
-    assert "1.00 to 2.00 times the fastest's" in line and "run on 1,2 (1.00 to 1.10), leaving 2 at 1.60 to 2.00" in line
-    assert grid.choose_cores("all", 2) == {"cores": [0, 1, 2, 3]}
+    assert "1.00 to 2.00 times the fastest's time for the same sweeps (0:2.00 1:1.00 2:1.10 3:1.60)" in line
+    assert line.endswith("the ranks run on 1,2 (1.00 to 1.10), leaving 2 at 1.60 to 2.00")
+    everywhere = grid.choose_cores("all", 2)
+    assert everywhere == {"cores": [0, 1, 2, 3], "relative": speeds} and len(pinned) == 1  # nothing pinned
+    assert grid.cores_line(everywhere).endswith("the ranks may run on any of them")
     assert grid.choose_cores("3,0", 2)["cores"] == [0, 3]
     with pytest.raises(SystemExit, match="cores \\[0, 1, 2, 3\\] only"):
         grid.choose_cores("5", 1)
