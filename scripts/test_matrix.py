@@ -15,7 +15,11 @@ other:
   with the oldest release series each declared lower bound admits
   (``numpy>=1.26`` installs the newest 1.26.x).
 
-A claimed CPython that cannot be found is skipped with the reason printed.
+The other runs' environments are made first, side by side (pip's downloads
+and unpacking overlap, and no test runs beside them); the subset runs leave
+out LEFT_OUT, tests whose time goes to compiling or profiling along paths
+that no interpreter or release changes.  A claimed CPython that cannot be
+found is skipped with the reason printed.
 The script ends with one line per run with its pass and fail counts, and a
 total; it exits non-zero when any run failed or could not be set up.
 
@@ -26,6 +30,7 @@ total; it exits non-zero when any run failed or could not be set up.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import os
 import re
 import shutil
@@ -55,6 +60,20 @@ SUBSET = [
     "tests/runtime/test_runtime.py",
     "tests/libraries/test_sort.py",
     "tests/dispatch/test_build.py::test_a_build_without_an_implementation_ends_with_a_warning_and_strict_refuses_it",
+]
+#: What the subset runs leave out of SUBSET: tests whose time goes to
+#: compiling or profiling along paths that depend on no interpreter or
+#: release (the compile cache's bookkeeping, a compiler without link-time
+#: code generation, a calibration of the MPI runtime, the second library of
+#: the fit workers' comparison); the full suite runs them.
+LEFT_OUT = [
+    "tests/test_compile.py::test_an_uncached_compile_neither_reads_nor_fills_the_cache",
+    "tests/test_compile.py::test_a_module_takes_its_cython_from_the_cache_and_compiles_its_c_afresh",
+    "tests/test_compile.py::test_a_compiler_that_refuses_to_generate_code_at_the_link_compiles_plainly",
+    "tests/test_compile.py::test_an_object_of_undefined_code_is_not_kept_even_when_started_early",
+    "tests/test_compile.py::test_a_module_object_started_early_is_the_one_its_module_links",
+    "tests/runtime/test_runtime.py::test_the_runtime_library_calibrates_its_primitives",
+    "tests/model/test_workers.py::test_the_fits_are_the_same_side_by_side_as_one_after_the_other[sort.hl-sort-used0]",
 ]
 #: Packages whose versions each run reports.
 SHOWN = ("numpy", "scipy", "Cython", "mpi4py", "mpich")
@@ -145,9 +164,11 @@ def package_versions(python: Path | str) -> str:
     return ", ".join(result.stdout.split("\n")[:-1]) if result.returncode == 0 else "versions unknown"
 
 
-def make_venv(interpreter: Path, folder: Path, constraints: list[str] | None) -> Path:
-    """A virtual environment with hlc and its test extra installed: the newest
-    releases pip resolves, or those allowed by ``constraints``.  Raises
+def make_venv(interpreter: Path, folder: Path, requirements: list[str], constraints: list[str] | None) -> Path:
+    """A virtual environment with hlc's requirements and its test extra: the
+    newest releases pip resolves, or those allowed by ``constraints``; hlc
+    itself is installed by :func:`install_hlc`.  Environments can be made
+    side by side: this writes nothing into the checkout.  Raises
     RuntimeError with pip's last lines when it cannot be made."""
     python = folder / "bin" / "python"
     steps = [] if python.exists() else [[str(interpreter), "-m", "venv", str(folder)]]
@@ -157,17 +178,51 @@ def make_venv(interpreter: Path, folder: Path, constraints: list[str] | None) ->
         handle.write("\n".join(constraints or []) + "\n")
     if constraints:
         install += ["--constraint", handle.name]
-    steps.append(install + ["-e", f"{ROOT}[test]"])
+    steps.append(install + requirements)
     try:
         for step in steps:
-            result = subprocess.run(step, capture_output=True, text=True, cwd=ROOT)
-            if result.returncode != 0:
-                shown = [line for line in (result.stdout + result.stderr).splitlines()
-                         if not line.startswith("WARNING: Location")]
-                raise RuntimeError(f"{' '.join(step[:4])} … failed:\n" + "\n".join(shown[-15:]))
+            _pip(step)
     finally:
         os.unlink(handle.name)
     return python
+
+
+def install_hlc(python: Path) -> None:
+    """hlc, editable, into the environment of ``python`` (its requirements are
+    there already).  One environment at a time: the install writes the
+    checkout's ``hlc.egg-info``."""
+    _pip([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(ROOT)])
+
+
+def _pip(step: list[str]) -> None:
+    result = subprocess.run(step, capture_output=True, text=True, cwd=ROOT)
+    if result.returncode != 0:
+        shown = [line for line in (result.stdout + result.stderr).splitlines()
+                 if not line.startswith("WARNING: Location")]
+        raise RuntimeError(f"{' '.join(step[:4])} … failed:\n" + "\n".join(shown[-15:]))
+
+
+def make_venvs(plans: list[Plan], requirements: list[str]) -> None:
+    """Make the environments of ``plans`` side by side, before any test runs
+    (pip's downloads and unpacking overlap; no test is timed beside them),
+    then install hlc into each; a plan that cannot be set up gets its
+    ``problem``."""
+    if not plans:
+        return
+    started = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(plans)) as pool:
+        made = {pool.submit(make_venv, plan.interpreter, plan.folder, requirements, plan.constraints): plan
+                for plan in plans}
+        for future in concurrent.futures.as_completed(made):
+            plan = made[future]
+            try:
+                plan.python = future.result()
+                install_hlc(plan.python)
+            except RuntimeError as error:
+                plan.problem = f"could not set up {plan.folder.name}"
+                print(error, flush=True)
+    print(f"{', '.join(plan.folder.name for plan in plans)} set up side by side in "
+          f"{time.monotonic() - started:.0f} s", flush=True)
 
 
 def run_tests(python: Path | str, selection: list[str], outcome: Outcome) -> None:
@@ -212,15 +267,7 @@ def main() -> int:
     here = f"{sys.version_info[0]}.{sys.version_info[1]}"
     if here not in versions:
         print(f"warning: this interpreter, CPython {here}, is not among the claimed {', '.join(versions)}")
-    outcomes: list[Outcome] = []
-
-    if chosen("default"):
-        outcome = Outcome(f"CPython {full_version(sys.executable)}, this environment, full suite but the slow "
-                          f"end-to-end runs", versions=package_versions(sys.executable))
-        banner(outcome.name)
-        run_tests(sys.executable, ["-m", "not slow"], outcome)
-        outcomes.append(outcome)
-
+    outcomes: list[Outcome | Plan] = []
     found: dict[str, Path] = {}
     for version in versions:
         interpreter, looked = find_interpreter(version)
@@ -230,20 +277,28 @@ def main() -> int:
             continue
         if interpreter is None:
             outcomes.append(Outcome(f"CPython {version}", problem=looked, absent=True))
-            print(f"\nCPython {version}: skipped, {looked}", flush=True)
+            print(f"CPython {version}: skipped, {looked}", flush=True)
             continue
-        outcomes.append(subset_run(f"CPython {full_version(interpreter)}, newest releases, subset", interpreter,
-                                   ROOT / f".venv-{version}", None))
-
+        outcomes.append(Plan(f"CPython {full_version(interpreter)}, newest releases, subset", interpreter,
+                             ROOT / f".venv-{version}", None))
     if chosen("lowest"):
         oldest = next((v for v in versions if v in found), None)
         if oldest is None:
             outcomes.append(Outcome("lowest declared versions", problem="no claimed CPython found", absent=True))
         else:
             constraints = lowest_constraints(requirements)
-            print(f"\nlowest declared versions: {' '.join(constraints)}", flush=True)
-            outcomes.append(subset_run(f"CPython {full_version(found[oldest])}, lowest declared versions, subset",
-                                       found[oldest], ROOT / ".venv-lowest", constraints))
+            print(f"lowest declared versions: {' '.join(constraints)}", flush=True)
+            outcomes.append(Plan(f"CPython {full_version(found[oldest])}, lowest declared versions, subset",
+                                 found[oldest], ROOT / ".venv-lowest", constraints))
+    make_venvs([plan for plan in outcomes if isinstance(plan, Plan)], requirements)
+
+    if chosen("default"):
+        outcome = Outcome(f"CPython {full_version(sys.executable)}, this environment, full suite but the slow "
+                          f"end-to-end runs", versions=package_versions(sys.executable))
+        banner(outcome.name)
+        run_tests(sys.executable, ["-m", "not slow"], outcome)
+        outcomes.insert(0, outcome)
+    outcomes = [subset_run(entry) if isinstance(entry, Plan) else entry for entry in outcomes]
 
     print(f"\n{'=' * 8} the matrix {'=' * 92}")
     for outcome in outcomes:
@@ -254,19 +309,27 @@ def main() -> int:
     return 0 if ran and all(o.ok for o in outcomes) else 1
 
 
-def subset_run(name: str, interpreter: Path, folder: Path, constraints: list[str] | None) -> Outcome:
-    outcome = Outcome(name)
-    banner(name)
-    started = time.monotonic()
-    try:
-        python = make_venv(interpreter, folder, constraints)
-    except RuntimeError as error:
-        outcome.problem = f"could not set up {folder.name}"
-        print(error, flush=True)
+@dataclass
+class Plan:
+    """A subset run: its interpreter, its environment and the constraints on
+    its releases; ``python`` once the environment is made."""
+
+    name: str
+    interpreter: Path
+    folder: Path
+    constraints: list[str] | None
+    python: Path | None = None
+    problem: str | None = None
+
+
+def subset_run(plan: Plan) -> Outcome:
+    outcome = Outcome(plan.name)
+    banner(plan.name)
+    if plan.python is None:
+        outcome.problem = plan.problem or f"could not set up {plan.folder.name}"
         return outcome
-    print(f"{folder.name} ready in {time.monotonic() - started:.0f} s", flush=True)
-    outcome.versions = package_versions(python)
-    run_tests(python, SUBSET, outcome)
+    outcome.versions = package_versions(plan.python)
+    run_tests(plan.python, [*SUBSET, *(f"--deselect={test}" for test in LEFT_OUT)], outcome)
     return outcome
 
 
