@@ -73,6 +73,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +98,7 @@ SPEED_BLOCK = (173, 173)
 #: Rounds of that timing, and the least length of one (it repeats the sweeps).
 SPEED_ROUNDS = 20
 SPEED_ROUND_SECONDS = 0.01
-#: Rounds of timing each core alone (``--cores fastest``).
+#: Rounds of timing each core alone (before the builds and after the trials).
 CORE_ROUNDS = 7
 
 
@@ -332,16 +333,11 @@ def _judge(timings: dict[str, dict[int, float]], rivals: dict[str, str], chosen_
 # ---- the ranks' speeds ---------------------------------------------------------------
 
 
-def time_ranks(rounds: int, out: Path) -> None:
-    """Every rank times a red and a black half-sweep of the same SPEED_BLOCK
-    block, ``rounds`` times, each round starting together after a barrier and
-    repeating the sweeps until it lasts SPEED_ROUND_SECONDS; rank 0 writes the
-    seconds per sweep pair, one list per rank, to ``out`` (runs under mpiexec)."""
+def _sweeper() -> Callable[[int], float]:
+    """The seconds per red and black half-sweep of a SPEED_BLOCK block, over
+    ``calls`` of them: the yardstick that times ranks and cores alike."""
     import numpy as np
 
-    from hlc.runtime import world
-
-    team = world()
     relax = _load(ROOT / "libraries" / "stencil" / "relax.py")
     block = np.random.default_rng(0).random(SPEED_BLOCK)
 
@@ -352,8 +348,27 @@ def time_ranks(rounds: int, out: Path) -> None:
             relax.half_sweep(block, relax.BLACK)
         return (time.perf_counter() - started) / calls
 
+    return sweeps
+
+
+def round_calls(first: float) -> int:
+    """How many sweeps, each as long as ``first``, fill SPEED_ROUND_SECONDS."""
+    return max(1, math.ceil(SPEED_ROUND_SECONDS / max(first, 1e-9)))
+
+
+def time_ranks(rounds: int, out: Path) -> None:
+    """Every rank times a red and a black half-sweep of the same SPEED_BLOCK
+    block, ``rounds`` times, each round starting together after a barrier and
+    repeating the sweeps until it lasts SPEED_ROUND_SECONDS; rank 0 writes the
+    seconds per sweep pair, one list per rank, to ``out`` (runs under mpiexec)."""
+    import numpy as np
+
+    from hlc.runtime import world
+
+    team = world()
+    sweeps = _sweeper()
     first = float(team.reduce(np.array([sweeps(1)]), "max")[0])  # every rank repeats as often
-    calls = max(1, math.ceil(SPEED_ROUND_SECONDS / max(first, 1e-9)))
+    calls = round_calls(first)
     seconds = []
     for _ in range(rounds):
         team.barrier()
@@ -402,26 +417,24 @@ def time_cores(cores: list[int], rounds: int = CORE_ROUNDS) -> dict[int, float]:
     taken in turn round after round (so a spell of the host falls on all of
     them alike).  A virtual machine's cores need not run at one speed: their
     hardware threads may be shared with other guests."""
-    import numpy as np
-
-    relax = _load(ROOT / "libraries" / "stencil" / "relax.py")
-    block = np.random.default_rng(0).random(SPEED_BLOCK)
+    sweeps = _sweeper()
     allowed = os.sched_getaffinity(0)
     seconds: dict[int, list[float]] = {core: [] for core in cores}
     try:
         for _ in range(rounds):
             for core in cores:
                 os.sched_setaffinity(0, {core})
-                relax.half_sweep(block, relax.RED)  # the block into this core's caches
-                calls, started = 0, time.perf_counter()
-                while time.perf_counter() - started < SPEED_ROUND_SECONDS:
-                    relax.half_sweep(block, relax.RED)
-                    relax.half_sweep(block, relax.BLACK)
-                    calls += 1
-                seconds[core].append((time.perf_counter() - started) / calls)
+                first = sweeps(1)  # the block into this core's caches
+                seconds[core].append(sweeps(round_calls(first)))
     finally:
         os.sched_setaffinity(0, allowed)
     return {core: statistics.median(times) for core, times in seconds.items()}
+
+
+def relative_to_fastest(timed: dict[int, float]) -> dict[int, float]:
+    """Each core's time over the fastest core's."""
+    fastest = min(timed.values())
+    return {core: round(seconds / fastest, 3) for core, seconds in timed.items()}
 
 
 def choose_cores(wanted: str, procs: int) -> dict[str, Any]:
@@ -434,8 +447,7 @@ def choose_cores(wanted: str, procs: int) -> dict[str, Any]:
     whether the machine's cores run at one."""
     allowed = sorted(os.sched_getaffinity(0))
     timed = time_cores(allowed)
-    fastest_time = min(timed.values())
-    relative = {core: round(timed[core] / fastest_time, 3) for core in allowed}
+    relative = relative_to_fastest(timed)
     if wanted == "all":
         return {"cores": allowed, "relative": relative}
     if wanted == "fastest":
@@ -619,9 +631,7 @@ def main() -> None:
     summary["speeds"]["after"] = measure_ranks(options.procs, options.out / "speeds-after.json")
     lines.append(speeds_line("after the trials", summary["speeds"]["after"]))
     if len(summary["cores"]["relative"]) > 1:
-        again = time_cores(sorted(summary["cores"]["relative"]))
-        fastest_time = min(again.values())
-        summary["cores"]["relative_after"] = {core: round(t / fastest_time, 3) for core, t in again.items()}
+        summary["cores"]["relative_after"] = relative_to_fastest(time_cores(sorted(summary["cores"]["relative"])))
         lines.append(cores_line({"cores": summary["cores"]["cores"], "relative": summary["cores"]["relative_after"]},
                                 "after the trials"))
     save(summary, options.out)
