@@ -4,12 +4,14 @@ dtype and awkward input (hypothesis), and SPMD under mpiexec -n 2 and -n 3."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import math
 import statistics
 import subprocess
 import sys
+import timeit
 from pathlib import Path
 
 import numpy as np
@@ -267,28 +269,36 @@ def test_the_dispatched_sort_equals_numpy_sort(sort, keys):
 
 
 def test_large_inputs_of_each_width_go_somewhere_right(sort, built):
-    """Right as the profile measured it: at the points of 50,000 keys or
-    more where the build timed every implementation that applies (two
-    sizes of a quick build's grid, six to eight points), the one it chooses
-    was within 25% of the fastest at half of them or more, within 50% on
-    (geometric) average, and never six times as slow.  A quick build's
-    rough models on a busy host have put one point at 2.7 times the fastest
-    and three at 1.6, and once counting sort's 2**21 counters for 162,772
-    keys at 4.6 times (one build in sixteen); a sort that ignored the keys'
-    width (numpy.sort always, two to four times slower than counting sort
-    on narrow keys) fails the median and the average.  And the keys of each
-    width come out sorted, by more than one implementation."""
-    measured: dict[tuple[float, float], dict[str, float]] = {}
+    """Right as measured: at the points of 50,000 keys or more where the
+    build timed every implementation that applies (two sizes of a quick
+    build's grid, six to eight points), the one it chooses was within 25%
+    of the fastest at half of them or more, within 50% on (geometric)
+    average, and never six times as slow.  A quick build's rough models on
+    a busy host have put one point at 2.7 times the fastest and three at
+    1.6, and once counting sort's 2**21 counters for 162,772 keys at 4.6
+    times (one build in sixteen); a sort that ignored the keys' width
+    (numpy.sort always, two to four times slower than counting sort on
+    narrow keys) fails the median and the average.  The profile's samples
+    are single timings of a busy host, and a slow spell makes a right choice
+    look wrong: a point they put beyond 25% is timed again here, the choice
+    against the profile's fastest in alternation (``slower_by``).  And the
+    keys of each width come out sorted, by more than one implementation."""
+    measured: dict[tuple[float, float], dict[str, tuple[float, dict]]] = {}
     for sample in Samples.load(built / "samples.jsonl").samples:
         if sample.variables["n"] >= 50_000 and sample.variables.get("P", 1) == 1:
             at = measured.setdefault((sample.variables["n"], sample.variables["width"]), {})
-            at[sample.implementation] = min(sample.seconds, at.get(sample.implementation, math.inf))
+            if sample.seconds < at.get(sample.implementation, (math.inf, {}))[0]:
+                at[sample.implementation] = (sample.seconds, sample.parameters)
     judged = []
     for (n, width), seconds in sorted(measured.items()):
         choice = sort.choose_sort_at(n=n, width=width)
         applicable = {name for name, predicted in choice.predicted.items() if math.isfinite(predicted)}
         if applicable <= set(seconds):
-            judged.append((n, width, choice.implementation, seconds[choice.implementation] / min(seconds.values())))
+            fastest = min(seconds, key=lambda name: seconds[name][0])
+            ratio = seconds[choice.implementation][0] / seconds[fastest][0]
+            if ratio > 1.25:
+                ratio = slower_by(sort, int(n), int(width), (fastest, seconds[fastest][1]), choice)
+            judged.append((n, width, choice.implementation, ratio))
     assert len(judged) >= 5 and len({width for _, width, _, _ in judged}) >= 2, (judged, measured)
     ratios = [point[3] for point in judged]
     assert statistics.median(ratios) <= 1.25, f"chosen / measured fastest: median of {judged}"
@@ -302,6 +312,21 @@ def test_large_inputs_of_each_width_go_somewhere_right(sort, built):
         chosen.add(sort.choose(keys).implementation)
         assert np.array_equal(sort.sort(keys), np.sort(keys))
     assert len(chosen) > 1  # the choice depends on the keys' width
+
+
+def slower_by(sort, n: int, width: int, fastest: tuple[str, dict], choice) -> float:
+    """The median, over 15 rounds each timing both in turn, of the chosen
+    implementation's time over the profile's fastest one's, on n keys of
+    the given width."""
+    module = sort.dispatch_sort
+    direct = {"radix": module.radix_sort, "counting": module.counting_sort, "narrow": module.narrow_sort,
+              "numpy": module._impl_numpy}
+    keys = np.random.default_rng(n).integers(0, 1 << width, size=n, dtype=np.int64)
+    first = functools.partial(direct[fastest[0]], keys, **fastest[1])
+    chosen = functools.partial(direct[choice.implementation], keys, **choice.parameters)
+    number = max(1, int(2e-3 / max(timeit.timeit(first, number=1), 1e-7)))
+    return statistics.median(timeit.timeit(chosen, number=number) / timeit.timeit(first, number=number)
+                             for _ in range(15))
 
 
 EXTRAPOLATING = """
