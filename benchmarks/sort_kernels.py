@@ -16,10 +16,15 @@ worst case.
 
 With ``--against plain``, this tree's kernels are compiled both ways that
 hlc.compile can: their code generated at the link, in parallel jobs (what
-builds do where the compiler can), against a plain compile.
+builds do where the compiler can), against a plain compile.  With
+``--against=-O2`` (any ``-O`` flag), against the same compile at that
+optimization level (``CFLAGS``, which comes after the interpreter's own
+flags and so decides, at the link too): what a faster compile of the first
+build would cost every sort.
 
     python benchmarks/sort_kernels.py --against REF [--rounds 3] [--repeats 7]
     python benchmarks/sort_kernels.py --against plain
+    python benchmarks/sort_kernels.py --against=-O2
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import argparse
 import importlib.util
 import json
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -49,10 +55,20 @@ KEYS = ((8, "int64"), (16, "int64"), (22, "int64"), (31, "int64"), (40, "int64")
 DIGITS = (6, 8, 11, 16)
 
 
-def compiled(source: Path, folder: Path, at_link: bool = True) -> tuple[Path, float]:
-    """The library compiled from ``source`` into ``folder``, and the compile's seconds."""
+def compiled(source: Path, folder: Path, at_link: bool = True, flags: str = "") -> tuple[Path, float]:
+    """The library compiled from ``source`` into ``folder`` (with ``flags``
+    added to ``CFLAGS``), and the compile's seconds."""
+    before = os.environ.get("CFLAGS")
+    if flags:
+        os.environ["CFLAGS"] = f"{before or ''} {flags}".strip()
     started = time.monotonic()
-    compile_extensions([source], folder, cached=False, at_link=at_link)
+    try:
+        compile_extensions([source], folder, cached=False, at_link=at_link)
+    finally:
+        if before is None:
+            os.environ.pop("CFLAGS", None)
+        else:
+            os.environ["CFLAGS"] = before
     seconds = time.monotonic() - started
     [library] = folder.glob(extension_name(source) + ".*.so")
     return library, seconds
@@ -106,7 +122,8 @@ def timed(library: Path, repeats: int) -> list[float]:
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     options.add_argument("--against", metavar="REF",
-                         help="git revision whose kernels to compare, or 'plain': this tree's, compiled plainly")
+                         help="git revision whose kernels to compare; 'plain': this tree's, compiled plainly; "
+                              "-O2 (any -O flag, as --against=-O2): this tree's, at that optimization level")
     options.add_argument("--rounds", type=int, default=3, help="processes of each revision")
     options.add_argument("--repeats", type=int, default=7, help="timings of each case in a process")
     options.add_argument("--time", metavar="LIBRARY", help=argparse.SUPPRESS)
@@ -119,12 +136,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         plain = args.against == "plain"
-        theirs = ROOT / SOURCE if plain else folder / "against" / SOURCE.name
-        if not plain:
+        level = args.against if args.against.startswith("-O") else ""
+        theirs = ROOT / SOURCE if plain or level else folder / "against" / SOURCE.name
+        if not (plain or level):
             theirs.parent.mkdir()
             theirs.write_bytes(subprocess.run(["git", "-C", str(ROOT), "show", f"{args.against}:{SOURCE}"],
                                               check=True, capture_output=True).stdout)
-        other, other_seconds = compiled(theirs, folder / "against-build", at_link=not plain)
+        other, other_seconds = compiled(theirs, folder / "against-build", at_link=not plain, flags=level)
         this, this_seconds = compiled(ROOT / SOURCE, folder / "this-build")
         print(f"compile: this tree {this_seconds:.1f} s, {args.against} {other_seconds:.1f} s")
         runs: dict[Path, list[list[float]]] = {this: [], other: []}

@@ -59,3 +59,26 @@ def test_a_revision_is_required(monkeypatch):
     monkeypatch.setattr(sys, "argv", ["sort_kernels.py"])
     with pytest.raises(SystemExit):
         kernels.main()
+
+
+@pytest.mark.parametrize("before", [None, "-Wall"])
+def test_an_optimization_level_is_added_to_cflags_for_that_compile_only(tmp_path, monkeypatch, before):
+    """--against=-O2 compiles with -O2 last in CFLAGS (after the interpreter's
+    own flags, so it decides), and leaves CFLAGS as it found it."""
+    if before is None:
+        monkeypatch.delenv("CFLAGS", raising=False)
+    else:
+        monkeypatch.setenv("CFLAGS", before)
+    seen = []
+
+    def compile_extensions(sources, folder, cached, at_link):
+        seen.append((kernels.os.environ.get("CFLAGS"), cached, at_link))
+        (folder / "radix.cpython-311-x86_64-linux-gnu.so").write_bytes(b"")
+
+    monkeypatch.setattr(kernels, "compile_extensions", compile_extensions)
+    library, seconds = kernels.compiled(Path("radix.pyx"), tmp_path, flags="-O2")
+    assert library.parent == tmp_path and seconds >= 0
+    assert seen == [(f"{before} -O2" if before else "-O2", False, True)]
+    assert kernels.os.environ.get("CFLAGS") == before
+    kernels.compiled(Path("radix.pyx"), tmp_path)
+    assert seen[-1][0] == before
