@@ -271,7 +271,7 @@ def test_refitted_nine_rank_models_see_the_ranks_share_the_machine():
     # ranks sweep their copies at once and share the memory system: the
     # description's terms in logP let the fit see it.  Refitted from the
     # 16-core run's native samples, the whole-grid models verify within 10%
-    # at nine ranks (measured 1.07-1.08; 1.37-1.49 without those terms), and
+    # at nine ranks (measured 1.072 and 1.089; 1.43 and 1.49 without those terms), and
     # the layout they choose at the 20 trial points is within 3% of the
     # fastest measured in 17 (14 without them, which took the whole grid
     # for cheap where it was not).
