@@ -285,10 +285,12 @@ def test_extra_rows_are_the_root_of_communication_minus_computation(stencil, bui
     height, width, P = 300, 240, 9  # a 3 x 3 process grid: blocks of 100 x 80
 
     def balance(x: int, cols: bool) -> float:
+        # The marginal work is the uniprocessor model's at the caller's P, as a
+        # model called in a term is evaluated: nine ranks sweep at once.
         halo = 2 * runtime.predict("BlockTransfer", bytes=8 * (height / 3 if cols else width / 3), P=2)
         more = dict(height=height / 3 + (0 if cols else x), width=width / 3 + (x if cols else 0), iters=1000)
-        work = (stencil.predict("uniprocessor", **more)
-                - stencil.predict("uniprocessor", height=height / 3, width=width / 3, iters=1000)) / 1000
+        work = (stencil.predict("uniprocessor", **more, P=P)
+                - stencil.predict("uniprocessor", height=height / 3, width=width / 3, iters=1000, P=P)) / 1000
         return halo - work
 
     settings_ = stencil.choose_relax_at(height=height, width=width, iters=10, P=P).settings["blocks"]
