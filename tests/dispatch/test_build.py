@@ -8,17 +8,16 @@ import os
 import re
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import time
-import timeit
 import warnings
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+from paired_timing import median_ratio
 
 import hlc
 from hlc.artefacts.models import load as load_models
@@ -149,13 +148,8 @@ def slower_by(vector, n: int, fastest: tuple[str, dict], choice) -> float:
     direct = {"numpy": module._impl_numpy, "fsum": module._impl_fsum, "kahan": module.kahan_sum,
               "blocked": module.blocked_sum}
     values = np.random.default_rng(n).standard_normal(n)
-    first = functools.partial(direct[fastest[0]], values, **fastest[1])
-    chosen = functools.partial(direct[choice.implementation], values, **choice.parameters)
-    number = max(1, int(2e-3 / max(timeit.timeit(first, number=1), 1e-7)))
-    ratios = []
-    for _ in range(15):
-        ratios.append(timeit.timeit(chosen, number=number) / timeit.timeit(first, number=number))
-    return statistics.median(ratios)
+    return median_ratio(functools.partial(direct[choice.implementation], values, **choice.parameters),
+                        functools.partial(direct[fastest[0]], values, **fastest[1]))
 
 
 def test_a_stale_fingerprint_warns_and_strict_mode_raises(built, tmp_path):

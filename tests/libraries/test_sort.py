@@ -11,7 +11,6 @@ import math
 import statistics
 import subprocess
 import sys
-import timeit
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from paired_timing import median_ratio
 
 import hlc
 from hlc.artefacts.samples import Samples
@@ -322,11 +322,8 @@ def slower_by(sort, n: int, width: int, fastest: tuple[str, dict], choice) -> fl
     direct = {"radix": module.radix_sort, "counting": module.counting_sort, "narrow": module.narrow_sort,
               "numpy": module._impl_numpy}
     keys = np.random.default_rng(n).integers(0, 1 << width, size=n, dtype=np.int64)
-    first = functools.partial(direct[fastest[0]], keys, **fastest[1])
-    chosen = functools.partial(direct[choice.implementation], keys, **choice.parameters)
-    number = max(1, int(2e-3 / max(timeit.timeit(first, number=1), 1e-7)))
-    return statistics.median(timeit.timeit(chosen, number=number) / timeit.timeit(first, number=number)
-                             for _ in range(15))
+    return median_ratio(functools.partial(direct[choice.implementation], keys, **choice.parameters),
+                        functools.partial(direct[fastest[0]], keys, **fastest[1]))
 
 
 EXTRAPOLATING = """
