@@ -73,8 +73,8 @@ resumed profile continues from.
 
 from __future__ import annotations
 
+import contextlib
 import math
-import subprocess
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -86,9 +86,11 @@ from hlc.artefacts.models import NOT_CALIBRATED, Models, load_each
 from hlc.artefacts.samples import Follower, Sample, Samples
 from hlc.boundaries import boundaries, measured_candidates
 from hlc.calibrate.breakdown import Breakdown
+from hlc.calibrate.generate import pyx_sources
 from hlc.calibrate.harness import OWN_INDEX
 from hlc.calibrate.run import ProfileResult, Progress, Server, failures_in, prepare
 from hlc.calibrate.timing import MINIMUM_TIMING
+from hlc.compile import Background, is_cached
 from hlc.language import ast
 from hlc.language.expressions import unparse
 from hlc.model.calibration import (
@@ -889,15 +891,18 @@ def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, rank
                        budget: float | None, seed: int = 0, timeout: float = 60.0, progress: Progress | None = None,
                        models_of: Mapping[str, Path] | None = None,
                        report: Callable[[str], None] | None = None,
-                       meanwhile: subprocess.Popen | None = None) -> tuple[ProfileResult, list[Round]]:
+                       meanwhile: Background | None = None) -> tuple[ProfileResult, list[Round]]:
     """Profile ``library`` into ``samples`` adaptively (module doc), within
     ``budget`` seconds of profiling (None: ``BUDGET``); resumes from
-    what ``samples`` holds.  ``meanwhile``: see hlc.calibrate.run.prepare."""
+    what ``samples`` holds.  ``meanwhile``: a compile that runs beside the
+    profile's own, then between the rounds: it is paused while the serving
+    programs start, survey and time."""
     spent = Breakdown()
     compile_started = time.monotonic()
-    if meanwhile is not None:  # a compile, when nothing is timed: the fit's workers start beside it
+    if not all(is_cached(source) for source in pyx_sources(library)):
+        # a compile, when nothing is timed: the fit's workers start beside it
         start_workers(fit_workers_wanted(library), preload=["hlc.model.calibration"])
-    program = prepare(library, build, spent, meanwhile)
+    program = prepare(library, build, spent)
     # The budget is for profiling: compiling the description's sources (once,
     # then from the cache) is not part of it.
     started = time.monotonic()
@@ -907,7 +912,8 @@ def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, rank
     servers = {size: Server(program, samples, size, seed, timeout, progress, spent) for size in ranks}
     try:
         rounds = _profile(library, samples, result, servers, ranks=ranks, budget=budget, started=started,
-                          models_of=models_of, say=report or (lambda line: None))
+                          models_of=models_of, say=report or (lambda line: None),
+                          quiet=meanwhile.paused if meanwhile is not None else contextlib.nullcontext)
     finally:
         for server in servers.values():
             server.close()
@@ -918,17 +924,20 @@ def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, rank
 
 def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers: Mapping[int, Server],
              *, ranks: Sequence[int], budget: float, started: float, models_of: Mapping[str, Path] | None,
-             say: Callable[[str], None]) -> list[Round]:
+             say: Callable[[str], None],
+             quiet: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext) -> list[Round]:
     """The survey, the rounds and the verification (module doc), each rank
-    count's points taken by its own serving program."""
+    count's points taken by its own serving program, each command in a
+    ``quiet()`` block, and the programs' start too (their clock's calibration)."""
     spent = result.breakdown
     follower = Follower(samples)  # read after every round and survey: only what they added is parsed
     records = follower.read()
     unsurveyed = [size for size in ranks if size not in {r.P for r in records.surveys}]
-    for size in unsurveyed:  # each starts while the others start and survey (nothing is timed until all have)
-        servers[size].start()
-    for size in unsurveyed:
-        servers[size].run({"survey": True})
+    with quiet():
+        for size in unsurveyed:  # each starts while the others start and survey (nothing is timed until all have)
+            servers[size].start()
+        for size in unsurveyed:
+            servers[size].run({"survey": True})
     if unsurveyed:  # read again for what the surveys added
         records = follower.read()
     grid = Grid([site for site in read_sites(records) if site.P in ranks and not site.refined])
@@ -1065,9 +1074,10 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                 budget_left = max(until - (time.monotonic() - started), 0.0)
                 round_left = max(limit - (time.monotonic() - round_started), 0.0)
                 deadline = time.time() + share * min(budget_left, round_left)
-                coverage = servers[size].run({"select": chosen, "settings": narrowed, "refined": refined,
-                                              "own": own.get(size, {}), "verifying": VERIFYING,
-                                              "verify_per_fit": VERIFY_PER_FIT, "deadline": deadline})
+                with quiet():
+                    coverage = servers[size].run({"select": chosen, "settings": narrowed, "refined": refined,
+                                                  "own": own.get(size, {}), "verifying": VERIFYING,
+                                                  "verify_per_fit": VERIFY_PER_FIT, "deadline": deadline})
                 if coverage is not None and round_left < budget_left:
                     overran = True  # the round's own limit: the next round is planned with what it measured
                 elif coverage is not None:
@@ -1129,7 +1139,8 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
             new[size][interface][str(following[interface])] = dict(point)
             following[interface] += 1
         for size, points in new.items():
-            servers[size].run({"survey": True, "refined": points})
+            with quiet():
+                servers[size].run({"survey": True, "refined": points})
         if new:
             records = follower.read()
             refined = refined_sites([site for site in read_sites(records) if site.P in ranks])
@@ -1145,8 +1156,10 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
     left = max(budget - (verification_started - started), VERIFICATION_SHARE * budget)
     for position, size in enumerate(ranks):
         deadline = time.time() + max(left - (time.monotonic() - verification_started), 0.0) / (len(ranks) - position)
-        if servers[size].run({"verification_only": True, "verify_per_fit": VERIFY_PER_FIT,
-                              "deadline": deadline}) is not None:
+        with quiet():
+            coverage = servers[size].run({"verification_only": True, "verify_per_fit": VERIFY_PER_FIT,
+                                          "deadline": deadline})
+        if coverage is not None:
             result.coverage = "verification"
     say(f"verification: {time.monotonic() - verification_started:.1f} s")
     # What the verification left goes back to the fitting points: the fits use

@@ -458,12 +458,17 @@ def _with(judge: Judge, entries: dict) -> Judge:
     return copy
 
 
-def test_a_build_says_what_its_rounds_did(tmp_path):
+def test_a_build_says_what_its_rounds_did(tmp_path, monkeypatch):
+    """A first build, whose dispatch module's object is compiled while the
+    profile times nothing (the cache is empty)."""
     from hlc.dispatch.build import build
 
+    monkeypatch.setenv("HLC_CACHE", str(tmp_path / "cache"))
     result = build(DESCRIPTIONS / "crossing.hl", out=tmp_path / "crossing", adaptive=True, budget=6.0)
     assert result.rounds[0].startswith("round 1: 8 points")
     assert json.loads((tmp_path / "crossing" / "breakdown.json").read_text())["seconds"]["measuring"] > 0
+    assert [p.name for p in (tmp_path / "cache").rglob("*.o")] == ["dispatch_crossing.o"]
+    assert not (tmp_path / "crossing" / ".dispatch").exists()
     module = hlc.load(tmp_path / "crossing")
     assert module.square_sum(__import__("numpy").ones(3)) == 3.0
 

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import signal
 import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -185,6 +190,85 @@ def test_an_object_of_undefined_code_is_not_kept_even_when_started_early(tmp_pat
     with pytest.raises(CompileError, match=r"ends\.pyx:3:\d+: the result of using negative indices"):
         compiling.compile_module(source, [tmp_path / "none.c"], tmp_path / "out")
     assert not list((tmp_path / "cache").rglob("ends.o")) and not list((tmp_path / "out").glob("ends.*so"))
+
+
+#: A compile stand-in: a child that counts into a file, as a compiler's own child would.
+COUNTING = """
+import subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", "import sys, time\\n"
+                  "while True:\\n    open(sys.argv[1], 'a').write('.')\\n    time.sleep(0.01)", sys.argv[1]])
+time.sleep(3600)
+"""
+
+
+def count(path) -> int:
+    return len(path.read_text()) if path.exists() else 0
+
+
+def wait_for(condition, seconds: float = 10.0) -> bool:
+    ends = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > ends:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_a_paused_background_compile_stops_with_its_children_and_goes_on_after(tmp_path):
+    """A build's background compile runs only while nothing is timed: paused,
+    its whole process group stands still (the compiler's children too)."""
+    marks = tmp_path / "marks"
+    background = compiling.Background([sys.executable, "-c", COUNTING, str(marks)])
+    try:
+        assert wait_for(lambda: count(marks) > 5)
+        with background.paused():
+            with background.paused():  # nested: the outer block's end resumes it
+                time.sleep(0.2)
+            time.sleep(0.2)
+            before = count(marks)
+            time.sleep(0.5)
+            assert count(marks) == before
+        assert wait_for(lambda: count(marks) > before + 5)
+    finally:
+        background.kill()
+    assert background.process.poll() is not None
+
+
+#: A build stand-in that starts a background compile, pauses it and waits to be killed.
+ABANDONED = """
+import sys, time
+from hlc.compile import Background
+background = Background([sys.executable, "-c", sys.argv[1], sys.argv[2]])
+time.sleep(0.5)
+with background.paused():
+    print(background.process.pid, flush=True)
+    time.sleep(3600)
+"""
+
+
+def test_a_background_compile_paused_by_a_build_that_was_killed_ends(tmp_path):
+    """A killed build cannot resume or end its paused compile; the compile's
+    process group is then orphaned with a stopped member, and the kernel ends
+    it (SIGHUP, then SIGCONT) rather than leave it stopped for ever."""
+    marks = tmp_path / "marks"
+    build = subprocess.Popen([sys.executable, "-c", ABANDONED, COUNTING, str(marks)], stdout=subprocess.PIPE,
+                             text=True, start_new_session=True)
+    compile_pid = int(build.stdout.readline())
+    os.killpg(build.pid, signal.SIGKILL)
+    build.wait()
+
+    def ended() -> bool:
+        try:
+            os.kill(compile_pid, 0)
+        except ProcessLookupError:
+            return True
+        state = Path(f"/proc/{compile_pid}/stat")
+        return state.exists() and state.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+
+    assert wait_for(ended)
+    settled = count(marks)  # its counting child went with it
+    time.sleep(0.3)
+    assert count(marks) == settled
 
 
 GCC_VERSION = "gcc (GCC) 12.2.0\nCopyright (C) 2022 Free Software Foundation, Inc.\n"

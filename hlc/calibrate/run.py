@@ -33,7 +33,7 @@ from typing import Any
 from hlc.artefacts.samples import Failure, Samples, append
 from hlc.calibrate.breakdown import Breakdown
 from hlc.calibrate.generate import profiling_program, pyx_sources
-from hlc.compile import compile_extensions
+from hlc.compile import Background, compile_extensions
 from hlc.errors import UserError
 from hlc.language import ast
 
@@ -60,18 +60,13 @@ class ProfileResult:
 Progress = Callable[[int, int, int], None]  # (P, done, total)
 
 
-def prepare(library: ast.Library, build: Path, spent: Breakdown | None = None,
-            meanwhile: subprocess.Popen | None = None) -> Path:
+def prepare(library: ast.Library, build: Path, spent: Breakdown | None = None) -> Path:
     """Compile the description's Cython sources and write its profiling
-    program into ``build``; returns the program's path.  ``meanwhile``: a
-    compile started beside this one (the dispatch module's), waited for
-    before anything is timed."""
+    program into ``build``; returns the program's path."""
     build.mkdir(parents=True, exist_ok=True)
     pyx = pyx_sources(library)
     with (spent or Breakdown()).spending("compile"):
         compiled = compile_extensions(pyx, build / "ext") if pyx else None
-        if meanwhile is not None:
-            meanwhile.wait()
     program = build / f"profile_{library.name}.py"
     program.write_text(profiling_program(library, compiled, program.name, build), encoding="utf-8")
     return program
@@ -106,12 +101,13 @@ def profile(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence
             budget: float | None = None, resume: bool = False, seed: int = 0, timeout: float | None = None,
             progress: Progress | None = None, verification_only: bool = False,
             implementations: Sequence[str] | None = None,
-            meanwhile: subprocess.Popen | None = None) -> ProfileResult:
-    """Profile every implementation of ``library`` into the samples file
-    (``meanwhile``: see :func:`prepare`)."""
+            meanwhile: Background | None = None) -> ProfileResult:
+    """Profile every implementation of ``library`` into the samples file.
+    ``meanwhile``: a compile that runs beside the profile's own, and is
+    paused while the programs run."""
     started = time.monotonic()
     spent = Breakdown()
-    program = prepare(library, build, spent, meanwhile)
+    program = prepare(library, build, spent)
     if not resume and samples.exists():
         samples.unlink()
     samples.parent.mkdir(parents=True, exist_ok=True)
@@ -120,7 +116,8 @@ def profile(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence
     result = ProfileResult(samples=samples, program=program, ranks=list(ranks), breakdown=spent)
     for size in ranks:
         selection = _selection(verification_only, implementations)
-        coverage = run_program(program, samples, size, seed, deadline, timeout, progress, selection, spent)
+        with meanwhile.paused() if meanwhile is not None else contextlib.nullcontext():
+            coverage = run_program(program, samples, size, seed, deadline, timeout, progress, selection, spent)
         if coverage is not None:
             result.coverage = coverage
             break

@@ -17,7 +17,6 @@ import errno
 import math
 import os
 import shutil
-import subprocess
 import sysconfig
 import time
 import warnings
@@ -29,9 +28,9 @@ from typing import Any
 from hlc.artefacts.models import Models, load_each, load_used, save_used
 from hlc.artefacts.models import load as load_models
 from hlc.calibrate.breakdown import Breakdown
-from hlc.calibrate.generate import profiling_program, pyx_sources
+from hlc.calibrate.generate import profiling_program
 from hlc.calibrate.run import Failure, ProfileResult, Progress, profile, profile_defaults
-from hlc.compile import compile_module, is_cached, start_module_object
+from hlc.compile import Background, compile_module, start_module_object
 from hlc.dispatch.bundle import SOURCE_FOLDER, copy_sources, description_of, write_package_files
 from hlc.dispatch.cmodels import HEADER, c_header, c_source, decisions_name, header_name
 from hlc.dispatch.generate import dispatch_source
@@ -350,6 +349,7 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
     clean_orphans(link)
     version = _new_version(link)
     version.mkdir()
+    meanwhile = None
     try:
         profiled = quick_profile(library) if quick else library
         samples = version / "samples.jsonl"
@@ -362,11 +362,10 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
         else:
             result = profile(profiled, samples, version, ranks=ranks, budget=budget, seed=seed, timeout=timeout,
                              progress=progress, implementations=refit, meanwhile=meanwhile)
-        shutil.rmtree(version / ".dispatch", ignore_errors=True)
         spent = Breakdown()
         spent.merge(result.breakdown.closed())
         used_paths = _used_models(library, link.parent)
-        with spent.spending("fit"):
+        with spent.spending("fit"):  # beside what is left of the dispatch module's object
             models = calibrate(library, Samples.load(samples), models_of=used_paths, quick=quick)
         if refit is not None and previous is not None:
             kept = {name: entry for name, entry in previous.implementations.items()
@@ -380,10 +379,15 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
                              + f"\n(--strict: nothing was installed{kept})")
         models = replace(models, static=static or None, origin=origin or models.origin)
         with spent.spending("dispatch module"):
+            if meanwhile is not None:
+                meanwhile.wait()
+            shutil.rmtree(version / ".dispatch", ignore_errors=True)
             models, compiled = package(library, models, used_models, version, static)
         spent.wall = time.monotonic() - started
         spent.closed().save(version / BREAKDOWN_FILE)
     except BaseException:
+        if meanwhile is not None:
+            meanwhile.kill()
         shutil.rmtree(version, ignore_errors=True)  # the previous build stays as it was
         raise
     _swap(link, version)
@@ -395,7 +399,7 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
 def _profile_adaptively(library: ast.Library, samples: Path, version: Path, link: Path, *,
                         ranks: Sequence[int] | None, budget: float | None, seed: int, timeout: float | None,
                         progress: Progress | None, report: Callable[[str], None],
-                        meanwhile: subprocess.Popen | None) -> ProfileResult:
+                        meanwhile: Background | None) -> ProfileResult:
     from hlc import adaptive
 
     ranks, timeout = profile_defaults(library, ranks, timeout)
@@ -405,13 +409,13 @@ def _profile_adaptively(library: ast.Library, samples: Path, version: Path, link
     return result
 
 
-def _start_dispatch_object(library: ast.Library, scratch: Path) -> subprocess.Popen | None:
+def _start_dispatch_object(library: ast.Library, scratch: Path) -> Background | None:
     """Start compiling the object of the dispatch module's Cython, which
-    depends on the description alone, beside the compile of the description's
-    own sources (hlc.compile.start_module_object): only where those are
-    compiled, which takes longer, and nothing is timed meanwhile.  None
-    where they come from the cache, or the object does."""
-    if not has_compiler() or all(is_cached(source) for source in pyx_sources(library)):
+    depends on the description alone (hlc.compile.start_module_object):
+    beside the compile of the description's own sources, then whenever
+    nothing is timed (the profile pauses it), and beside the last fit.
+    None where the object comes from the cache."""
+    if not has_compiler():
         return None
     scratch.mkdir(parents=True, exist_ok=True)
     source = write_dispatch_sources(library, Models(library.name, "", {}), {}, scratch)
