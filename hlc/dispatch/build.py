@@ -18,6 +18,7 @@ import math
 import os
 import shutil
 import sysconfig
+import textwrap
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -521,8 +522,20 @@ def refit(target: str | Path, *, description: str | Path | None = None, **fit_op
     return BuildResult(library.name, link, models, compiled=compiled, seconds=time.monotonic() - started)
 
 
+#: Columns the summary's notes are wrapped to.
+SUMMARY_WIDTH = 100
+
+
+def _wrapped(text: str, indent: str = "", hanging: str = "    ") -> list[str]:
+    return textwrap.wrap(text, SUMMARY_WIDTH, initial_indent=indent, subsequent_indent=hanging,
+                         break_long_words=False, break_on_hyphens=False) or [indent]
+
+
 def summary_table(result: BuildResult) -> str:
-    """Implementation, terms kept, verification MRE and warnings, one line each."""
+    """Implementation, status, terms kept and verification MRE, one line
+    each, its model's warnings beneath it, wrapped: a busy host gives most
+    models a sentence or two, which one line per model ran to 400
+    characters wide."""
     lines = []
     if result.checked:
         lines.append("check on fresh verification samples (MRE of the models as they were):")
@@ -533,23 +546,26 @@ def summary_table(result: BuildResult) -> str:
             lines.append("every model still fits: nothing was rebuilt")
             return "\n".join(lines)
         lines.append("")
-    lines.append(f"{'implementation':<18} {'status':<10} {'terms kept':>10} {'verification MRE':>17}  warnings")
+    lines.append(f"{'implementation':<18} {'status':<10} {'terms kept':>10} {'verification MRE':>17}")
     times = result.models.times()
     for name, entry in times.items():
         kept = len(entry.kept) if entry.status == "fitted" else "—"
         mre = entry.verification_mre
         shown = f"{mre:.3f}" if mre is not None else "—"
-        notes = "; ".join(entry.warnings) or entry.cause or ""
-        lines.append(f"{name:<18} {entry.status:<10} {kept!s:>10} {shown:>17}  {notes}")
+        lines.append(f"{name:<18} {entry.status:<10} {kept!s:>10} {shown:>17}")
+        for note in entry.warnings or ([entry.cause] if entry.cause else []):
+            lines += _wrapped(note, "  - ")
     by_ranks = [(name, entry.verification_mre_by_ranks) for name, entry in times.items()
                 if entry.verification_mre_by_ranks]
     if by_ranks:
-        lines.append("verification MRE by rank count: " + "; ".join(
+        lines += _wrapped("verification MRE by rank count: " + "; ".join(
             f"{name} {by_ranks_text(errors)}" for name, errors in by_ranks))
     for name, entry in times.items():
         found = discovered_in_words(entry) if entry.status == "fitted" else []
         if found:
-            lines.append(f"{name}: the fitter found that " + "; ".join(found))
+            lines.append(f"{name}: the fitter found that")
+            for finding in found:
+                lines += _wrapped(finding, "  - ")
     disturbed = sum(entry.disturbed_samples for entry in times.values())
     if disturbed:
         lines.append(f"{disturbed} samples taken while the host ran slow or never settled were left out of the fits")
