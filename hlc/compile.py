@@ -415,8 +415,6 @@ if __name__ == "__main__":
         for name in ("SIGTERM", "SIGHUP"):
             if hasattr(signal, name):
                 signal.signal(getattr(signal, name), _end)
-        if hasattr(os, "nice"):  # the compile of the build's own sources, and its fits, come first
-            os.nice(19)
         with tempfile.TemporaryDirectory() as scratch:
             _build_module(Path(scratch), Path(sys.argv[2]), Path(sys.argv[3]), [])
     elif sys.argv[1] == "--module":
