@@ -195,11 +195,13 @@ class Evaluator:
         self.rounds = [[] for _ in ready]
         timings = self.engine.time_rounds(interface, ready, arguments, point, self.rounds)
         self.confirm(interface, ready, timings, arguments, point, choice)
+        slowdown = self.engine.slowdown  # the second input's rounds, if any, start the engine's afresh
         other_input = self.other_input(interface, index, point, variables, ready, timings, choice)
+        slowdown = max(slowdown, self.engine.slowdown)
         measured = self.timed_candidates(interface, ready, timings, self.rounds)
         chosen = Decision(choice.implementation, dict(choice.parameters), choice.seconds)
         self.program_run.write([Evaluated(interface.name, size, index, seed, point, variables, chosen,
-                                          measured, round(self.engine.slowdown, 3), other_input), done])
+                                          measured, round(slowdown, 3), other_input), done])
 
     def timed_candidates(self, interface: Interface, ready: list[tuple[Implementation, dict, int]],
                          timings: list[list[float]], rounds: list[list[int]]) -> tuple[Candidate, ...]:

@@ -136,6 +136,40 @@ def test_the_oracle_times_the_fastest_and_the_chosen_again_on_another_input():
     assert evaluator.contenders(ready, timings, choice) == [0, 1, 2, 4]
 
 
+def test_an_evaluation_line_keeps_the_hosts_worst_slowdown_over_both_inputs():
+    """The host's slowdown an evaluation line records is the worst of all the
+    point's rounds: the first input's (a slow spell here) as well as the
+    second input's, whose rounds start the engine's count afresh."""
+    written: list = []
+
+    def time_rounds(interface, ready, arguments, point, rounds):
+        engine.slowdown = 1.6  # a spell during the first input's rounds
+        return [[1.0, 1.0, 1.0] for _ in ready]
+
+    def other_input(*arguments):
+        engine.slowdown = 1.02  # the second input's rounds: the count starts again
+        return ()
+
+    engine = SimpleNamespace(slowdown=1.0, time_rounds=time_rounds,
+                             warm_up=lambda interface, candidates, *rest: [(*c, 1) for c in candidates])
+    evaluator = object.__new__(Evaluator)
+    evaluator.engine = engine
+    evaluator.context = SimpleNamespace(size=1, rank=0)
+    evaluator.state = SimpleNamespace(excluded=set())
+    evaluator.program_run = SimpleNamespace(inputs=lambda interface, seed, point: ((), {"n": 4}),
+                                            write=written.extend, seed=1)
+    evaluator.module = SimpleNamespace(
+        sort=None, choose_sort_at=lambda **variables: SimpleNamespace(implementation="a", parameters={},
+                                                                      settings={}, seconds=1.0))
+    evaluator.candidates = lambda *rest: [(Implementation("a", None, None, None, None), {})]
+    evaluator.confirm = lambda *rest: None
+    evaluator.other_input = other_input
+    evaluator.timed_candidates = lambda *rest: ()
+    evaluator.measure(SimpleNamespace(name="sort", reference="a"), True, 0, {"q": 1})
+    [line] = [entry for entry in written if isinstance(entry, Evaluated)]
+    assert line.host == 1.6
+
+
 def two_inputs(first: dict[str, float], second: dict[str, float], chosen: str = "a") -> Evaluated:
     """An evaluation line timed on two inputs (each candidate's seconds on each)."""
     line = record(chosen, first)
