@@ -35,7 +35,7 @@ from hlc.model.deviation import RISK, fit_deviation
 from hlc.model.discover import FamilyCandidates, discover, family_factors
 from hlc.model.fingerprint import fingerprint
 from hlc.model.fit import CONSTANT, Fit, FitError, RankWarning, aliased_text, fit, mean_relative_error
-from hlc.model.predict import ModelUnavailable, Predictor, term_values
+from hlc.model.predict import ModelUnavailable, Predictor, term_columns
 from hlc.model.render import c_source, python_source
 from hlc.model.terms import model_terms
 from hlc.model.workers import Shared, side_by_side, worker_count
@@ -328,9 +328,7 @@ def _domain(samples: list[Sample]) -> dict[str, list[float]]:
 
 def _columns(predictor: Predictor, implementation: ast.Implementation, terms: list[ast.Expression],
              samples: list[Sample]) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    names = [unparse(t) for t in terms]
-    rows = [term_values(predictor, implementation, terms, _environment(s), names) for s in samples]
-    columns = {name: np.array([row[name] for row in rows], dtype=float) for name in names}
+    columns = term_columns(predictor, implementation, terms, [_environment(s) for s in samples])
     return columns, np.array([s.seconds for s in samples], dtype=float)
 
 
@@ -531,10 +529,9 @@ def _positive_everywhere(predictor: Predictor, implementation: ast.Implementatio
     terms = model_terms(model, discovered)
     texts = [unparse(t) for t in terms]
     try:
-        rows = [term_values(predictor, implementation, terms, probe, texts) for probe in probes]
+        values = term_columns(predictor, implementation, terms, probes, texts)
     except (EvaluationError, ModelUnavailable, ArithmeticError, ValueError):
         return discovered, result, []
-    values = {text: np.array([row[text] for row in rows]) for text in texts}
     below = _below_zero(result, values, len(probes))
     notes = []
     while below and discovered:

@@ -21,6 +21,7 @@ import numpy as np
 
 from hlc.artefacts.models import Models, TimeModel
 from hlc.language import ast
+from hlc.language.arrays import ArrayUnavailable, evaluate_over
 from hlc.language.expressions import EvaluationError, calls, evaluate, names, unparse
 from hlc.language.functions import BUILTINS
 from hlc.language.nest import constant_values
@@ -231,6 +232,51 @@ def term_values(predictor: Predictor, implementation: ast.Implementation, terms:
         if pure:
             _TERM_VALUES[text, point] = values[text]
     return {text: values[text] for text in texts}
+
+
+def term_columns(predictor: Predictor, implementation: ast.Implementation, terms: Sequence[ast.Expression],
+                 environments: Sequence[Mapping[str, Any]], texts: Sequence[str] | None = None
+                 ) -> dict[str, np.ndarray]:
+    """The values of ``terms`` at each of ``environments`` (samples, probes),
+    by text, as float arrays: :func:`term_values` at each, the same numbers,
+    with the terms that call no model valued once over arrays of the
+    environments' values (hlc.language.arrays).  Where that cannot be done
+    as term_values does it, every term is valued point by point, so that a
+    failure raises what term_values raises.  A fit of the sort library's
+    models spent half its time valuing terms point by point."""
+    texts = list(texts) if texts is not None else [unparse(t) for t in terms]
+    columns = _pure_columns(predictor, implementation, terms, texts, environments) if environments else None
+    if columns is None:
+        rows = [term_values(predictor, implementation, terms, environment, texts) for environment in environments]
+        return {text: np.array([row[text] for row in rows], dtype=float) for text in texts}
+    rest = [(term, text) for term, text in zip(terms, texts, strict=True) if text not in columns]
+    if rest:
+        rest_terms, rest_texts = [term for term, _ in rest], [text for _, text in rest]
+        rows = [term_values(predictor, implementation, rest_terms, environment, rest_texts)
+                for environment in environments]
+        columns.update({text: np.array([row[text] for row in rows], dtype=float) for text in rest_texts})
+    return {text: columns[text] for text in texts}
+
+
+def _pure_columns(predictor: Predictor, implementation: ast.Implementation, terms: Sequence[ast.Expression],
+                  texts: Sequence[str], environments: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray] | None:
+    """The terms that call no model valued over arrays, with every helper of
+    the implementation first, as term_values values them at each point;
+    None where any of that cannot be done over arrays."""
+    keys = environments[0].keys()
+    if any(environment.keys() != keys for environment in environments):
+        return None
+    size = len(environments)
+    try:
+        scope: dict[str, Any] = dict(predictor.constants)
+        scope.update({name: np.array([environment[name] for environment in environments], dtype=float)
+                      for name in keys})
+        for let in implementation.lets:
+            scope[let.name] = evaluate_over(let.value, scope, size)
+        return {text: evaluate_over(term, scope, size) for term, text in zip(terms, texts, strict=True)
+                if _calls_no_model(predictor, implementation, term, text)}
+    except (ArrayUnavailable, TypeError, ValueError):
+        return None
 
 
 def _calls_no_model(predictor: Predictor, implementation: ast.Implementation, term: ast.Expression,

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import pytest
 
 from hlc.artefacts.models import TimeModel
-from hlc.language.parse import parse
-from hlc.model.predict import Predictor, term_values
+from hlc.artefacts.samples import Samples
+from hlc.language.expressions import EvaluationError
+from hlc.language.parse import parse, parse_file
+from hlc.language.parser import parse_syntax
+from hlc.model import predict
+from hlc.model.predict import Predictor, term_columns, term_values
+
+ROOT = Path(__file__).resolve().parents[2]
 
 HYBRID = """
 library hybrid "A model that calls another."
@@ -88,3 +97,55 @@ def test_term_values_are_kept_for_terms_that_call_no_model_only():
     for slope in (2.0, 5.0):  # local refitted: its caller's term follows
         predictor = Predictor(first, {"local": _fitted(**{"1": 1.0, "m": slope})})
         assert term_values(predictor, spread, terms, at) == {"local(n)": 1.0 + slope * 20.0, "m * logP": 10.0}
+
+
+def _terms(texts: list[str]):
+    """Expressions from their texts, as the grammar reads them."""
+    return [let.value for let in parse_syntax("library probe\n" + "".join(f"let t{i} = {text}\n"
+                                                                          for i, text in enumerate(texts))).constants]
+
+
+#: Terms of the kinds discovery adds to the sort library's written ones.
+DISCOVERED = ["n * max(0, log2(n) - 17)", "n * iter * (log2(n) >= 18.5)", "iter * (width >= 12)",
+              "values * present * max(0, log2(n) - 19)", "n * (width >= 16) * (log2(n) >= 9)"]
+
+
+def test_term_columns_are_the_term_values_of_every_sample():
+    """Valued over arrays (hlc.language.arrays), each term of each sort model,
+    written or of the kinds discovery adds, has at every stored sample the
+    value term_values gives it there, exactly; a hybrid term (a model the
+    term calls) is valued point by point beside them."""
+    library = parse_file(ROOT / "libraries" / "sort.hl")
+    samples = Samples.read(ROOT / "tests" / "data" / "sort" / "samples.jsonl").samples
+    predictor = Predictor(library, {"radix": _fitted(**{"1": 1e-6, "n * iter": 1e-9})})
+    for implementation in library.interfaces[0].implementations:
+        environments = [s.environment for s in samples if s.implementation == implementation.name]
+        names = {let.name for let in implementation.lets} | set(environments[0])
+        extra = [t for t, text in zip(_terms(DISCOVERED), DISCOVERED, strict=True)
+                 if all(word in names for word in text.replace("(", " ").replace(")", " ").split()
+                        if word.isidentifier() and word not in ("max", "log2"))]
+        terms = list(implementation.model("time").terms) + extra
+        columns = term_columns(predictor, implementation, terms, environments)
+        predict._TERM_VALUES.clear()
+        rows = [term_values(predictor, implementation, terms, environment) for environment in environments]
+        assert list(columns) == list(rows[0])
+        for text, values in columns.items():
+            assert np.array_equal(values, [row[text] for row in rows]), f"{implementation.name}: {text}"
+        pure = predict._pure_columns(predictor, implementation, terms, list(columns), environments)
+        assert pure is not None and len(pure) == len(terms) - (implementation.name == "radix_spmd")
+
+
+def test_term_columns_fail_as_term_values_fails():
+    """A term that cannot be valued at one sample raises what term_values
+    raises at the first such sample, whichever way the others were valued."""
+    library = parse(HYBRID)
+    local = library.interfaces[0].implementation("local")
+    terms = _terms(["n", "log2(n - 16)"])
+    environments = [{"n": float(n), "P": 1, "logP": 0.0} for n in (80, 32, 16, 8)]
+    predictor = Predictor(library, {})
+    with pytest.raises(EvaluationError) as expected:
+        [term_values(predictor, local, terms, environment) for environment in environments]
+    with pytest.raises(EvaluationError) as raised:
+        term_columns(predictor, local, terms, environments)
+    assert str(raised.value) == str(expected.value)
+    assert term_columns(predictor, local, terms, environments[:2])["log2(n - 16)"].tolist() == [6.0, 4.0]
