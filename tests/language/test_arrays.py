@@ -20,7 +20,7 @@ POINTS = [{"n": 1000, "width": 28, "bpd": 7, "x": 2.5, "y": -3.0},
 ARRAYS = {name: np.array([point[name] for point in POINTS], dtype=float) for name in POINTS[0]}
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(expressions)
 def test_over_arrays_each_point_gets_what_evaluate_gives_it(expression):
     """Where the arrays give values, evaluate gives each point the same
