@@ -17,13 +17,15 @@ over NumPy arrays of its names' values, with the numbers evaluate gives:
   it in the last bit, and a step at ``log2(n) >= 17`` must see 17 at
   n = 131,072 as evaluate does.
 
-What cannot be valued so raises :class:`ArrayUnavailable`, and the caller
-values point by point, where evaluate says what failed and where: a call
-of a model or of an argument function, a shift, a family, any
-floating-point error (a division by zero, an overflow: the integer powers
-evaluate refuses as too large overflow a float64), a value that is not
-finite or lies beyond 2**53, and an ``and`` or ``or`` whose right side
-fails where evaluate would not have reached it.
+A model is called through the caller's functions of arrays
+(:meth:`hlc.model.predict.Predictor.array_functions`).  What cannot be
+valued so raises :class:`ArrayUnavailable`, and the caller values point by
+point, where evaluate says what failed and where: a call of an argument
+function or of a model the caller cannot value over arrays, a shift, a
+family, any floating-point error (a division by zero, an overflow: the
+integer powers evaluate refuses as too large overflow a float64), a value
+that is not finite or lies beyond 2**53, and an ``and`` or ``or`` whose
+right side fails where evaluate would not have reached it.
 """
 
 from __future__ import annotations
@@ -44,13 +46,16 @@ class ArrayUnavailable(Exception):
     """The expression cannot be valued over arrays as evaluate values it point by point."""
 
 
-def evaluate_over(expression: Expression, environment: Mapping[str, Any], size: int) -> np.ndarray:
+def evaluate_over(expression: Expression, environment: Mapping[str, Any], size: int,
+                  functions: Mapping[str, Callable[..., Value]] | None = None) -> np.ndarray:
     """The value of ``expression`` at ``size`` points, as a float array:
     ``environment`` holds each name's values as an array of that size, or
-    one number for all.  Raises :class:`ArrayUnavailable` (module doc)."""
+    one number for all; ``functions``, the caller's functions of arrays
+    (models), called before the built-ins as evaluate calls its own.
+    Raises :class:`ArrayUnavailable` (module doc)."""
     with np.errstate(all="raise"):
         try:
-            value = _value(expression, environment)
+            value = _value(expression, environment, functions or {})
         except ArrayUnavailable:
             raise
         except (ArithmeticError, LookupError, ValueError, TypeError) as error:
@@ -63,15 +68,15 @@ def evaluate_over(expression: Expression, environment: Mapping[str, Any], size: 
     return array
 
 
-def _value(node: Expression, environment: Mapping[str, Any]) -> Value:
+def _value(node: Expression, environment: Mapping[str, Any], functions: Mapping[str, Callable[..., Value]]) -> Value:
     if isinstance(node, Number):
         return _exact(node.value)
     if isinstance(node, Name):
         return _exact(environment[node.id])
     if isinstance(node, Call):
-        return _exact(_call(node, environment))
+        return _exact(_call(node, environment, functions))
     if isinstance(node, Unary):
-        operand = _value(node.operand, environment)
+        operand = _value(node.operand, environment, functions)
         if node.operator == "-":
             return np.negative(operand)
         if node.operator == "+":
@@ -79,18 +84,18 @@ def _value(node: Expression, environment: Mapping[str, Any]) -> Value:
         return np.logical_not(operand).astype(float)
     if not isinstance(node, Binary):  # a family
         raise ArrayUnavailable(f"{type(node).__name__} is not a value")
-    left, right = _value(node.left, environment), _value(node.right, environment)
+    left, right = _value(node.left, environment, functions), _value(node.right, environment, functions)
     operation = _OPERATIONS.get(node.operator)
     if operation is None:
         raise ArrayUnavailable(f"'{node.operator}' over arrays")
     return _exact(operation(left, right))
 
 
-def _call(node: Call, environment: Mapping[str, Any]) -> Value:
-    function = _FUNCTIONS.get(node.function)
+def _call(node: Call, environment: Mapping[str, Any], functions: Mapping[str, Callable[..., Value]]) -> Value:
+    function = functions.get(node.function) or _FUNCTIONS.get(node.function)
     if function is None:
         raise ArrayUnavailable(f"{node.function}() over arrays")
-    return function(*[_value(argument, environment) for argument in node.arguments])
+    return function(*[_value(argument, environment, functions) for argument in node.arguments])
 
 
 #: Every integer up to this magnitude is a float64.

@@ -11,6 +11,7 @@ which also holds the predictors of the libraries named by ``uses``.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -161,13 +162,7 @@ class Predictor:
         coefficients = entry.coefficients
         planned = planned and entry.weighs_deviations
         plan = entry.planned_coefficients if planned else coefficients
-        cached = self._plans.get((name, objective, planned))
-        if cached is None or cached[0] is not entry:
-            kept = [term for term in model_terms(model, entry.discovered)
-                    if coefficients.get(unparse(term), 0.0) or plan.get(unparse(term), 0.0)]
-            cached = self._plans[(name, objective, planned)] = (
-                entry, kept, [unparse(term) for term in kept], helpers_for(implementation, kept))
-        _, kept, texts, lets = cached
+        kept, texts, lets = self._plan(name, objective, planned, entry)
         environment = self._with_lets({**self.constants, **environment}, lets)
         functions = self.functions(environment)
         total, planned_total = coefficients.get("1", 0.0), plan.get("1", 0.0)
@@ -176,6 +171,70 @@ class Predictor:
             total += coefficients.get(text, 0.0) * value
             planned_total += plan.get(text, 0.0) * value
         return total, (planned_total if planned else total)
+
+    def _plan(self, name: str, objective: str, planned: bool, entry: TimeModel
+              ) -> tuple[list[ast.Expression], list[str], list[ast.Let]]:
+        """A fitted model's terms as evaluated (those of nonzero weight), their
+        texts and the helpers they need: made once per entry."""
+        cached = self._plans.get((name, objective, planned))
+        if cached is None or cached[0] is not entry:
+            _, implementation = self._implementations[name]
+            model = implementation.model(objective)
+            coefficients = entry.coefficients
+            plan = entry.planned_coefficients if planned else coefficients
+            kept = [term for term in model_terms(model, entry.discovered)
+                    if coefficients.get(unparse(term), 0.0) or plan.get(unparse(term), 0.0)]
+            cached = self._plans[(name, objective, planned)] = (
+                entry, kept, [unparse(term) for term in kept], helpers_for(implementation, kept))
+        return cached[1], cached[2], cached[3]
+
+    def array_functions(self, environment: Mapping[str, Any], size: int) -> dict[str, Callable[..., Any]]:
+        """The models callable from an expression valued over arrays of
+        ``size`` points (hlc.language.arrays), as functions of arrays: what
+        :meth:`functions` calls at one point, the same numbers at each.
+        The fitted time models and the ``def`` models of this library and
+        of those it uses; a model that is not fitted raises ArrayUnavailable
+        when called, and its caller values point by point."""
+        context = {"P": environment.get("P", 1), "logP": environment.get("logP", 0.0)}
+        table: dict[str, Callable[..., Any]] = {}
+        for name in self._implementations:
+            table[name] = functools.partial(self._implementation_over, name, context, size)
+        for name in self._definitions:
+            table[name] = functools.partial(self._definition_over, name, context, size)
+        for library_name, predictor in self.used.items():
+            for name, function in predictor.array_functions(context, size).items():
+                if "." not in name:
+                    table.setdefault(name, function)
+                    table[f"{library_name}.{name}"] = function
+        return table
+
+    def _implementation_over(self, name: str, context: Mapping[str, Any], size: int, *arguments: Any) -> np.ndarray:
+        """An implementation's fitted time model at its signature's arguments
+        over arrays: the sum :meth:`_sums` makes, in its order."""
+        interface, implementation = self._implementations[name]
+        signature = interface.signature(implementation)
+        model = implementation.model("time")
+        entry = self.calibration.get(name)
+        if len(arguments) != len(signature) or model is None or not model.fitted or entry is None \
+                or entry.status != "fitted":
+            raise ArrayUnavailable(f"{name}() over arrays")
+        scope = {**self.constants, **context, **dict(zip(signature, arguments, strict=True))}
+        functions = self.array_functions(scope, size)
+        kept, texts, lets = self._plan(name, "time", False, entry)
+        for let in lets:
+            scope[let.name] = evaluate_over(let.value, scope, size, functions)
+        total: Any = entry.coefficients.get("1", 0.0)
+        for term, text in zip(kept, texts, strict=True):
+            total = total + entry.coefficients.get(text, 0.0) * evaluate_over(term, scope, size, functions)
+        return np.broadcast_to(np.asarray(total, dtype=float), (size,))
+
+    def _definition_over(self, name: str, context: Mapping[str, Any], size: int, *arguments: Any) -> np.ndarray:
+        """A ``def`` model over arrays, as :meth:`definition` at each point."""
+        model = self._definitions[name]
+        if len(arguments) != len(model.parameters):
+            raise ArrayUnavailable(f"{name}() over arrays")
+        scope = {**self.constants, **context, **dict(zip(model.parameters, arguments, strict=True))}
+        return evaluate_over(model.body, scope, size, self.array_functions(scope, size))
 
     def helpers(self, implementation: ast.Implementation, environment: dict[str, Any],
                 needed_by: list[ast.Expression] | None = None) -> dict[str, Any]:
@@ -239,13 +298,14 @@ def term_columns(predictor: Predictor, implementation: ast.Implementation, terms
                  ) -> dict[str, np.ndarray]:
     """The values of ``terms`` at each of ``environments`` (samples, probes),
     by text, as float arrays: :func:`term_values` at each, the same numbers,
-    with the terms that call no model valued once over arrays of the
-    environments' values (hlc.language.arrays).  Where that cannot be done
-    as term_values does it, every term is valued point by point, so that a
-    failure raises what term_values raises.  A fit of the sort library's
+    each term valued once over arrays of the environments' values
+    (hlc.language.arrays), a model it calls too.  A term that calls a model
+    that cannot be valued so is valued point by point; where a helper or a
+    term that calls no model cannot be, every term is, so that a failure
+    raises what term_values raises.  A fit of the sort library's
     models spent half its time valuing terms point by point."""
     texts = list(texts) if texts is not None else [unparse(t) for t in terms]
-    columns = _pure_columns(predictor, implementation, terms, texts, environments) if environments else None
+    columns = _array_columns(predictor, implementation, terms, texts, environments) if environments else None
     if columns is None:
         rows = [term_values(predictor, implementation, terms, environment, texts) for environment in environments]
         return {text: np.array([row[text] for row in rows], dtype=float) for text in texts}
@@ -258,11 +318,13 @@ def term_columns(predictor: Predictor, implementation: ast.Implementation, terms
     return {text: columns[text] for text in texts}
 
 
-def _pure_columns(predictor: Predictor, implementation: ast.Implementation, terms: Sequence[ast.Expression],
-                  texts: Sequence[str], environments: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray] | None:
-    """The terms that call no model valued over arrays, with every helper of
-    the implementation first, as term_values values them at each point;
-    None where any of that cannot be done over arrays."""
+def _array_columns(predictor: Predictor, implementation: ast.Implementation, terms: Sequence[ast.Expression],
+                   texts: Sequence[str], environments: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray] | None:
+    """The terms valued over arrays, with every helper of the implementation
+    first, as term_values values them at each point: those that call a
+    model through the predictor's functions of arrays, and where one of
+    those cannot be, it is left out (for the caller to value point by
+    point); None where a helper or a term that calls no model cannot be."""
     keys = environments[0].keys()
     if any(environment.keys() != keys for environment in environments):
         return None
@@ -271,12 +333,19 @@ def _pure_columns(predictor: Predictor, implementation: ast.Implementation, term
         scope: dict[str, Any] = dict(predictor.constants)
         scope.update({name: np.array([environment[name] for environment in environments], dtype=float)
                       for name in keys})
+        functions = predictor.array_functions(scope, size)
         for let in implementation.lets:
-            scope[let.name] = evaluate_over(let.value, scope, size)
-        return {text: evaluate_over(term, scope, size) for term, text in zip(terms, texts, strict=True)
-                if _calls_no_model(predictor, implementation, term, text)}
+            scope[let.name] = evaluate_over(let.value, scope, size, functions)
     except (ArrayUnavailable, TypeError, ValueError):
         return None
+    columns = {}
+    for term, text in zip(terms, texts, strict=True):
+        try:
+            columns[text] = evaluate_over(term, scope, size, functions)
+        except ArrayUnavailable:
+            if _calls_no_model(predictor, implementation, term, text):
+                return None
+    return columns
 
 
 def _calls_no_model(predictor: Predictor, implementation: ast.Implementation, term: ast.Expression,

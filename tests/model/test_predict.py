@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -113,8 +114,8 @@ DISCOVERED = ["n * max(0, log2(n) - 17)", "n * iter * (log2(n) >= 18.5)", "iter 
 def test_term_columns_are_the_term_values_of_every_sample():
     """Valued over arrays (hlc.language.arrays), each term of each sort model,
     written or of the kinds discovery adds, has at every stored sample the
-    value term_values gives it there, exactly; a hybrid term (a model the
-    term calls) is valued point by point beside them."""
+    value term_values gives it there, exactly: a hybrid term too (the
+    two-rank radix sort's calls the one-rank model)."""
     library = parse_file(ROOT / "libraries" / "sort.hl")
     samples = Samples.read(ROOT / "tests" / "data" / "sort" / "samples.jsonl").samples
     predictor = Predictor(library, {"radix": _fitted(**{"1": 1e-6, "n * iter": 1e-9})})
@@ -131,8 +132,8 @@ def test_term_columns_are_the_term_values_of_every_sample():
         assert list(columns) == list(rows[0])
         for text, values in columns.items():
             assert np.array_equal(values, [row[text] for row in rows]), f"{implementation.name}: {text}"
-        pure = predict._pure_columns(predictor, implementation, terms, list(columns), environments)
-        assert pure is not None and len(pure) == len(terms) - (implementation.name == "radix_spmd")
+        over_arrays = predict._array_columns(predictor, implementation, terms, list(columns), environments)
+        assert over_arrays is not None and len(over_arrays) == len(terms)  # the hybrid term's too
 
 
 def test_term_columns_fail_as_term_values_fails():
@@ -149,3 +150,23 @@ def test_term_columns_fail_as_term_values_fails():
         term_columns(predictor, local, terms, environments)
     assert str(raised.value) == str(expected.value)
     assert term_columns(predictor, local, terms, environments[:2])["log2(n - 16)"].tolist() == [6.0, 4.0]
+
+
+def test_a_hybrid_term_is_valued_over_arrays_through_the_model_it_calls():
+    """local(n) over arrays is local's fitted sum at each n, as term_values
+    has it; with local not calibrated, the term fails as term_values fails."""
+    library = parse(HYBRID)
+    spread = library.interfaces[0].implementation("spread")
+    terms = list(spread.model("time").terms)
+    environments = [{"n": float(n), "P": p, "logP": math.log2(p)} for n in (16, 1000, 5e5) for p in (2, 4)]
+    predictor = Predictor(library, {"local": _fitted(**{"1": 3e-7, "n": 1.5e-9})})
+    columns = term_columns(predictor, spread, terms, environments)
+    assert predict._array_columns(predictor, spread, terms, list(columns), environments).keys() == columns.keys()
+    for text, values in columns.items():
+        assert values.tolist() == [term_values(predictor, spread, terms, e)[text] for e in environments]
+    unfitted = Predictor(library, {})
+    with pytest.raises(EvaluationError) as expected:
+        term_values(unfitted, spread, terms, environments[0])
+    with pytest.raises(EvaluationError) as raised:
+        term_columns(unfitted, spread, terms, environments)
+    assert str(raised.value) == str(expected.value)
