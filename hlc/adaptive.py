@@ -102,7 +102,7 @@ from hlc.model.calibration import (
     written_terms,
 )
 from hlc.model.knots import LooseKnot, knot_ambiguity, loose_knots
-from hlc.model.predict import Covariance, Predictor, band, sum_of_terms, term_values
+from hlc.model.predict import Covariance, Predictor, array_columns, band, sum_of_terms, term_values
 from hlc.model.terms import model_terms
 from hlc.model.workers import start_workers, wait_for_workers
 
@@ -406,6 +406,7 @@ class Judge:
         self.covariances: dict[str, Covariance] = {}  # by implementation: its band's matrix
         self.ranked: dict[tuple, list[Alternative]] = {}  # site → its alternatives, fastest first
         self.worth: dict[tuple, Candidates] = {}  # (site, factor) → the candidates worth timing
+        self.valued: set[tuple[str, tuple[str, ...]]] = set()  # (name, texts) valued at every site (all_sites)
 
     def predicted(self, name: str, environment: dict[str, Any]) -> tuple[float, float] | None:
         """The predicted seconds of an implementation and the half-width of
@@ -440,6 +441,8 @@ class Judge:
             return None
         texts = tuple(text for text, _ in terms)
         key = (name, texts, place)
+        if key not in self.values and (name, texts) not in self.valued:
+            self.all_sites(name, terms, texts)
         if key not in self.values:
             self.values[key] = term_values(self.predictor, self.implementations[name], [t for _, t in terms],
                                            environment, texts)
@@ -447,6 +450,32 @@ class Judge:
         if name not in self.covariances:
             self.covariances[name] = Covariance.of(entry)
         return sum_of_terms(entry, values), self.covariances[name].band(values)
+
+    def all_sites(self, name: str, terms: list[tuple[str, ast.Expression]], texts: tuple[str, ...]) -> None:
+        """The terms' values at every site of the grid, at each setting the
+        site may ask the implementation at (its choices and what profiling
+        would time), into ``values``: valued once over arrays
+        (hlc.model.predict.array_columns), the numbers term_values gives
+        each point, where every term can be so; else ``fitted`` values the
+        sites one by one as it is asked.  A round asks for most of them."""
+        self.valued.add((name, texts))
+        if self.grid is None:
+            return
+        groups: dict[tuple[str, ...], dict[tuple, dict[str, Any]]] = {}
+        for site in self.grid.sites:
+            for settings in [*site.choices.get(name, ()), *site.settings.get(name, ())]:
+                environment = {**site.variables, **settings}
+                place = tuple(sorted(environment.items()))
+                if (name, texts, place) not in self.values:
+                    groups.setdefault(tuple(sorted(environment)), {}).setdefault(place, environment)
+        expressions = [term for _, term in terms]
+        for environments in groups.values():
+            columns = array_columns(self.predictor, self.implementations[name], expressions, texts,
+                                    list(environments.values()))
+            if columns is None or len(columns) < len(set(texts)):
+                continue
+            for position, place in enumerate(environments):
+                self.values[name, texts, place] = {text: float(columns[text][position]) for text in texts}
 
     def widened(self, name: str, environment: dict[str, Any]) -> tuple[float, float] | None:
         """The predicted seconds and uncertainty of a fitted implementation:

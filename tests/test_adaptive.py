@@ -557,3 +557,26 @@ def test_no_point_between_the_grids_is_added_once_the_grid_is_measured(adaptive)
             covered_at = position
     assert covered_at is not None, "the profile of this small grid measures all of it well within its budget"
     assert not refined & set(fitting[covered_at + 1:])
+
+
+def test_the_planner_values_the_terms_at_every_site_at_once_to_the_same_predictions(monkeypatch):
+    """A round's Judge values each model's terms at every site of the grid
+    over arrays (Judge.all_sites); its predictions, bands and choices of
+    what to time are those of a Judge that values them site by site: on a
+    stored Zen 3 sort build, the uncertainty of every decision and the
+    candidates worth timing at every site are the same."""
+    library = hlc.parse_file(Path(__file__).resolve().parents[1] / "libraries" / "sort.hl")
+    records = Samples.read(Path(__file__).resolve().parent / "data" / "sort-zen3" / "samples.jsonl")
+    models = calibrate(library, records)
+    grid = Grid(read_sites(records))
+    at_once = Judge(library, models, records=records, grid=grid)
+    at_once.uncertainty(grid.sites[0])
+    valued = len(at_once.values)
+    assert valued > 2 * len(grid.sites)  # every site's settings of the implementations asked so far
+    monkeypatch.setattr(adaptive_profile, "array_columns", lambda *arguments: None)
+    one_by_one = Judge(library, models, records=records, grid=grid)
+    for site in grid.sites:
+        assert at_once.uncertainty(site) == one_by_one.uncertainty(site)
+        assert at_once.alternatives(site) == one_by_one.alternatives(site)
+        assert at_once.worth_timing(site) == one_by_one.worth_timing(site)
+    assert {key: at_once.values[key] for key in one_by_one.values} == one_by_one.values

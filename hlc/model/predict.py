@@ -305,7 +305,7 @@ def term_columns(predictor: Predictor, implementation: ast.Implementation, terms
     raises what term_values raises.  A fit of the sort library's
     models spent half its time valuing terms point by point."""
     texts = list(texts) if texts is not None else [unparse(t) for t in terms]
-    columns = _array_columns(predictor, implementation, terms, texts, environments) if environments else None
+    columns = array_columns(predictor, implementation, terms, texts, environments) if environments else None
     if columns is None:
         rows = [term_values(predictor, implementation, terms, environment, texts) for environment in environments]
         return {text: np.array([row[text] for row in rows], dtype=float) for text in texts}
@@ -318,7 +318,7 @@ def term_columns(predictor: Predictor, implementation: ast.Implementation, terms
     return {text: columns[text] for text in texts}
 
 
-def _array_columns(predictor: Predictor, implementation: ast.Implementation, terms: Sequence[ast.Expression],
+def array_columns(predictor: Predictor, implementation: ast.Implementation, terms: Sequence[ast.Expression],
                    texts: Sequence[str], environments: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray] | None:
     """The terms valued over arrays, with every helper of the implementation
     first, as term_values values them at each point: those that call a

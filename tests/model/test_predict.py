@@ -132,7 +132,7 @@ def test_term_columns_are_the_term_values_of_every_sample():
         assert list(columns) == list(rows[0])
         for text, values in columns.items():
             assert np.array_equal(values, [row[text] for row in rows]), f"{implementation.name}: {text}"
-        over_arrays = predict._array_columns(predictor, implementation, terms, list(columns), environments)
+        over_arrays = predict.array_columns(predictor, implementation, terms, list(columns), environments)
         assert over_arrays is not None and len(over_arrays) == len(terms)  # the hybrid term's too
 
 
@@ -161,7 +161,7 @@ def test_a_hybrid_term_is_valued_over_arrays_through_the_model_it_calls():
     environments = [{"n": float(n), "P": p, "logP": math.log2(p)} for n in (16, 1000, 5e5) for p in (2, 4)]
     predictor = Predictor(library, {"local": _fitted(**{"1": 3e-7, "n": 1.5e-9})})
     columns = term_columns(predictor, spread, terms, environments)
-    assert predict._array_columns(predictor, spread, terms, list(columns), environments).keys() == columns.keys()
+    assert predict.array_columns(predictor, spread, terms, list(columns), environments).keys() == columns.keys()
     for text, values in columns.items():
         assert values.tolist() == [term_values(predictor, spread, terms, e)[text] for e in environments]
     unfitted = Predictor(library, {})
