@@ -486,6 +486,21 @@ class _Search:
             self._marks[term] = None if np.ptp(column) == 0 else _fingerprint(column)
         return self._marks[term]
 
+    def _mark_all(self, terms: Sequence[Discovered]) -> None:
+        """The fingerprints of the terms' columns not taken yet, as
+        :meth:`_mark` takes them, in one pass over a matrix of the columns:
+        a term offers a few hundred candidates, and their fingerprints one
+        by one took a fifth of a search."""
+        missing = [term for term in terms if term not in self._marks]
+        if not missing:
+            return
+        columns = np.array([self.column(term) for term in missing])
+        constant = np.ptp(columns, axis=1) == 0
+        scale = np.max(np.abs(columns), axis=1)
+        normalized = np.round(columns / np.where(scale > 0, scale, 1.0)[:, None], 9)
+        for term, flat, row in zip(missing, constant, normalized, strict=True):
+            self._marks[term] = None if flat else row.tobytes()
+
     def offers(self, parent: Discovered | None) -> tuple[list[Discovered], np.ndarray, np.ndarray, np.ndarray]:
         """The candidates a held term offers, their fingerprints (as
         ``_mark_id`` numbers them), their columns divided by the weights,
@@ -502,6 +517,7 @@ class _Search:
                          if not any(f.variable == factor.variable for f in parent.factors)]
             rows = np.array([self.column(term) / self.weights for term in terms]) if terms \
                 else np.empty((0, self.times.size))
+            self._mark_all(terms)
             marks = np.array([self._mark_id(self._mark(term)) for term in terms], dtype=np.intp)
             found = self._offers[parent] = (terms, marks, rows, np.einsum("ij,ij->i", rows, rows))
         return found
