@@ -302,8 +302,8 @@ def term_columns(predictor: Predictor, implementation: ast.Implementation, terms
     (hlc.language.arrays), a model it calls too.  A term that calls a model
     that cannot be valued so is valued point by point; where a helper or a
     term that calls no model cannot be, every term is, so that a failure
-    raises what term_values raises.  A fit of the sort library's
-    models spent half its time valuing terms point by point."""
+    raises what term_values raises.  Valued point by point, the terms
+    took a fifth of a fit of the sort library's models."""
     texts = list(texts) if texts is not None else [unparse(t) for t in terms]
     columns = array_columns(predictor, implementation, terms, texts, environments) if environments else None
     if columns is None:
@@ -319,7 +319,7 @@ def term_columns(predictor: Predictor, implementation: ast.Implementation, terms
 
 
 def array_columns(predictor: Predictor, implementation: ast.Implementation, terms: Sequence[ast.Expression],
-                   texts: Sequence[str], environments: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray] | None:
+                  texts: Sequence[str], environments: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray] | None:
     """The terms valued over arrays, with every helper of the implementation
     first, as term_values values them at each point: those that call a
     model through the predictor's functions of arrays, and where one of
