@@ -30,7 +30,6 @@ right side fails where evaluate would not have reached it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from functools import reduce
 from typing import Any
@@ -38,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from hlc.language.ast import Binary, Call, Expression, Name, Number, Unary
+from hlc.language.functions import BUILTINS
 
 Value = float | np.ndarray
 
@@ -111,7 +111,7 @@ def _exact(value: Any) -> Value:
 
 
 def _elementwise(function: Callable[..., float]) -> Callable[..., Value]:
-    """``function`` of Python's math module, applied element by element."""
+    """``function`` of one point, applied element by element."""
 
     def applied(*arguments: Value) -> Value:
         if all(np.ndim(a) == 0 for a in arguments):
@@ -120,10 +120,6 @@ def _elementwise(function: Callable[..., float]) -> Callable[..., Value]:
         return np.fromiter(map(function, *(c.tolist() for c in columns)), dtype=float, count=columns[0].size)
 
     return applied
-
-
-def _log(x: float, base: float | None = None) -> float:
-    return math.log(x) if base is None else math.log(x, base)
 
 
 def _comparison(compare: Callable[[Any, Any], Any]) -> Callable[[Value, Value], Value]:
@@ -149,11 +145,8 @@ _OPERATIONS: dict[str, Callable[[Value, Value], Value]] = {
 }
 
 _FUNCTIONS: dict[str, Callable[..., Value]] = {
-    "log2": _elementwise(math.log2),
-    "log": _elementwise(_log),
-    "ln": _elementwise(math.log),
-    "exp": _elementwise(math.exp),
-    "sqrt": _elementwise(math.sqrt),
+    # evaluate's own functions of one point (Python's math), element by element
+    **{name: _elementwise(BUILTINS[name].evaluate) for name in ("log2", "log", "ln", "exp", "sqrt")},
     "ceil": np.ceil,
     "floor": np.floor,
     "min": lambda *values: reduce(np.minimum, values),
