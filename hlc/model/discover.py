@@ -481,16 +481,15 @@ class _Search:
     def _mark(self, term: Discovered) -> bytes | None:
         """The term's column's fingerprint (None: the column is constant),
         computed once: the same candidates come up at every step."""
-        if term not in self._marks:
-            column = self.column(term)
-            self._marks[term] = None if np.ptp(column) == 0 else _fingerprint(column)
+        self._mark_all([term])
         return self._marks[term]
 
     def _mark_all(self, terms: Sequence[Discovered]) -> None:
-        """The fingerprints of the terms' columns not taken yet, as
-        :meth:`_mark` takes them, in one pass over a matrix of the columns:
-        a term offers a few hundred candidates, and their fingerprints one
-        by one took a fifth of a search."""
+        """The fingerprints of the terms' columns not taken yet (None for a
+        constant column, else the bytes :func:`_fingerprint` makes), in one
+        pass over a matrix of the columns: a term offers a few hundred
+        candidates, and their fingerprints one by one took a fifth of a
+        search."""
         missing = [term for term in terms if term not in self._marks]
         if not missing:
             return
