@@ -97,14 +97,23 @@ class Predictor:
             self._functions[key] = MappingProxyType(self._table(context))
         return self._functions[key]
 
-    def _table(self, context: dict[str, Any]) -> dict[str, Callable[..., float]]:
-        table: dict[str, Callable[..., float]] = {}
+    def _table(self, context: dict[str, Any], size: int | None = None) -> dict[str, Callable[..., Any]]:
+        """The models a term may call, by name, bound to the caller's P and
+        logP (``context``): this library's implementations and ``def``
+        models, and by plain and qualified name those of the libraries it
+        uses; with ``size``, as functions of arrays of that many points."""
+        if size is None:
+            implementation, definition, bound = self.implementation, self.definition, (context,)
+        else:
+            implementation, definition, bound = self._implementation_over, self._definition_over, (context, size)
+        table: dict[str, Callable[..., Any]] = {}
         for name in self._implementations:
-            table[name] = _bind(self.implementation, name, context)
+            table[name] = functools.partial(implementation, name, *bound)
         for name in self._definitions:
-            table[name] = _bind(self.definition, name, context)
+            table[name] = functools.partial(definition, name, *bound)
         for library_name, predictor in self.used.items():
-            for name, function in predictor.functions(context).items():
+            functions = predictor.functions(context) if size is None else predictor.array_functions(context, size)
+            for name, function in functions.items():
                 if "." not in name:
                     table.setdefault(name, function)
                     table[f"{library_name}.{name}"] = function
@@ -195,18 +204,7 @@ class Predictor:
         The fitted time models and the ``def`` models of this library and
         of those it uses; a model that is not fitted raises ArrayUnavailable
         when called, and its caller values point by point."""
-        context = {"P": environment.get("P", 1), "logP": environment.get("logP", 0.0)}
-        table: dict[str, Callable[..., Any]] = {}
-        for name in self._implementations:
-            table[name] = functools.partial(self._implementation_over, name, context, size)
-        for name in self._definitions:
-            table[name] = functools.partial(self._definition_over, name, context, size)
-        for library_name, predictor in self.used.items():
-            for name, function in predictor.array_functions(context, size).items():
-                if "." not in name:
-                    table.setdefault(name, function)
-                    table[f"{library_name}.{name}"] = function
-        return table
+        return self._table({"P": environment.get("P", 1), "logP": environment.get("logP", 0.0)}, size)
 
     def _implementation_over(self, name: str, context: Mapping[str, Any], size: int, *arguments: Any) -> np.ndarray:
         """An implementation's fitted time model at its signature's arguments
@@ -249,13 +247,6 @@ class Predictor:
         for let in lets:
             environment[let.name] = evaluate(let.value, environment, functions)
         return environment
-
-
-def _bind(method: Callable[..., float], name: str, context: Mapping[str, Any]) -> Callable[..., float]:
-    def model(*arguments: float) -> float:
-        return method(name, context, *arguments)
-
-    return model
 
 
 def term_values(predictor: Predictor, implementation: ast.Implementation, terms: Sequence[ast.Expression],
