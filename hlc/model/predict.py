@@ -296,10 +296,7 @@ def term_columns(predictor: Predictor, implementation: ast.Implementation, terms
     raises what term_values raises.  Valued point by point, the terms
     took a fifth of a fit of the sort library's models."""
     texts = list(texts) if texts is not None else [unparse(t) for t in terms]
-    columns = array_columns(predictor, implementation, terms, texts, environments) if environments else None
-    if columns is None:
-        rows = [term_values(predictor, implementation, terms, environment, texts) for environment in environments]
-        return {text: np.array([row[text] for row in rows], dtype=float) for text in texts}
+    columns = (array_columns(predictor, implementation, terms, texts, environments) if environments else None) or {}
     rest = [(term, text) for term, text in zip(terms, texts, strict=True) if text not in columns]
     if rest:
         rest_terms, rest_texts = [term for term, _ in rest], [text for _, text in rest]
