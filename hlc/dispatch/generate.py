@@ -207,7 +207,9 @@ def dispatch_source(library: ast.Library, models: Models,
             import_lines.append({"alias": f"_impl_{implementation.name}",
                                  "load": f"_support.load_attribute({module!r}, {attribute!r})"})
     decided = static_choices(library, models, used_models, static) if static else {}
-    description = library.filename if library.filename.startswith("<") else str(Path(library.filename).resolve())
+    # The file's name, not its path: the module's Cython, and so its object
+    # in the compile cache, is then the same wherever the description lies.
+    description = library.filename if library.filename.startswith("<") else Path(library.filename).name
     return render(
         "dispatch.pyx.j2",
         library=library.name, description=description,
