@@ -36,6 +36,7 @@ from hlc.calibrate.generate import profiling_program, pyx_sources
 from hlc.compile import Background, compile_extensions
 from hlc.errors import UserError
 from hlc.language import ast
+from hlc.language.machine import usable_cores
 
 
 class ProfileError(UserError):
@@ -101,10 +102,13 @@ def profile(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence
             budget: float | None = None, resume: bool = False, seed: int = 0, timeout: float | None = None,
             progress: Progress | None = None, verification_only: bool = False,
             implementations: Sequence[str] | None = None,
-            meanwhile: Background | None = None) -> ProfileResult:
+            meanwhile: Background | None = None, smoke: bool = False) -> ProfileResult:
     """Profile every implementation of ``library`` into the samples file.
     ``meanwhile``: a compile that runs beside the profile's own, and is
-    paused while the programs run."""
+    paused while the programs run; but for a ``smoke`` profile (a quick
+    build's), whose timings no choice rests on, where a program's ranks
+    leave it a core: it then runs beside them instead of after, which a
+    quick build of a small library spent waiting for it."""
     started = time.monotonic()
     spent = Breakdown()
     program = prepare(library, build, spent)
@@ -114,9 +118,11 @@ def profile(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence
     ranks, timeout = profile_defaults(library, ranks, timeout)
     deadline = time.time() + budget if budget is not None else None
     result = ProfileResult(samples=samples, program=program, ranks=list(ranks), breakdown=spent)
+    cores = usable_cores() or 1
     for size in ranks:
         selection = _selection(verification_only, implementations)
-        with meanwhile.paused() if meanwhile is not None else contextlib.nullcontext():
+        beside = smoke and size < cores
+        with meanwhile.paused() if meanwhile is not None and not beside else contextlib.nullcontext():
             coverage = run_program(program, samples, size, seed, deadline, timeout, progress, selection, spent)
         if coverage is not None:
             result.coverage = coverage

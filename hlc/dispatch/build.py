@@ -362,7 +362,7 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
                                          meanwhile=meanwhile)
         else:
             result = profile(profiled, samples, version, ranks=ranks, budget=budget, seed=seed, timeout=timeout,
-                             progress=progress, implementations=refit, meanwhile=meanwhile)
+                             progress=progress, implementations=refit, meanwhile=meanwhile, smoke=quick)
         spent = Breakdown()
         spent.merge(result.breakdown.closed())
         used_paths = _used_models(library, link.parent)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import math
 import random
@@ -21,7 +22,7 @@ import hlc
 from hlc.artefacts import samples as artefact
 from hlc.artefacts.models import TimeModel
 from hlc.artefacts.samples import Header, Samples
-from hlc.calibrate import harness
+from hlc.calibrate import harness, run
 from hlc.calibrate.breakdown import Breakdown
 from hlc.calibrate.run import Server, prepare, profile
 from hlc.language.nest import points
@@ -189,6 +190,34 @@ def test_profiling_under_mpiexec(tmp_path, ranks):
     assert by_ranks[1] == by_ranks[ranks] == 10 + 20
     logs = {r.variables["logP"] for r in Samples.read(samples).samples}
     assert logs == {0.0, 1.0}
+
+
+class PauseRecorder:
+    """Stands for a background compile: counts the programs it was paused for."""
+
+    def __init__(self):
+        self.pauses = 0
+
+    @contextlib.contextmanager
+    def paused(self):
+        self.pauses += 1
+        yield
+
+
+@pytest.mark.parametrize("cores, pauses", [(2, 1), (1, 2)])
+def test_a_smoke_profile_leaves_the_compile_running_beside_a_program_that_leaves_a_core(tmp_path, monkeypatch,
+                                                                                         cores, pauses):
+    """A quick build's compile runs beside its one-rank program on two cores;
+    it is paused for the two-rank program, which takes both, and for every
+    program on one core.  A profile that is not a smoke one pauses it for all."""
+    monkeypatch.setattr(run, "usable_cores", lambda: cores)
+    library = hlc.parse_file(DESCRIPTIONS / "comm.hl")
+    smoke, plain = PauseRecorder(), PauseRecorder()
+    profile(library, tmp_path / "smoke.jsonl", tmp_path / "build", ranks=[1, 2], meanwhile=smoke, smoke=True)
+    assert smoke.pauses == pauses
+    if cores == 2:
+        profile(library, tmp_path / "plain.jsonl", tmp_path / "build", ranks=[1, 2], meanwhile=plain)
+        assert plain.pauses == 2
 
 
 def test_calibrated_models_predict_their_verification_samples(tmp_path):
