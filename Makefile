@@ -12,13 +12,10 @@ STAMP := $(VENV)/.installed
 
 setup: $(STAMP)
 
-# --no-compile: Python compiles a module's bytecode when it is first
-# imported; pip compiling every file of NumPy, SciPy and Matplotlib at the
-# install took as long as the rest of it.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --no-compile --upgrade pip
-	$(BIN)/python -m pip install --quiet --no-compile -e '.[test]'
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -176,12 +176,8 @@ def make_venv(interpreter: Path, folder: Path, requirements: list[str], constrai
     RuntimeError with pip's last lines when it cannot be made."""
     python = folder / "bin" / "python"
     steps = [] if python.exists() else [[str(interpreter), "-m", "venv", str(folder)]]
-    # --no-compile (here and in the Makefile): bytecode is compiled as modules
-    # are first imported; pip compiling every file of the packages took as
-    # long as the rest of the install.
-    steps.append([str(python), "-m", "pip", "install", "--quiet", "--no-compile", "--upgrade", "pip"])
-    install = [str(python), "-m", "pip", "install", "--quiet", "--no-compile", "--upgrade", "--upgrade-strategy",
-               "eager"]
+    steps.append([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
+    install = [str(python), "-m", "pip", "install", "--quiet", "--upgrade", "--upgrade-strategy", "eager"]
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as handle:
         handle.write("\n".join(constraints or []) + "\n")
     if constraints:
