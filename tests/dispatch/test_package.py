@@ -15,8 +15,10 @@ import numpy as np
 import pytest
 
 import hlc
+from hlc.artefacts.models import Models
 from hlc.artefacts.models import load as load_models
-from hlc.dispatch.build import clean_orphans, refit
+from hlc.compile import cache_key
+from hlc.dispatch.build import clean_orphans, refit, write_dispatch_sources
 from hlc.dispatch.bundle import BundleError, copy_sources, description_of, stub
 from hlc.language.parse import parse_file
 
@@ -187,3 +189,21 @@ def test_two_used_libraries_whose_files_would_collide_are_refused(tmp_path):
     library = parse_file(tmp_path / "top.hl", search_path=[tmp_path / "a", tmp_path / "b"])
     with pytest.raises(BundleError, match="would both be copied to source/impl/code.py"):
         copy_sources(library, tmp_path / "build")
+
+
+def test_a_description_s_dispatch_module_takes_one_compiled_object_wherever_the_description_lies(tmp_path):
+    """The dispatch module's Cython, whose compiled object the cache keeps, is
+    the same for one description in two folders (a build made elsewhere, a
+    recalibration of a build's own copy): the object is compiled once."""
+    keys = []
+    for place in ("here", "there/deeper"):
+        folder = tmp_path / place
+        shutil.copytree(DESCRIPTIONS / "squares", folder / "squares")
+        shutil.copy(DESCRIPTIONS / "squares.hl", folder / "squares.hl")
+        library = parse_file(folder / "squares.hl")
+        scratch = folder / "dispatch"
+        scratch.mkdir()
+        source = write_dispatch_sources(library, Models(library.name, "", {}), {}, scratch)
+        assert str(folder) not in source.read_text()
+        keys.append(cache_key(source))
+    assert keys[0] == keys[1]
