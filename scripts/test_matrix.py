@@ -68,6 +68,8 @@ SUBSET = [
 #: comparison of two libraries' fits); the full suite runs them.
 LEFT_OUT = [
     "tests/test_compile.py::test_an_uncached_compile_neither_reads_nor_fills_the_cache",
+    "tests/test_compile.py::test_a_second_build_takes_the_extension_from_the_cache",
+    "tests/test_compile.py::test_what_the_code_depends_on_changes_the_key",
     "tests/test_compile.py::test_a_module_takes_its_cython_from_the_cache_and_compiles_its_c_afresh",
     "tests/test_compile.py::test_a_compiler_that_refuses_to_generate_code_at_the_link_compiles_plainly",
     "tests/test_compile.py::test_an_object_of_undefined_code_is_not_kept_even_when_started_early",
