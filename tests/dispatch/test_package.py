@@ -26,6 +26,13 @@ ROOT = Path(__file__).resolve().parents[2]
 DESCRIPTIONS = ROOT / "tests" / "descriptions"
 
 
+def copy_squares(folder: Path) -> Path:
+    """The squares description and its sources copied into ``folder``; returns the copy's path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(DESCRIPTIONS / "squares", folder / "squares", ignore=shutil.ignore_patterns("__pycache__"))
+    return Path(shutil.copy(DESCRIPTIONS / "squares.hl", folder / "squares.hl"))
+
+
 @pytest.fixture(scope="module")
 def moved(tmp_path_factory) -> tuple[Path, Path]:
     """squares built from a copy of its description, the copy then moved away,
@@ -33,10 +40,7 @@ def moved(tmp_path_factory) -> tuple[Path, Path]:
     new place)."""
     work = tmp_path_factory.mktemp("package")
     originals = work / "libraries"
-    originals.mkdir()
-    shutil.copy(DESCRIPTIONS / "squares.hl", originals / "squares.hl")
-    shutil.copytree(DESCRIPTIONS / "squares", originals / "squares", ignore=shutil.ignore_patterns("__pycache__"))
-    hlc.build(originals / "squares.hl", out=work / "build" / "squares", quick=True)
+    hlc.build(copy_squares(originals), out=work / "build" / "squares", quick=True)
     elsewhere = work / "elsewhere"
     originals.rename(elsewhere)
     (work / "shipped").mkdir()
@@ -198,9 +202,7 @@ def test_a_description_s_dispatch_module_takes_one_compiled_object_wherever_the_
     keys = []
     for place in ("here", "there/deeper"):
         folder = tmp_path / place
-        shutil.copytree(DESCRIPTIONS / "squares", folder / "squares")
-        shutil.copy(DESCRIPTIONS / "squares.hl", folder / "squares.hl")
-        library = parse_file(folder / "squares.hl")
+        library = parse_file(copy_squares(folder))
         scratch = folder / "dispatch"
         scratch.mkdir()
         source = write_dispatch_sources(library, Models(library.name, "", {}), {}, scratch)
