@@ -159,11 +159,15 @@ def _build_options(command: argparse.ArgumentParser) -> None:
                               "on top) is spent")
     command.add_argument("--quick", action="store_true", default=None,
                          help="a reduced loop nest, for a smoke build (recorded in the fingerprint)")
-    command.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    command.add_argument("--seed", type=int, help="seed of the random inputs (default 0)")
     command.add_argument("--timeout", type=float, metavar="SECONDS", help="longest one timing may take")
     command.add_argument("--strict", action="store_true",
                          help="fail, keeping the previous build, when an implementation fails while profiling "
                               "or cannot be fitted (by default the library is built without it, with a warning)")
+    command.add_argument("--resume", action="store_true",
+                         help="go on from what an interrupted build measured (kept beside the build as "
+                              ".<library>.interrupted), with its seed, rank counts and mode; --budget is then "
+                              "for what it measures next")
 
 
 def _assignment(text: str) -> tuple[str, float]:
@@ -278,15 +282,29 @@ def _report_build(result) -> None:
               f"fix and rebuild, or build with --strict to make this an error", file=sys.stderr)
 
 
+def _check_resume(args: argparse.Namespace) -> None:
+    """--resume goes on with the interrupted build's own settings: refuse others beside it."""
+    if not args.resume:
+        return
+    given = [option for option, value in (("--seed", args.seed), ("--procs", args.procs), ("--grid", args.grid),
+                                          ("--quick", args.quick), ("--static", getattr(args, "static", None)))
+             if value is not None and value is not False]  # --seed 0 is given too
+    if given:
+        from hlc.errors import UserError
+
+        raise UserError(f"--resume goes on with the interrupted build's own settings: leave out {', '.join(given)}")
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     from hlc.calibrate.progress import ProgressBar
     from hlc.dispatch.build import build
 
+    _check_resume(args)
     with ProgressBar("profiling") as bar:
         result = build(args.description, out=args.out, ranks=args.procs, budget=args.budget,
                        adaptive=not (args.grid or args.quick),
-                       quick=bool(args.quick), seed=args.seed, timeout=args.timeout, progress=bar.update,
-                       static=dict(args.static) if args.static else None, strict=args.strict)
+                       quick=bool(args.quick), seed=args.seed or 0, timeout=args.timeout, progress=bar.update,
+                       static=dict(args.static) if args.static else None, strict=args.strict, resume=args.resume)
     _report_build(result)
     return 0
 
@@ -295,8 +313,9 @@ def cmd_recalibrate(args: argparse.Namespace) -> int:
     from hlc.calibrate.progress import ProgressBar
     from hlc.dispatch.build import recalibrate
 
-    options = {"ranks": args.procs, "budget": args.budget, "adaptive": not (args.grid or args.quick), "seed": args.seed,
-               "timeout": args.timeout, "strict": args.strict}
+    _check_resume(args)
+    options = {"ranks": args.procs, "budget": args.budget, "adaptive": not (args.grid or args.quick),
+               "seed": args.seed or 0, "timeout": args.timeout, "strict": args.strict, "resume": args.resume}
     if args.out:
         options["out"] = args.out
     if args.quick is not None:
@@ -451,8 +470,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as error:
         print(f"hlc {args.command}: error: {error}" if not hasattr(error, "errors") else error, file=sys.stderr)
         return USER_ERROR
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+    except KeyboardInterrupt as interrupt:
+        print(f"interrupted: {interrupt}" if interrupt.args else "interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # Output went to a closed pipe (`hlc check … | head`): not an error worth a traceback.

@@ -7,7 +7,8 @@ calls (:mod:`hlc.dispatch.bundle`), so it works wherever it is moved or
 installed.  A new build is made beside it in ``build/.<lib>.<stamp>.<pid>``
 and exchanged with it in one atomic step, so an interrupted or failed build
 or recalibration leaves the previous one importable; what a killed build
-left beside it is removed by the next.
+left beside it is removed by the next.  An interrupted one keeps what it
+measured for ``--resume`` (:mod:`hlc.dispatch.resume`).
 """
 
 from __future__ import annotations
@@ -26,15 +27,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from hlc.artefacts.files import ArtefactError
 from hlc.artefacts.models import Models, load_each, load_used, save_used
 from hlc.artefacts.models import load as load_models
 from hlc.calibrate.breakdown import Breakdown
 from hlc.calibrate.generate import profiling_program
-from hlc.calibrate.run import Failure, ProfileResult, Progress, profile, profile_defaults
+from hlc.calibrate.run import Failure, ProfileResult, Progress, failures_in, profile, profile_defaults
 from hlc.compile import Background, compile_module, start_module_object
+from hlc.dispatch import resume as resumption
 from hlc.dispatch.bundle import SOURCE_FOLDER, copy_sources, description_of, write_package_files
 from hlc.dispatch.cmodels import HEADER, c_header, c_source, decisions_name, header_name
 from hlc.dispatch.generate import dispatch_source
+from hlc.dispatch.resume import BuildInterrupted, Interrupted, ResumeError
 from hlc.errors import UserError
 from hlc.language import ast
 from hlc.language.nest import loop_values
@@ -46,6 +50,7 @@ from hlc.model.calibration import (
     calibrate,
     missing_implementations,
 )
+from hlc.model.fingerprint import source_digests
 from hlc.model.fit import mean_relative_error
 from hlc.model.predict import Predictor
 from hlc.model.terms import discovered_in_words
@@ -323,7 +328,8 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
           budget: float | None = None, quick: bool = False, seed: int = 0, progress: Progress | None = None,
           timeout: float | None = None, static: dict[str, float] | None = None,
           refit: Sequence[str] | None = None, previous: Models | None = None,
-          strict: bool = False, adaptive: bool = True, origin: str | None = None) -> BuildResult:
+          strict: bool = False, adaptive: bool = True, origin: str | None = None,
+          resume: bool = False) -> BuildResult:
     """Build the library described in ``description`` on this machine.
 
     An implementation that fails while profiling (or cannot be fitted) is
@@ -336,7 +342,13 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
     decisions are uncertain (hlc.adaptive), within ``budget`` seconds
     (by default hlc.adaptive.BUDGET); a quick build and a refit measure
     their whole nest.  ``origin``: where the description came from, when it
-    is a build's own copy (a recalibration)."""
+    is a build's own copy (a recalibration).
+
+    A build interrupted (KeyboardInterrupt) while it profiles or fits keeps
+    what it measured and raises :class:`~hlc.dispatch.resume.BuildInterrupted`
+    (hlc.dispatch.resume); with ``resume``, the next build goes on from it,
+    with the seed, rank counts, mode and static variables it was asked for
+    (those given here are not used) and ``budget`` for what it measures next."""
     started = time.monotonic()
     library = parse_file(description)
     worker_count()  # a bad HLC_FIT_WORKERS is refused now, not after the compile and the first round
@@ -349,20 +361,36 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
             f"(hlc build {library.used[name].filename} --out {path.parent})" for name, path in missing.items()))
     clean_orphans(link)
     version = _new_version(link)
-    version.mkdir()
+    kept: Interrupted | None = None
+    if resume:
+        if refit is not None:
+            raise ResumeError("a refit of some implementations is not resumed: run it again")
+        folder, kept = resumption.take(link, library)
+        ranks, seed, quick, adaptive, static = kept.ranks, kept.seed, kept.quick, kept.adaptive, kept.static
+        os.replace(folder, version)
+        (version / resumption.RECORD).unlink()
+    else:
+        version.mkdir()
     meanwhile = None
+    done_profiling = False
+    samples = version / "samples.jsonl"
     try:
         profiled = quick_profile(library) if quick else library
-        samples = version / "samples.jsonl"
         rounds: list[str] = []
         meanwhile = _start_dispatch_object(library, version / ".dispatch") if static is None else None
-        if adaptive and refit is None and not quick:
+        if kept is not None and kept.profiled:  # interrupted while it fitted: nothing is left to measure
+            ranks, _ = profile_defaults(library, ranks, timeout)
+            result = ProfileResult(samples, version / f"profile_{library.name}.py", failures_in(samples),
+                                   ranks=list(ranks))
+        elif adaptive and refit is None and not quick:
             result = _profile_adaptively(profiled, samples, version, link, ranks=ranks, budget=budget, seed=seed,
                                          timeout=timeout, progress=progress, report=rounds.append,
                                          meanwhile=meanwhile)
         else:
             result = profile(profiled, samples, version, ranks=ranks, budget=budget, seed=seed, timeout=timeout,
-                             progress=progress, implementations=refit, meanwhile=meanwhile, smoke=quick)
+                             progress=progress, implementations=refit, meanwhile=meanwhile, smoke=quick,
+                             resume=kept is not None)
+        done_profiling = True
         spent = Breakdown()
         spent.merge(result.breakdown.closed())
         used_paths = _used_models(library, link.parent)
@@ -386,15 +414,29 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
             models, compiled = package(library, models, used_models, version, static)
         spent.wall = time.monotonic() - started
         spent.closed().save(version / BREAKDOWN_FILE)
-    except BaseException:
+    except BaseException as error:
         if meanwhile is not None:
             meanwhile.kill()
+        shutil.rmtree(version / ".dispatch", ignore_errors=True)
+        if isinstance(error, KeyboardInterrupt) and refit is None and _measured(samples):
+            record = Interrupted(source_digests(library), seed, None if ranks is None else list(ranks), quick,
+                                 adaptive, static, done_profiling)
+            raise BuildInterrupted(resumption.keep(version, link, record)) from error
         shutil.rmtree(version, ignore_errors=True)  # the previous build stays as it was
         raise
     _swap(link, version)
+    resumption.discard(link)  # what an interrupted build kept: this build supersedes it
     return BuildResult(library.name, link, models, result.failures, result.coverage, compiled,
                        time.monotonic() - started, refitted=list(refit) if refit is not None else None,
                        breakdown=spent.closed(), rounds=rounds)
+
+
+def _measured(samples: Path) -> bool:
+    """Whether the samples file holds a sample: what an interrupted build keeps."""
+    try:
+        return bool(Samples.read(samples).samples)
+    except (OSError, ArtefactError):
+        return False
 
 
 def _profile_adaptively(library: ast.Library, samples: Path, version: Path, link: Path, *,
@@ -460,7 +502,10 @@ def recalibrate(target: str | Path, *, check: bool = False, **options: Any) -> B
 
     With ``check``, take only fresh verification samples first and refit only
     the implementations whose models no longer predict them within
-    VERIFICATION_LIMIT; when all still do, nothing is rebuilt."""
+    VERIFICATION_LIMIT; when all still do, nothing is rebuilt.  A check's
+    refit is not kept when interrupted, so it is not resumed."""
+    if check and options.get("resume"):
+        raise ResumeError("a recalibration with --check is not resumed: run it again")
     target = Path(target)
     if target.suffix == ".hl":
         library = parse_file(target)
