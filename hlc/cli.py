@@ -267,6 +267,8 @@ def _report_build(result) -> None:
     from hlc.dispatch.build import summary_table
 
     print(summary_table(result))
+    if result.resumed is not None:
+        print(f"\nresumed: the interrupted build had taken {result.resumed} samples")
     if result.rounds:
         print("\nadaptive profile:\n" + "\n".join(f"  {line}" for line in result.rounds))
     if result.breakdown.wall > 0:

@@ -81,6 +81,7 @@ class BuildResult:
     refitted: list[str] | None = None  # None: everything was (re)built
     breakdown: Breakdown = field(default_factory=Breakdown)  # where the time went
     rounds: list[str] = field(default_factory=list)  # what each round of an adaptive profile did
+    resumed: int | None = None  # the samples an interrupted build had taken (None: not resumed)
 
     @property
     def missing(self) -> list[str]:
@@ -362,6 +363,7 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
     clean_orphans(link)
     version = _new_version(link)
     kept: Interrupted | None = None
+    resumed = None
     if resume:
         if refit is not None:
             raise ResumeError("a refit of some implementations is not resumed: run it again")
@@ -369,6 +371,7 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
         ranks, seed, quick, adaptive, static = kept.ranks, kept.seed, kept.quick, kept.adaptive, kept.static
         os.replace(folder, version)
         (version / resumption.RECORD).unlink()
+        resumed = len(Samples.read(version / "samples.jsonl").samples)
     else:
         version.mkdir()
     meanwhile = None
@@ -428,7 +431,7 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
     resumption.discard(link)  # what an interrupted build kept: this build supersedes it
     return BuildResult(library.name, link, models, result.failures, result.coverage, compiled,
                        time.monotonic() - started, refitted=list(refit) if refit is not None else None,
-                       breakdown=spent.closed(), rounds=rounds)
+                       breakdown=spent.closed(), rounds=rounds, resumed=resumed)
 
 
 def _measured(samples: Path) -> bool:

@@ -68,6 +68,7 @@ def test_an_interrupted_profile_is_kept_and_a_resumed_build_goes_on_from_it(cros
     assert {header.seed for header in resumed.headers} == {5}
     assert len({(s.P, s.index, s.refined) for s in resumed.surveys}) == len(resumed.surveys)  # nothing surveyed twice
     assert result.models.time("dot").usable and result.models.time("loop").usable
+    assert result.resumed == len(measured)
 
 
 def test_a_build_interrupted_while_it_fits_resumes_with_the_fit(crossing, tmp_path, monkeypatch):
@@ -175,6 +176,7 @@ def test_ctrl_c_in_a_real_build_keeps_the_samples_and_stops_every_process(crossi
     result = subprocess.run([*command[:-1], "2", "--resume"], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert (link / "models.json").is_file() and not kept_folder(link).exists()
+    assert "resumed: the interrupted build had taken" in result.stdout
 
 
 def test_a_recalibration_with_check_is_not_resumed(tmp_path):
