@@ -252,8 +252,10 @@ def _refit_build(args: argparse.Namespace, target) -> int:
     from hlc.dispatch.build import refit, summary_table
 
     if args.out or args.uses:
-        raise SystemExit("hlc fit: error: a build is refitted in place, with the models of the libraries it uses; "
-                         "-o and --uses apply to a samples file")
+        from hlc.errors import UserError
+
+        raise UserError("a build is refitted in place, with the models of the libraries it uses; "
+                        "-o and --uses apply to a samples file")
     result = refit(target, description=args.description, relative=not args.absolute, confidence=args.confidence,
                    discovering=args.discovering)
     print(summary_table(result))
@@ -434,7 +436,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         report = write_report(args.build, out=args.out, maps=args.maps, fixed=dict(args.fix))
     except FileNotFoundError as error:
-        print(f"hlc report: error: {error}", file=sys.stderr)
+        print(f"hlc report: error: {_file_error(error) if error.filename else error}", file=sys.stderr)
         return USER_ERROR
     for note in report.notes:
         print(f"note: {note}", file=sys.stderr)
@@ -479,3 +481,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Output went to a closed pipe (`hlc check … | head`): not an error worth a traceback.
         sys.stderr.close()
         return 0
+    except OSError as error:
+        if error.filename is None:  # not a file the user named or hlc was asked to write
+            raise
+        print(f"hlc {args.command}: error: {_file_error(error)}", file=sys.stderr)
+        return USER_ERROR
+
+
+def _file_error(error: OSError) -> str:
+    """``PATH: REASON`` for a file or folder the command could not create, read or write."""
+    names = " → ".join(str(name) for name in (error.filename, error.filename2) if name is not None)
+    return f"{names}: {error.strerror or error}"

@@ -48,6 +48,18 @@ def test_a_library_whose_used_library_is_not_built_is_refused_before_profiling(t
     assert not list(tmp_path.iterdir())  # nothing was started
 
 
+def test_an_output_folder_that_cannot_be_made_is_named_in_a_user_error(tmp_path, capsys):
+    from hlc.cli import main
+
+    blocked = tmp_path / "a file"
+    blocked.write_text("not a folder")
+    assert main(["build", str(DESCRIPTIONS / "crossing.hl"), "--out", str(blocked / "crossing")]) == 2
+    said = capsys.readouterr().err
+    assert said.startswith(f"hlc build: error: {blocked}: ") and said.count("\n") == 1  # no traceback
+    assert main(["profile", str(DESCRIPTIONS / "crossing.hl"), "--build", str(blocked / "profile")]) == 2
+    assert capsys.readouterr().err.startswith(f"hlc profile: error: {blocked}")
+
+
 def run_python(code: str, **environment: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           env={**os.environ, **environment}, cwd=ROOT)
