@@ -226,15 +226,16 @@ def cmd_profile(args: argparse.Namespace) -> int:
 def cmd_fit(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from hlc.errors import UserError
     from hlc.model.calibration import fit_samples, summary
 
     if not 0 < args.confidence < 1:
-        raise SystemExit("hlc fit: error: --confidence must be between 0 and 1")
+        raise UserError("--confidence must be between 0 and 1")
     models_of = {}
     for item in args.uses:
         name, _, path = item.partition("=")
         if not path:
-            raise SystemExit(f"hlc fit: error: --uses expects NAME=MODELS, not {item!r}")
+            raise UserError(f"--uses expects NAME=MODELS, not {item!r}")
         models_of[name] = Path(path)
     samples = Path(args.samples)
     if samples.is_dir():

@@ -60,6 +60,15 @@ def test_an_output_folder_that_cannot_be_made_is_named_in_a_user_error(tmp_path,
     assert capsys.readouterr().err.startswith(f"hlc profile: error: {blocked}")
 
 
+@pytest.mark.parametrize("options, said", [(["--confidence", "2"], "--confidence must be between 0 and 1"),
+                                           (["--uses", "comm"], "--uses expects NAME=MODELS, not 'comm'")])
+def test_bad_fit_options_are_user_errors(tmp_path, capsys, options, said):
+    from hlc.cli import main
+
+    assert main(["fit", str(tmp_path / "samples.jsonl"), *options]) == 2
+    assert capsys.readouterr().err == f"hlc fit: error: {said}\n"
+
+
 def run_python(code: str, **environment: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           env={**os.environ, **environment}, cwd=ROOT)
