@@ -362,13 +362,14 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
             f"(hlc build {library.used[name].filename} --out {path.parent})" for name, path in missing.items()))
     clean_orphans(link)
     version = _new_version(link)
-    kept: Interrupted | None = None
+    interrupted: Interrupted | None = None  # how the build this one resumes was asked for
     resumed = None
     if resume:
         if refit is not None:
             raise ResumeError("a refit of some implementations is not resumed: run it again")
-        folder, kept = resumption.take(link, library)
-        ranks, seed, quick, adaptive, static = kept.ranks, kept.seed, kept.quick, kept.adaptive, kept.static
+        folder, interrupted = resumption.take(link, library)
+        ranks, seed, quick = interrupted.ranks, interrupted.seed, interrupted.quick
+        adaptive, static = interrupted.adaptive, interrupted.static
         os.replace(folder, version)
         (version / resumption.RECORD).unlink()
         resumed = len(Samples.read(version / "samples.jsonl").samples)
@@ -381,7 +382,7 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
         profiled = quick_profile(library) if quick else library
         rounds: list[str] = []
         meanwhile = _start_dispatch_object(library, version / ".dispatch") if static is None else None
-        if kept is not None and kept.profiled:  # interrupted while it fitted: nothing is left to measure
+        if interrupted is not None and interrupted.profiled:  # it was fitting: nothing is left to measure
             ranks, _ = profile_defaults(library, ranks, timeout)
             result = ProfileResult(samples, version / f"profile_{library.name}.py", failures_in(samples),
                                    ranks=list(ranks))
@@ -392,7 +393,7 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
         else:
             result = profile(profiled, samples, version, ranks=ranks, budget=budget, seed=seed, timeout=timeout,
                              progress=progress, implementations=refit, meanwhile=meanwhile, smoke=quick,
-                             resume=kept is not None)
+                             resume=interrupted is not None)
         done_profiling = True
         spent = Breakdown()
         spent.merge(result.breakdown.closed())

@@ -30,8 +30,9 @@ from hlc.errors import UserError
 from hlc.language import ast
 from hlc.model.fingerprint import source_digests
 
-#: The record's file, in the kept folder.
+#: The record's file, in the kept folder, and the version of its form.
 RECORD = "interrupted.json"
+FORMAT = 1
 
 
 class ResumeError(UserError):
@@ -61,6 +62,8 @@ class Interrupted:
     @classmethod
     def read(cls, path: Path) -> Interrupted:
         data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("format") != FORMAT:
+            raise ValueError(f"a record of form {data.get('format')!r}, not {FORMAT}: another version of hlc's")
         return cls(dict(data["sources"]), int(data["seed"]), data["ranks"], bool(data["quick"]),
                    bool(data["adaptive"]), data["static"], bool(data["profiled"]))
 
@@ -73,7 +76,8 @@ def kept_folder(link: Path) -> Path:
 def keep(version: Path, link: Path, record: Interrupted) -> Path:
     """Keep the interrupted build's ``version`` folder, with ``record``, in
     the place of what an earlier interrupted build kept; returns where."""
-    (version / RECORD).write_text(json.dumps(asdict(record), indent=1) + "\n", encoding="utf-8")
+    (version / RECORD).write_text(json.dumps({"format": FORMAT, **asdict(record)}, indent=1) + "\n",
+                                  encoding="utf-8")
     kept = kept_folder(link)
     discard(link)
     os.replace(version, kept)
@@ -89,7 +93,7 @@ def take(link: Path, library: ast.Library) -> tuple[Path, Interrupted]:
         raise ResumeError(f"there is no interrupted build of {link} to resume ({kept} does not exist)")
     try:
         record = Interrupted.read(kept / RECORD)
-    except (ValueError, KeyError, TypeError) as error:
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise ResumeError(f"{kept / RECORD} cannot be read ({error}): build without --resume") from None
     now = source_digests(library)
     changed = sorted(name for name in record.sources.keys() | now.keys() if record.sources.get(name) != now.get(name))

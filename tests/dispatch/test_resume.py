@@ -119,8 +119,14 @@ def test_a_changed_description_or_source_is_not_resumed(crossing, tmp_path, monk
         build(crossing, out=link, resume=True)
     assert kept_folder(link).is_dir() and not link.exists()  # refused: nothing moved
     source.write_text(original)
-    crossing.write_text(crossing.read_text().replace("verify 8", "verify 6"))
+    description = crossing.read_text()
+    crossing.write_text(description.replace("verify 8", "verify 6"))
     with pytest.raises(ResumeError, match=r"crossing\.hl changed since"):
+        build(crossing, out=link, resume=True)
+    crossing.write_text(description)
+    record = kept_folder(link) / RECORD
+    record.write_text(record.read_text().replace('"format": 1', '"format": 99'))
+    with pytest.raises(ResumeError, match="form 99, not 1: another version of hlc's"):
         build(crossing, out=link, resume=True)
 
 
