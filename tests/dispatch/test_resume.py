@@ -161,7 +161,12 @@ def test_ctrl_c_in_a_real_build_keeps_the_samples_and_stops_every_process(crossi
     """The terminal's interrupt goes to the build's whole process group: the
     profiling programs end, and the build keeps what they had written."""
     link = tmp_path / "build" / "crossing"
-    command = [sys.executable, "-m", "hlc", "build", str(crossing), "--out", str(link), "--budget", "60"]
+    # A shell without job control starts its background commands with SIGINT
+    # ignored, and Python then keeps it so: the build's own run restores it,
+    # as a terminal's foreground command has it.
+    interruptible = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                     "from hlc.cli import main; sys.exit(main(sys.argv[1:]))")
+    command = [sys.executable, "-c", interruptible, "build", str(crossing), "--out", str(link), "--budget", "60"]
     started = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
     try:
