@@ -179,6 +179,9 @@ class Summary:
     turns_on_input: Share | None = None
     #: the right choices among the points timed on a second input that the variables decide
     right_where_decided: Share | None = None
+    #: the right choices among the points where the chosen and the fastest alternative's timings
+    #: settled (None when all did): a verdict on timings that never agreed is the host's as much
+    right_where_settled: Share | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"points": self.points, "tolerance": self.tolerance, "right_share": self.right_share,
@@ -191,7 +194,8 @@ class Summary:
                 "noise_median": self.noise_median, "noise_p95": self.noise_p95,
                 "overhead_median": self.overhead_median, "chosen": dict(self.chosen),
                 "turns_on_input": self.turns_on_input.to_json() if self.turns_on_input else None,
-                "right_where_decided": self.right_where_decided.to_json() if self.right_where_decided else None}
+                "right_where_decided": self.right_where_decided.to_json() if self.right_where_decided else None,
+                "right_where_settled": self.right_where_settled.to_json() if self.right_where_settled else None}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], version: int = FORMAT) -> Summary | None:
@@ -209,7 +213,8 @@ class Summary:
                    overhead_median=_float_or_none(data.get("overhead_median")),
                    chosen={str(k): int(v) for k, v in data["chosen"].items()},
                    turns_on_input=_share_or_none(data.get("turns_on_input")),
-                   right_where_decided=_share_or_none(data.get("right_where_decided")))
+                   right_where_decided=_share_or_none(data.get("right_where_decided")),
+                   right_where_settled=_share_or_none(data.get("right_where_settled")))
 
 
 _FIGURES = ("tolerance", "right_share", "mean_penalty_when_wrong", "expected_penalty", "worst_penalty",

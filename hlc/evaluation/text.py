@@ -54,6 +54,11 @@ def summary_rows(summary: Summary) -> list[tuple[str, str]]:
     if summary.right_where_decided is not None:
         rows.append(("right where variables decide", f"{summary.right_where_decided.share:7.1%} "
                      f"(of the other {summary.right_where_decided.points})"))
+    if summary.right_where_settled is not None:
+        rows.append(("right where timings settled", f"{summary.right_where_settled.share:7.1%} "
+                     f"(of {summary.right_where_settled.points}; at the other "
+                     f"{summary.points - summary.right_where_settled.points} the chosen or the fastest "
+                     f"alternative's timings never agreed)"))
     if summary.overhead_median is not None:
         rows.append(("dispatched call vs chosen", f"median {summary.overhead_median:+.1%} "
                      f"(the decision's cost and noise)"))

@@ -79,6 +79,15 @@ def turns_on_the_input(point: JudgedPoint, tolerance: float) -> bool | None:
                    for name in second)
 
 
+def settled_verdict(point: JudgedPoint) -> bool:
+    """Whether the two timings the verdict compares, the chosen alternative's
+    and the fastest's, settled (hlc.calibrate.timing.Timing.settled).  On a
+    busy host a sort's timings can spread over twice their median; a
+    verdict drawn from such timings says as much about the host as about
+    the choice."""
+    return not any(c.noisy for c in point.candidates if c.label in (point.chosen_label, point.best_label))
+
+
 def oracle_verdict(alternatives: Mapping[str, Candidate], chosen_label: str) -> tuple[str, float]:
     """The alternative that beats the chosen one by most (the chosen one
     itself when none does), and the penalty t_chosen / t_best - 1."""
@@ -139,6 +148,7 @@ def summarize(points: Sequence[JudgedPoint], tolerance: float, baseline: str, re
     turning = [(p, turns_on_the_input(p, tolerance)) for p in points]
     turning = [(p, turns) for p, turns in turning if turns is not None]
     decided = [p for p, turns in turning if not turns]
+    settled = [p for p in points if settled_verdict(p)]
     return Summary(
         points=len(points), tolerance=tolerance, right_share=1 - len(wrong) / len(points),
         mean_penalty_when_wrong=statistics.fmean(wrong) if wrong else 0.0,
@@ -148,7 +158,9 @@ def summarize(points: Sequence[JudgedPoint], tolerance: float, baseline: str, re
         noise_median=statistics.median(noise) if noise else None, noise_p95=_quantile(noise, 0.95) if noise else None,
         overhead_median=overhead, chosen=chosen,
         turns_on_input=Share(sum(turns for _, turns in turning) / len(turning), len(turning)) if turning else None,
-        right_where_decided=Share(sum(p.right for p in decided) / len(decided), len(decided)) if decided else None)
+        right_where_decided=Share(sum(p.right for p in decided) / len(decided), len(decided)) if decided else None,
+        right_where_settled=(Share(sum(p.right for p in settled) / len(settled), len(settled))
+                             if settled and len(settled) < len(points) else None))
 
 
 def summaries(points: Sequence[JudgedPoint], ranks: Sequence[int], tolerance: float, baseline: str,

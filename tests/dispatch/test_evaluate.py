@@ -26,7 +26,7 @@ from hlc.cli import main
 from hlc.evaluation import judge, ratio, ratio_of, summarize, turns_on_the_input
 from hlc.evaluation.oracle import AGAIN, CONFIRM_ROUNDS, DISPATCHED, PROBES, Evaluator, probes
 from hlc.evaluation.replay import changed_sources, rejudge, replay, replay_oracle
-from hlc.evaluation.text import probe_row
+from hlc.evaluation.text import probe_row, summary_rows
 from hlc.model.fingerprint import machine_differences
 
 DESCRIPTIONS = Path(__file__).resolve().parents[1] / "descriptions"
@@ -202,6 +202,27 @@ def test_the_summary_says_which_choices_turn_on_the_input():
     assert summary.right_where_decided == artefact.Share(1 / 2, 2)
     assert artefact.Summary.from_json(json.loads(json.dumps(summary.to_json()))) == summary
     assert summarize(points[3:], 0.03, baseline="a", reference="a").turns_on_input is None
+
+
+def test_the_summary_gives_the_right_choices_where_the_compared_timings_settled():
+    def timed(chosen: str, times: dict[str, tuple[float, bool]]) -> Evaluated:
+        return record(chosen, {}, candidates=[{"label": k, **parsed(k), "seconds": v, "noisy": noisy}
+                                              for k, (v, noisy) in times.items()])
+
+    points = [judge(line, 0.03) for line in [
+        timed("a", {"a": (1.0, True), "b": (1.2, False)}),    # right; the chosen one's timings never agreed
+        timed("a", {"a": (1.5, False), "b": (1.0, True)}),    # wrong; the fastest one's never agreed
+        timed("a", {"a": (1.0, False), "b": (2.0, True)}),    # right; only a slower one's never agreed
+        timed("a", {"a": (1.2, False), "b": (1.0, False)}),   # wrong
+    ]]
+    summary = summarize(points, 0.03, baseline="a", reference="a")
+    assert summary.right_share == pytest.approx(1 / 2)
+    assert summary.right_where_settled == artefact.Share(1 / 2, 2)
+    assert artefact.Summary.from_json(json.loads(json.dumps(summary.to_json()))) == summary
+    row = dict(summary_rows(summary))["right where timings settled"]
+    assert row.startswith("  50.0% (of 2; at the other 2 the chosen or the fastest")
+    settled = summarize(points[2:], 0.03, baseline="a", reference="a")
+    assert settled.right_where_settled is None and "right where timings settled" not in dict(summary_rows(settled))
 
 
 def test_judge_skips_points_it_cannot_judge():
