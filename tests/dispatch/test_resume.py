@@ -41,6 +41,16 @@ def interrupting_the_profile(monkeypatch, budget: float = 2.0) -> None:
     monkeypatch.setattr(building, "_profile_adaptively", interrupted)
 
 
+def interrupted_build(description: Path, **options) -> BuildInterrupted:
+    """The interrupt of a build whose profile or fit the test interrupts.  A
+    plain KeyboardInterrupt (nothing was measured) fails the test instead of
+    stopping the whole run."""
+    with pytest.raises(KeyboardInterrupt) as raised:
+        build(description, **options)
+    assert isinstance(raised.value, BuildInterrupted), "the build kept nothing"
+    return raised.value
+
+
 def sample_lines(path: Path) -> list[str]:
     return [line for line in path.read_text().splitlines() if '"kind":"sample"' in line]
 
@@ -48,10 +58,9 @@ def sample_lines(path: Path) -> list[str]:
 def test_an_interrupted_profile_is_kept_and_a_resumed_build_goes_on_from_it(crossing, tmp_path, monkeypatch):
     link = tmp_path / "build" / "crossing"
     interrupting_the_profile(monkeypatch)
-    with pytest.raises(BuildInterrupted) as raised:
-        build(crossing, out=link, seed=5)
+    raised = interrupted_build(crossing, out=link, seed=5)
     kept = kept_folder(link)
-    assert raised.value.folder == kept and "--resume" in str(raised.value)
+    assert raised.folder == kept and "--resume" in str(raised)
     assert not link.exists()  # no build was installed
     assert [p.name for p in link.parent.iterdir()] == [kept.name]  # nothing else was left
     record = json.loads((kept / RECORD).read_text())
@@ -71,6 +80,31 @@ def test_an_interrupted_profile_is_kept_and_a_resumed_build_goes_on_from_it(cros
     assert result.resumed == len(measured)
 
 
+def test_an_interrupted_grid_build_resumes_the_points_it_had_not_taken(crossing, tmp_path, monkeypatch):
+    link = tmp_path / "build" / "crossing"
+    profile = building.profile
+
+    def interrupted(*args, **options):
+        profile(*args, **{**options, "budget": 2.0})  # a grid profile's budget cuts it short
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(building, "profile", interrupted)
+    interrupted_build(crossing, out=link, adaptive=False, seed=3)
+    record = json.loads((kept_folder(link) / RECORD).read_text())
+    assert not record["adaptive"] and record["seed"] == 3
+    measured = sample_lines(kept_folder(link) / "samples.jsonl")
+    taken = sum(1 for p in Samples.read(kept_folder(link) / "samples.jsonl").points if not p.verify)
+    assert 0 < taken < 57
+    monkeypatch.undo()
+    build(crossing, out=link, resume=True)
+    samples = Samples.read(link / "samples.jsonl")
+    assert sample_lines(link / "samples.jsonl")[:len(measured)] == measured
+    points = [(p.interface, p.P, p.verify, p.index) for p in samples.points]
+    assert len(points) == len(set(points))  # no point taken twice
+    grid = sum(1 for p in samples.points if not p.verify)
+    assert grid == 57  # the whole nest: 1 .. 2048 *= 1.12 has 57 values, at one rank
+
+
 def test_a_build_interrupted_while_it_fits_resumes_with_the_fit(crossing, tmp_path, monkeypatch):
     link = tmp_path / "build" / "crossing"
     calibrate = building.calibrate
@@ -79,8 +113,7 @@ def test_a_build_interrupted_while_it_fits_resumes_with_the_fit(crossing, tmp_pa
         raise KeyboardInterrupt
 
     monkeypatch.setattr(building, "calibrate", interrupted)
-    with pytest.raises(BuildInterrupted):
-        build(crossing, out=link, budget=1.0)
+    interrupted_build(crossing, out=link, budget=3.0)
     assert json.loads((kept_folder(link) / RECORD).read_text())["profiled"]
     measured = (kept_folder(link) / "samples.jsonl").read_text()
 
@@ -109,8 +142,7 @@ def test_a_changed_description_or_source_is_not_resumed(crossing, tmp_path, monk
     with pytest.raises(ResumeError, match="no interrupted build"):
         build(crossing, out=link, resume=True)
     interrupting_the_profile(monkeypatch)
-    with pytest.raises(BuildInterrupted):
-        build(crossing, out=link)
+    interrupted_build(crossing, out=link)
     monkeypatch.undo()
     source = crossing.parent / "squares" / "impls.py"
     original = source.read_text()
@@ -133,8 +165,7 @@ def test_a_changed_description_or_source_is_not_resumed(crossing, tmp_path, monk
 def test_a_build_that_ends_removes_what_an_interrupted_one_kept(crossing, tmp_path, monkeypatch):
     link = tmp_path / "build" / "crossing"
     interrupting_the_profile(monkeypatch)
-    with pytest.raises(BuildInterrupted):
-        build(crossing, out=link)
+    interrupted_build(crossing, out=link)
     monkeypatch.undo()
     build(crossing, out=link, quick=True)  # not resumed: it supersedes what was kept
     assert not kept_folder(link).exists() and (link / "models.json").is_file()
