@@ -30,7 +30,7 @@ def crossing(tmp_path) -> Path:
     return Path(shutil.copy(DESCRIPTIONS / "crossing.hl", tmp_path / "crossing.hl"))
 
 
-def interrupting_the_profile(monkeypatch, budget: float = 2.0) -> None:
+def interrupting_the_profile(monkeypatch, budget: float) -> None:
     """The adaptive profile runs ``budget`` seconds, then the user interrupts."""
     profile = building._profile_adaptively
 
@@ -39,6 +39,16 @@ def interrupting_the_profile(monkeypatch, budget: float = 2.0) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(building, "_profile_adaptively", interrupted)
+
+
+def interrupting_after(link: Path, samples: int):
+    """A progress report that interrupts, as Ctrl-C does while the build
+    follows its programs, once the build of ``link`` has taken ``samples``."""
+    def progress(size: int, done: int, total: int) -> None:
+        if any(len(sample_lines(p)) >= samples for p in link.parent.glob(f".{link.name}.*/samples.jsonl")):
+            raise KeyboardInterrupt
+
+    return progress
 
 
 def interrupted_build(description: Path, **options) -> BuildInterrupted:
@@ -55,10 +65,9 @@ def sample_lines(path: Path) -> list[str]:
     return [line for line in path.read_text().splitlines() if '"kind":"sample"' in line]
 
 
-def test_an_interrupted_profile_is_kept_and_a_resumed_build_goes_on_from_it(crossing, tmp_path, monkeypatch):
+def test_an_interrupted_profile_is_kept_and_a_resumed_build_goes_on_from_it(crossing, tmp_path):
     link = tmp_path / "build" / "crossing"
-    interrupting_the_profile(monkeypatch)
-    raised = interrupted_build(crossing, out=link, seed=5)
+    raised = interrupted_build(crossing, out=link, seed=5, progress=interrupting_after(link, 6))
     kept = kept_folder(link)
     assert raised.folder == kept and "--resume" in str(raised)
     assert not link.exists()  # no build was installed
@@ -68,7 +77,6 @@ def test_an_interrupted_profile_is_kept_and_a_resumed_build_goes_on_from_it(cros
     measured = sample_lines(kept / "samples.jsonl")
     assert measured
 
-    monkeypatch.undo()
     result = build(crossing, out=link, resume=True, budget=2.0)  # seed 0 asked, the kept 5 used
     assert not kept.exists() and (link / "models.json").is_file()
     resumed = Samples.read(link / "samples.jsonl")
@@ -80,22 +88,13 @@ def test_an_interrupted_profile_is_kept_and_a_resumed_build_goes_on_from_it(cros
     assert result.resumed == len(measured)
 
 
-def test_an_interrupted_grid_build_resumes_the_points_it_had_not_taken(crossing, tmp_path, monkeypatch):
+def test_an_interrupted_grid_build_resumes_the_points_it_had_not_taken(crossing, tmp_path):
     link = tmp_path / "build" / "crossing"
-    profile = building.profile
-
-    def interrupted(*args, **options):
-        profile(*args, **{**options, "budget": 2.0})  # a grid profile's budget cuts it short
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(building, "profile", interrupted)
-    interrupted_build(crossing, out=link, adaptive=False, seed=3)
+    interrupted_build(crossing, out=link, adaptive=False, seed=3, progress=interrupting_after(link, 12))
     record = json.loads((kept_folder(link) / RECORD).read_text())
     assert not record["adaptive"] and record["seed"] == 3
     measured = sample_lines(kept_folder(link) / "samples.jsonl")
-    taken = sum(1 for p in Samples.read(kept_folder(link) / "samples.jsonl").points if not p.verify)
-    assert 0 < taken < 57
-    monkeypatch.undo()
+    assert 0 < len(Samples.read(kept_folder(link) / "samples.jsonl").points) < 57
     build(crossing, out=link, resume=True)
     samples = Samples.read(link / "samples.jsonl")
     assert sample_lines(link / "samples.jsonl")[:len(measured)] == measured
@@ -141,9 +140,7 @@ def test_a_changed_description_or_source_is_not_resumed(crossing, tmp_path, monk
     link = tmp_path / "build" / "crossing"
     with pytest.raises(ResumeError, match="no interrupted build"):
         build(crossing, out=link, resume=True)
-    interrupting_the_profile(monkeypatch)
-    interrupted_build(crossing, out=link)
-    monkeypatch.undo()
+    interrupted_build(crossing, out=link, progress=interrupting_after(link, 6))
     source = crossing.parent / "squares" / "impls.py"
     original = source.read_text()
     source.write_text(original + "\n# changed\n")
@@ -164,9 +161,7 @@ def test_a_changed_description_or_source_is_not_resumed(crossing, tmp_path, monk
 
 def test_a_build_that_ends_removes_what_an_interrupted_one_kept(crossing, tmp_path, monkeypatch):
     link = tmp_path / "build" / "crossing"
-    interrupting_the_profile(monkeypatch)
-    interrupted_build(crossing, out=link)
-    monkeypatch.undo()
+    interrupted_build(crossing, out=link, progress=interrupting_after(link, 6))
     build(crossing, out=link, quick=True)  # not resumed: it supersedes what was kept
     assert not kept_folder(link).exists() and (link / "models.json").is_file()
 
