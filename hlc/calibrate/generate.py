@@ -168,6 +168,21 @@ def _parameter_names(interface: ast.Interface) -> set[str]:
     return {p.name for impl in interface.implementations for p in impl.parameters}
 
 
+def _taken_as_calls_take(interface: ast.Interface) -> list[str]:
+    """Lines that convert the built array arguments as the built module
+    converts a call's (hlc.arguments.as_array): the implementations are
+    timed on what calls will pass them, a list of numbers made an array."""
+    lines = []
+    for argument in interface.arguments:
+        type_ = argument.type
+        if type_.dimensions > 0:
+            name = safe(argument.name)
+            where = f"the profile's argument {argument.name!r} of {interface.name}()"
+            mutable = ", mutable=True" if argument.mutable else ""
+            lines.append(f"{name} = as_array({name}, {where!r}, {type_.element!r}, {type_.dimensions}{mutable})")
+    return lines
+
+
 def _interface(interface: ast.Interface, imports: dict[str, ast.Import]) -> dict:
     profile = interface.profile
     parameters = _parameter_names(interface)
@@ -181,6 +196,7 @@ def _interface(interface: ast.Interface, imports: dict[str, ast.Import]) -> dict
     argument_lines += [f"{safe(let.name)} = {py(let.value)}" for let in profile.lets]
     builds = {b.name: b for b in profile.builds}
     argument_lines += [f"{safe(a.name)} = {py(builds[a.name].value)}" for a in interface.arguments]
+    argument_lines += _taken_as_calls_take(interface)
     arguments = [safe(a.name) for a in interface.arguments]
 
     def action(expressions: tuple[ast.Expression, ...]) -> list[str]:
@@ -239,6 +255,7 @@ def profiling_program(library: ast.Library, compiled: Path | None, program_name:
         machine=list(used_machine_constants(library).items()),
         constants=[(safe(c.name), py(c.value)) for c in library.constants],
         interfaces=[_interface(i, imports) for i in profiled],
+        arrays=any(a.type.dimensions > 0 for i in profiled for a in i.arguments),
         interface_constants=", ".join(safe(i.name).upper() for i in profiled),
     )
 

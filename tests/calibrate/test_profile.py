@@ -168,6 +168,32 @@ def test_interrupted_profile_leaves_a_valid_file_that_resumes(tmp_path):
     assert len(points) == len(set(points))
 
 
+def test_the_implementations_are_timed_on_the_arguments_as_calls_pass_them(tmp_path):
+    """A profile that builds lists where the interface takes arrays times
+    the implementations on the arrays the built module will pass them (a
+    Python loop over a NumPy array runs several times slower than over a
+    list), and a list for an argument the implementations change in place
+    is refused as the module refuses it."""
+    (tmp_path / "helpers.py").write_text(
+        "def values(count, seed):\n    return [float(i) for i in range(count)]\n\n\n"
+        "def total(x):\n    assert type(x).__name__ == 'ndarray' and x.dtype == 'float64', type(x)\n"
+        "    return float(sum(x))\n")
+    description = ('library lists\nfrom "helpers.py" import values, total\ninterface f(x: float[]) -> float\n'
+                   "    n = len(x)\n    reference python\n    impl python = total\n        time ~ 1 + n\n"
+                   "    profile\n        for i in 1 .. 64 *= 4\n        x = values(i, seed)\n        verify 2\n")
+    (tmp_path / "lists.hl").write_text(description)
+    program = prepare(hlc.parse_file(tmp_path / "lists.hl"), tmp_path / "build")
+    assert "x = as_array(x, \"the profile's argument 'x' of f()\", 'float', 1)" in program.read_text()
+    result = profile(hlc.parse_file(tmp_path / "lists.hl"), tmp_path / "samples.jsonl", tmp_path / "build")
+    assert not result.failures
+    assert len(Samples.read(tmp_path / "samples.jsonl").samples) == 4 + 2
+    (tmp_path / "changed.hl").write_text(description.replace("f(x: float[])", "f(x: mutable float[])"))
+    failed = subprocess.run([sys.executable, "-m", "hlc", "profile", str(tmp_path / "changed.hl"),
+                             "--build", str(tmp_path / "changed")], capture_output=True, text=True, timeout=120)
+    assert failed.returncode == 2
+    assert "the profile's argument 'x' of f() must be a NumPy array of floating-point numbers" in failed.stderr
+
+
 def test_a_broken_helper_is_a_profile_error(tmp_path):
     (tmp_path / "helpers.py").write_text("def make(count, seed):\n    raise RuntimeError('no data')\n")
     (tmp_path / "broken.hl").write_text(

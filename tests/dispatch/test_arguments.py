@@ -1,4 +1,4 @@
-"""The rule by which a built module takes array arguments (hlc.dispatch.support.as_array):
+"""The rule by which a built module takes array arguments (hlc.arguments.as_array):
 converted where nothing is lost, refused naming the argument otherwise."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from hlc.dispatch.support import as_array
+from hlc.arguments import as_array
 
 WHERE = "f(): argument 'x'"
 DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32",
