@@ -65,6 +65,25 @@ class Scope:
     array_arguments: dict[str, int] = field(default_factory=dict)  # name → dimensions
 
 
+#: What a definition is, in a duplicate name's message, by its node and by the kind ``declare`` is told.
+_DEFINITIONS = {ast.Import: "an imported name", ast.Implementation: "an implementation",
+                ast.Interface: "an interface", ast.ModelDefinition: "a model", ast.Argument: "an argument",
+                ast.Variable: "a variable", ast.Parameter: "a parameter"}
+_KINDS = {"import": ast.Import, "implementation": ast.Implementation, "interface": ast.Interface,
+          "model": ast.ModelDefinition, "argument": ast.Argument, "variable": ast.Variable,
+          "parameter": ast.Parameter}
+
+
+def _as_what(previous: ast.Node, kind: str) -> str:
+    """``, as an imported name`` where the two definitions are of different
+    kinds (an implementation named as the function it calls): the names of
+    a description are one space, which its expressions read."""
+    what = _DEFINITIONS.get(type(previous))
+    if what is None or _KINDS.get(kind) is type(previous):
+        return ""
+    return f", as {what}"
+
+
 class Checker:
     def __init__(self, library: ast.Library, problems: Sequence[tuple[ast.Node, str]] = ()):
         self.library = library
@@ -132,7 +151,8 @@ class Checker:
             return False
         if name in seen:
             previous = seen[name]
-            self.error(node, f"duplicate name '{name}': already defined at line {previous.line}")
+            self.error(node, f"duplicate name '{name}': already defined at line {previous.line}"
+                             f"{_as_what(previous, kind)}")
             return False
         seen[name] = node
         return True

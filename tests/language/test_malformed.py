@@ -156,6 +156,14 @@ MALFORMED = [
           impl numpy = numpy.sort
             time = n
         """, 6, 8, "duplicate name 'numpy': already defined at line 4"),
+    case("implementation-named-as-its-function", """\
+        library demo
+        from "sort/support.py" import radix_sort
+        interface sort(keys: int[])
+          n = len(keys)
+          impl radix_sort = radix_sort
+            time = n
+        """, 5, 8, "duplicate name 'radix_sort': already defined at line 2, as an imported name"),
     case("duplicate-variable", """\
         library demo
         interface sort(keys: int[])
