@@ -3,8 +3,9 @@
  * The functions its cost models call (besides <math.h>), the integer
  * searches that choose parameters, and bitwidth() of an integer array.  A
  * module's models and decisions (decisions_<library>.c) include it first,
- * after defining HLC_SCAN_LIMIT from hlc.optimize.SCAN_LIMIT, which brings
- * in the searches; its Cython includes it for bitwidth().  Each search
+ * after defining HLC_SCAN_LIMIT and HLC_COARSE from hlc.optimize's
+ * SCAN_LIMIT and COARSE, which brings in the searches; its Cython includes
+ * it for bitwidth().  Each search
  * mirrors the Python in hlc.optimize, step by step, so that the compiled
  * module and hlc.dispatch.reference decide alike.
  */
@@ -77,24 +78,35 @@ static inline long hlc_clamp(long value, long lo, long hi) {
 #ifdef HLC_SCAN_LIMIT
 typedef double (*hlc_objective)(long, void *);
 
-/* Mirrors hlc.optimize.integer_minimum: every value of a short range, else
-   binary search on the sign of the forward difference, assuming one minimum. */
+/* Mirrors hlc.optimize._spread: the j-th of HLC_COARSE values evenly spread over [lo, hi]. */
+static inline long hlc_spread(long lo, long hi, long j) {
+    long whole = (hi - lo) / (HLC_COARSE - 1), part = (hi - lo) % (HLC_COARSE - 1);
+    return lo + whole * j + part * j / (HLC_COARSE - 1);
+}
+
+/* Mirrors hlc.optimize.integer_minimum: a wide range narrowed around the least
+   of HLC_COARSE spread values until it is short, then every value of it. */
 static long hlc_integer_minimum(hlc_objective f, long lo, long hi, void *state) {
-    if (hi - lo < HLC_SCAN_LIMIT) {
-        long best = lo, x;
-        double least = f(lo, state), value;
-        for (x = lo + 1; x <= hi; x++) {
-            value = f(x, state);
-            if (value < least) { best = x; least = value; }
+    long best, x, j, at;
+    double least, value;
+    while (hi - lo >= HLC_SCAN_LIMIT) {
+        at = 0;
+        least = f(lo, state);
+        for (j = 1; j < HLC_COARSE; j++) {
+            value = f(hlc_spread(lo, hi, j), state);
+            if (value < least) { at = j; least = value; }
         }
-        return best;
+        x = hlc_spread(lo, hi, at > 0 ? at - 1 : 0);
+        hi = hlc_spread(lo, hi, at < HLC_COARSE - 1 ? at + 1 : HLC_COARSE - 1);
+        lo = x;
     }
-    while (lo < hi) {
-        long middle = lo + (hi - lo) / 2;
-        if (f(middle + 1, state) < f(middle, state)) lo = middle + 1;
-        else hi = middle;
+    best = lo;
+    least = f(lo, state);
+    for (x = lo + 1; x <= hi; x++) {
+        value = f(x, state);
+        if (value < least) { best = x; least = value; }
     }
-    return lo;
+    return best;
 }
 
 /* Mirrors hlc.optimize.integer_root: the integer before the sign change;

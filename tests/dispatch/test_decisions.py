@@ -113,6 +113,7 @@ def test_compiled_and_python_decisions_agree_on_5000_random_calls(any_compiled):
         actual = module.choose_work_at(**variables)
         assert (actual.implementation, actual.parameters) == (expected.implementation, expected.parameters), \
             (variables, actual, expected)
+        assert actual.settings == expected.settings, variables  # every search's value, chosen or not
         for name, seconds in expected.predicted.items():
             assert actual.predicted[name] == pytest.approx(seconds, rel=1e-12), (variables, name)
         chosen.add(actual.implementation)
@@ -165,11 +166,12 @@ def test_every_kind_of_parameter_search_is_exercised(compiled):
     seen: dict[str, set] = {}
     for _ in range(2000):
         variables = random_variables(rng)
-        for name in ("digits", "blocks", "tiles"):
+        for name in ("digits", "blocks", "tiles", "chunks"):
             implementation = interface.implementation(name)
             if decider.applies(implementation, variables):
                 seen.setdefault(name, set()).add(tuple(decider.parameters(implementation, variables).items()))
-    assert set(seen) == {"digits", "blocks", "tiles"} and all(len(values) > 3 for values in seen.values()), seen
+    assert set(seen) == {"digits", "blocks", "tiles", "chunks"}
+    assert all(len(values) > 3 for values in seen.values()), seen
 
 
 def test_explain_shows_the_search_the_make_up_and_what_lies_beyond_the_samples(compiled):

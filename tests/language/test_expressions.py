@@ -197,7 +197,8 @@ def test_c_and_python_agree_on_random_expressions(tmp_path):
     declarations = "".join(f"    double {name} = {float(value)!r};\n" for name, value in VARIABLES.items())
     body = "".join(f'    printf("%.17g\\n", (double)({to_c(e)}));\n' for e, _ in cases)
     program = tmp_path / "agree.c"
-    program.write_text(f"#define HLC_SCAN_LIMIT 64L\n#include \"hlc_dispatch.h\"\n#include <stdio.h>\n"
+    program.write_text("#define HLC_SCAN_LIMIT 64L\n#define HLC_COARSE 16L\n"
+                       f"#include \"hlc_dispatch.h\"\n#include <stdio.h>\n"
                        f"int main(void) {{\n{declarations}{body}    return 0;\n}}\n")
     binary = tmp_path / "agree"
     headers = Path(__file__).resolve().parents[2] / "templates"
