@@ -68,10 +68,10 @@ def integer_minimum(f: Objective, lo: int, hi: int) -> int:
     while hi - lo >= SCAN_LIMIT:
         at, least = 0, f(lo)
         for j in range(1, COARSE):
-            value = f(_spread(lo, hi, j))
+            value = f(spread(lo, hi, j))
             if value < least:
                 at, least = j, value
-        lo, hi = _spread(lo, hi, max(at - 1, 0)), _spread(lo, hi, min(at + 1, COARSE - 1))
+        lo, hi = spread(lo, hi, max(at - 1, 0)), spread(lo, hi, min(at + 1, COARSE - 1))
     best, least = lo, f(lo)
     for x in range(lo + 1, hi + 1):
         value = f(x)
@@ -80,7 +80,7 @@ def integer_minimum(f: Objective, lo: int, hi: int) -> int:
     return best
 
 
-def _spread(lo: int, hi: int, j: int) -> int:
+def spread(lo: int, hi: int, j: int) -> int:
     """The j-th of COARSE values evenly spread over [lo, hi], in integers
     that cannot overflow a C long where lo and hi do not."""
     whole, part = divmod(hi - lo, COARSE - 1)

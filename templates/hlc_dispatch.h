@@ -78,7 +78,7 @@ static inline long hlc_clamp(long value, long lo, long hi) {
 #ifdef HLC_SCAN_LIMIT
 typedef double (*hlc_objective)(long, void *);
 
-/* Mirrors hlc.optimize._spread: the j-th of HLC_COARSE values evenly spread over [lo, hi]. */
+/* Mirrors hlc.optimize.spread: the j-th of HLC_COARSE values evenly spread over [lo, hi]. */
 static inline long hlc_spread(long lo, long hi, long j) {
     long whole = (hi - lo) / (HLC_COARSE - 1), part = (hi - lo) % (HLC_COARSE - 1);
     return lo + whole * j + part * j / (HLC_COARSE - 1);

@@ -12,6 +12,7 @@ from hlc.language import ast
 from hlc.language.expressions import EvaluationError, evaluate, integer_bounds
 from hlc.model.predict import ModelUnavailable, Predictor, band, term_values
 from hlc.model.terms import discovered_in_words, model_terms
+from hlc.optimize import COARSE, SCAN_LIMIT, spread
 
 
 def _seconds(value: float) -> str:
@@ -83,8 +84,9 @@ def planned_time(predictor: Predictor, implementation: ast.Implementation, envir
 def weighed_values(predictor: Predictor, implementation: ast.Implementation, parameter: ast.Parameter,
                    variables: Mapping[str, Any], chosen: Mapping[str, int], most: int = 24) -> list[tuple[int, float]]:
     """The values of ``parameter`` the dispatcher's search weighs here (those
-    its ``over`` clause proposes, else its range when short), each with the
-    predicted time there, the other parameters as chosen."""
+    its ``over`` clause proposes, else its range when short, else the values
+    spread over the range that its first narrowing compares, and the chosen
+    one), each with the predicted time there, the other parameters as chosen."""
     environment = {**predictor.constants, **variables, **chosen}
     rule = implementation.optimization(parameter.name)
     try:
@@ -94,7 +96,13 @@ def weighed_values(predictor: Predictor, implementation: ast.Implementation, par
                              for step in range(low, high + 1)} if high - low < 4 * most else set())
         elif parameter.range is not None:
             low, high = integer_bounds(parameter.range, environment)
-            values = list(range(low, high + 1)) if high - low < most else []
+            if high - low < most:
+                values = list(range(low, high + 1))
+            elif high - low >= SCAN_LIMIT:
+                values = sorted({spread(low, high, j) for j in range(COARSE)}
+                                | ({chosen[parameter.name]} if parameter.name in chosen else set()))
+            else:
+                values = []
         else:
             values = []
     except (EvaluationError, ArithmeticError, ValueError):

@@ -26,6 +26,7 @@ from hlc.language.families import family_knots
 from hlc.language.nest import constant_values
 from hlc.model.predict import Predictor
 from hlc.model.terms import model_terms
+from hlc.optimize import COARSE, spread
 
 DESCRIPTIONS = Path(__file__).resolve().parents[1] / "descriptions"
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
@@ -195,6 +196,20 @@ def test_explain_shows_the_search_the_make_up_and_what_lies_beyond_the_samples(c
     assert f"{choice.parameters['bpd']} → " in weighed and "(chosen)" in weighed
     assert "every sample had P = 2, so its prediction at P = 1 extrapolates" in text
     assert "%" in text and "-" not in "".join(line.split()[-1] for line in text.splitlines() if line.endswith("%"))
+
+
+def test_explain_shows_the_values_spread_over_a_wide_range_that_its_search_compares_first(compiled):
+    library, module, decider = compiled
+    interface = library.interface("work")
+    variables = {"n": 300_000, "width": 29, "P": 1, "logP": 0.0}
+    decided = decider.decide(interface, variables)
+    choice = Choice("chunks", decided.settings["chunks"], decided.predicted, decided.settings)
+    text = explanation(library, module.__models__, "work", variables, choice, {})
+    weighed = next(line for line in text.splitlines() if line.strip().startswith("chunk weighed:"))
+    shown = [int(part.split(" → ")[0]) for part in weighed.split(": ", 1)[1].split(", ")]
+    spread_values = {spread(8, 4096, j) for j in range(COARSE)}
+    assert set(shown) == spread_values | {choice.parameters["chunk"]} and shown == sorted(shown)
+    assert f"{choice.parameters['chunk']} → " in weighed and "(chosen)" in weighed
 
 
 def test_the_make_up_of_a_prediction_has_no_negative_share():
