@@ -196,7 +196,8 @@ def _interface(interface: ast.Interface, imports: dict[str, ast.Import]) -> dict
     argument_lines += [f"{safe(let.name)} = {py(let.value)}" for let in profile.lets]
     builds = {b.name: b for b in profile.builds}
     argument_lines += [f"{safe(a.name)} = {py(builds[a.name].value)}" for a in interface.arguments]
-    argument_lines += _taken_as_calls_take(interface)
+    conversions = _taken_as_calls_take(interface)
+    argument_lines += conversions
     arguments = [safe(a.name) for a in interface.arguments]
 
     def action(expressions: tuple[ast.Expression, ...]) -> list[str]:
@@ -213,7 +214,7 @@ def _interface(interface: ast.Interface, imports: dict[str, ast.Import]) -> dict
         "name": safe(interface.name), "signature": signature,
         "loops": _loop_block(base, [f"yield {point}"], 1),
         "draws": [(safe(loop.variable), _draw(loop)) for loop in base],
-        "point": point, "argument_lines": argument_lines,
+        "point": point, "argument_lines": argument_lines, "converts": bool(conversions),
         "argument_tuple": ", ".join(arguments) + ("," if len(arguments) == 1 else ""),
         "parameter_list": ", ".join(arguments),
         "variables": [(safe(v.name), py(v.value)) for v in interface.variables],
@@ -246,6 +247,7 @@ def profiling_program(library: ast.Library, compiled: Path | None, program_name:
         return repr(str(path))
 
     base, compiled_at = where(library.directory), where(compiled)
+    interfaces = [_interface(i, imports) for i in profiled]
     return render(
         "profile.py.j2",
         library=library, description=str(Path(library.filename).resolve()) if not library.filename.startswith("<")
@@ -254,8 +256,8 @@ def profiling_program(library: ast.Library, compiled: Path | None, program_name:
         imports=import_loads(library, "sources", "harness.load_attribute"),
         machine=list(used_machine_constants(library).items()),
         constants=[(safe(c.name), py(c.value)) for c in library.constants],
-        interfaces=[_interface(i, imports) for i in profiled],
-        arrays=any(a.type.dimensions > 0 for i in profiled for a in i.arguments),
+        interfaces=interfaces,
+        arrays=any(interface["converts"] for interface in interfaces),
         interface_constants=", ".join(safe(i.name).upper() for i in profiled),
     )
 
