@@ -330,3 +330,43 @@ def test_a_discovered_step_may_not_pull_a_cost_per_unit_below_zero(monkeypatch):
     assert any(term.base == "n" and term.factors[0].kind == "step" and term.factors[0].variable == "bits"
                and unchecked.coefficients[term.text] < -unchecked.coefficients.get("n", 0.0)
                for term in unchecked.discovered), unchecked.discovered
+
+
+WIDE = """
+library wide "A chunk size over a range far too long to probe at each value."
+
+from numpy import ones
+
+interface work(values: float64[]) -> float "Some work."
+    n = len(values)
+
+    impl chunked(chunk: int in 16 .. n * 1000000) = numpy.sum "in chunks"
+        time ~ 1 + n + n / chunk
+
+    profile
+        for m in 1 .. 64 *= 2
+        for chunk in 16 .. 1024 *= 2
+        values = ones(m)
+"""
+
+
+def test_a_long_parameter_range_is_probed_at_values_spread_over_it():
+    """A range of up to 64 million values a site is probed at PROBE_VALUES of
+    them, its ends included, not at each (which would take minutes and
+    gigabytes); a short range at each of its values."""
+    from hlc.model import calibration
+    from hlc.model.predict import Predictor
+
+    library = parse(WIDE)
+    implementation = library.interfaces[0].implementations[0]
+    sites = [{"n": float(n), "P": 1.0, "logP": 0.0} for n in (1, 2, 4, 8, 16, 32, 64)]
+    probes = calibration._probes(Predictor(library, {}), implementation, sites)
+    assert len(probes) <= calibration.PROBES
+    at_largest = sorted(p["chunk"] for p in probes if p["n"] == 64)
+    assert at_largest[0] == 16 and at_largest[-1] == 64_000_000
+    assert all(isinstance(value, int) for value in at_largest)
+    assert calibration._probed_values(16, 16 + calibration.PROBE_VALUES - 1) == list(
+        range(16, 16 + calibration.PROBE_VALUES))
+    spread = calibration._probed_values(16, 64_000_000)
+    assert len(spread) == calibration.PROBE_VALUES and spread == sorted(set(spread))
+    assert spread[0] == 16 and spread[-1] == 64_000_000
