@@ -161,15 +161,15 @@ class TimingEngine:
               point: dict, repeat: int, warm: float = WARM_SECONDS) -> float | None:
         """Seconds per call over ``repeat`` calls, the slowest rank's; None when
         it raised.  ``warm``: seconds of untimed calls first (see time_calls)."""
-        with self.spent.spending("inputs"):
-            calls = [self.fresh(interface, arguments) for _ in range(repeat + 1)] if interface.mutable \
-                else [arguments] * (repeat + 1)  # the first warms the caches
+        with self.spent.spending("inputs"):  # the first warms the caches, when there is a warm-up
+            calls = [self.fresh(interface, arguments) for _ in range(repeat + bool(warm))] if interface.mutable \
+                else [arguments] * (repeat + bool(warm))
         if interface.setup is not None:
             interface.setup(point, arguments, self.context.size)
         self.emit(event="task", interface=interface.name, implementation=implementation.name, point=point)
         task = functools.partial(implementation.call, **settings) if settings else implementation.call
         try:
-            seconds = time_calls(task, calls[1:], self.clock, before=self.context.barrier,
+            seconds = time_calls(task, calls[1:] if warm else calls, self.clock, before=self.context.barrier,
                                  warm=calls[0] if warm else None, agree=self.context.agree_count,
                                  warm_seconds=float(warm))
             failed = None

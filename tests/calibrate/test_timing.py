@@ -150,3 +150,39 @@ def test_the_ranks_warm_up_as_long_as_the_rank_doing_the_work_needs(tmp_path):
     counts = dict(json.loads(line) for line in done.stdout.split("\n") if line.startswith("["))
     # one first call, at most one more (it lasted half of WARM_SECONDS or longer), the timed call
     assert counts[0] == counts[1] and 2 <= counts[0] <= 3
+
+
+def test_a_mutable_argument_is_copied_once_for_each_call_it_is_passed_to(monkeypatch):
+    """Each timed call of a mutable argument gets its own copy, and the
+    warm-up one more; a timing without warm-up makes no copy for it (a copy
+    of a large array can cost as much as the call)."""
+    import copy
+
+    import numpy as np
+
+    from hlc.calibrate.engine import TimingEngine
+    from hlc.calibrate.host import HostMeter
+    from hlc.calibrate.tasks import Context, Implementation, Interface
+
+    original = np.zeros(8)
+    received: list[np.ndarray] = []
+
+    def scale(values):
+        received.append(values)
+        values += 1.0
+
+    implementation = Implementation("scale", scale, lambda variables: True, lambda point, variables: [{}],
+                                    lambda rng, point, variables: {})
+    interface = Interface("work", lambda: iter(()), lambda rng: {}, lambda point, seed, size: (original,),
+                          lambda values: {}, [implementation], "scale", mutable=(0,))
+    clock = Clock(resolution=1e-9, overhead=0.0)
+    timing_engine = TimingEngine(Context(1), clock, HostMeter(), {}, None, lambda **event: None)
+    copies = []
+    real = copy.deepcopy
+    monkeypatch.setattr(copy, "deepcopy", lambda value, *rest: copies.append(value) or real(value, *rest))
+    timing_engine.timed(interface, implementation, {}, (original,), {}, repeat=3, warm=0.0)
+    assert len(copies) == 3 and len(received) == 3
+    timing_engine.timed(interface, implementation, {}, (original,), {}, repeat=2, warm=1e-9)
+    assert len(copies) == 3 + 3 and len(received) >= 3 + 3
+    assert len({id(values) for values in received}) == len(copies)
+    assert all(values is not original for values in received) and not original.any()
