@@ -113,17 +113,37 @@ def _plain(value: float) -> float | int:
 
 def same_result(result: Any, reference: Any) -> bool:
     """Whether two implementations' results agree: exactly for integers and
-    everything else, to 1e-9 relative for floating point."""
+    everything else, to 1e-9 relative for floating point.  Numbers agree
+    whatever holds them (a list of the reference array's values is the same
+    result), and a comparison that fails is a disagreement: an
+    implementation's result must not stop the profile."""
     if isinstance(result, tuple | list) and isinstance(reference, tuple | list):
         return len(result) == len(reference) and all(map(same_result, result, reference))
-    if isinstance(result, numpy.ndarray | numpy.generic | float | int) and not isinstance(result, bool):
-        a, b = numpy.asarray(result), numpy.asarray(reference)
+    if isinstance(result, dict) and isinstance(reference, dict):
+        return result.keys() == reference.keys() and all(same_result(result[k], reference[k]) for k in result)
+    if _numeric(result) or _numeric(reference):
+        try:
+            a, b = numpy.asarray(result), numpy.asarray(reference)
+        except (ValueError, TypeError):  # ragged, or not numbers
+            return False
         if a.shape != b.shape:
             return False
-        if a.dtype.kind in "fc" or b.dtype.kind in "fc":
+        if a.dtype.kind in "fc" and b.dtype.kind in "fcbiu" or b.dtype.kind in "fc" and a.dtype.kind in "biu":
             return _close(a.reshape(-1), b.reshape(-1))
-        return bool(numpy.array_equal(a, b))
-    return result == reference
+        if a.dtype.kind in "biu" and b.dtype.kind in "biu":
+            return bool(numpy.array_equal(a, b))
+    try:
+        equal = result == reference
+        if isinstance(equal, numpy.ndarray):
+            return numpy.shape(result) == numpy.shape(reference) and bool(equal.all())
+        return bool(equal)
+    except Exception:  # noqa: BLE001 -- any failure of the results' own comparison is a disagreement
+        return False
+
+
+def _numeric(value: Any) -> bool:
+    """An array or a number (not a truth value): compared as numbers."""
+    return isinstance(value, numpy.ndarray | numpy.generic | float | int) and not isinstance(value, bool)
 
 
 #: Elements compared at a time by _close: its temporaries stay in the caches.

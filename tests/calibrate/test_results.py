@@ -57,3 +57,40 @@ def test_integer_and_boolean_results_agree_exactly(kind):
     other = reference.copy()
     other[4] = 2 if kind is not bool else not other[4]
     assert not same_result(other, reference)
+
+
+def test_numbers_agree_whatever_holds_them():
+    """A list of the reference array's values is the same result; one value
+    more, another shape or None is not."""
+    reference = np.cumsum(np.arange(5.0))
+    assert same_result(list(reference), reference) and same_result(reference, list(reference))
+    assert same_result(tuple(reference * (1 + 1e-12)), reference)
+    assert same_result(np.float64(1.5), 1.5) and same_result(3, 3.0)
+    assert not same_result(list(reference) + [1.0], reference)
+    assert not same_result(reference.reshape(5, 1), list(reference))
+    assert not same_result(None, reference) and not same_result(reference, None)
+    assert not same_result([[1.0, 2.0], [3.0]], np.ones(2))  # ragged
+    assert same_result({"counts": [1, 2], "total": 3.0}, {"counts": np.array([1, 2]), "total": 3.0})
+
+
+class Grumpy:
+    """A result whose comparison raises."""
+
+    def __eq__(self, other):
+        raise RuntimeError("cannot compare")
+
+    __hash__ = object.__hash__
+
+
+@pytest.mark.parametrize("result, reference", [
+    (Grumpy(), Grumpy()),
+    (Grumpy(), np.ones(3)),
+    (["a", "b"], np.ones(2)),
+    ({"a": np.ones(2)}, {"a": np.zeros(2)}),
+    ({"a": np.ones(2)}, {"b": np.ones(2)}),
+])
+def test_a_comparison_that_fails_is_a_disagreement_not_an_error(result, reference):
+    """Whatever two implementations return, the check answers: an error
+    here would end the profile and be blamed on the implementation."""
+    assert same_result(result, reference) in (True, False)
+    assert not same_result(result, reference) or result is reference
