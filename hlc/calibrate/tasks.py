@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import random
+import reprlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -185,6 +186,17 @@ def _close(a: numpy.ndarray, b: numpy.ndarray, rtol: float = 1e-9) -> bool:
 
 
 def describe(value: Any) -> str:
-    """A short text of a result for failure messages."""
-    text = " ".join(repr(value).split())
+    """A short text of a result for failure messages: the start of its repr
+    (NumPy abbreviates an array's, reprlib a long list's), or its type where
+    that fails."""
+    try:
+        text = repr(value) if isinstance(value, numpy.ndarray) else _SHORT.repr(value)
+    except Exception:  # noqa: BLE001 -- a result whose repr fails is still described
+        text = f"a {type(value).__name__} (its repr failed)"
+    text = " ".join(text.split())
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = 8
+_SHORT.maxother = _SHORT.maxstring = 80

@@ -94,3 +94,11 @@ def test_a_comparison_that_fails_is_a_disagreement_not_an_error(result, referenc
     here would end the profile and be blamed on the implementation."""
     assert same_result(result, reference) in (True, False)
     assert not same_result(result, reference) or result is reference
+
+
+def test_a_result_is_described_in_a_line_however_large():
+    from hlc.calibrate.tasks import describe
+
+    assert describe(list(range(10**6))) == "[0, 1, 2, 3, 4, 5, 6, 7, ...]"
+    assert len(describe(np.arange(10**6))) <= 80 and describe(None) == "None"
+    assert "Grumpy" in describe(Grumpy()) or describe(Grumpy()).startswith("<")
