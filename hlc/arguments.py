@@ -52,7 +52,7 @@ def as_array(value: Any, where: str, element: str, dimensions: int, mutable: boo
             array = numpy.asarray(value)
         except (TypeError, ValueError, OverflowError):
             array = None
-        if array is None or array.dtype.kind not in "biuf":
+        if array is None or array.dtype.kind not in "biufc":  # complex numbers: refused below, by their type
             raise TypeError(f"{where} must be a NumPy array of {words}, not {type(value).__name__}")
     if array.ndim != dimensions:
         raise ValueError(f"{where} must be {dimensions}-dimensional, not {array.ndim}-dimensional")

@@ -80,6 +80,7 @@ def test_what_is_not_numbers_and_wrong_shapes_are_refused_naming_the_argument():
                                   ([1, [2]], TypeError, "must be a NumPy array of float64, not list"),
                                   (np.ones((2, 2)), ValueError, "must be 1-dimensional, not 2-dimensional"),
                                   (3.0, ValueError, "must be 1-dimensional, not 0-dimensional"),
-                                  (np.array([1 + 2j]), TypeError, "must hold float64, not complex128")]:
+                                  (np.array([1 + 2j]), TypeError, "must hold float64, not complex128"),
+                                  ([1 + 2j], TypeError, "must hold float64, not complex128")]:
         with pytest.raises(error, match=re.escape(f"{WHERE} {message}")):
             as_array(value, WHERE, "float64", 1)
