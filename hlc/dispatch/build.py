@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from hlc.artefacts.files import ArtefactError
-from hlc.artefacts.models import Models, load_each, load_used, save_used
+from hlc.artefacts.models import Models, TimeModel, load_each, load_used, save_used
 from hlc.artefacts.models import load as load_models
 from hlc.calibrate.breakdown import Breakdown
 from hlc.calibrate.generate import profiling_program
@@ -48,6 +48,7 @@ from hlc.model.calibration import (
     Samples,
     by_ranks_text,
     calibrate,
+    excluded_at,
     missing_implementations,
 )
 from hlc.model.fingerprint import source_digests
@@ -580,6 +581,16 @@ def _wrapped(text: str, indent: str = "", hanging: str = "    ") -> list[str]:
                          break_long_words=False, break_on_hyphens=False) or [indent]
 
 
+def _exclusion(name: str, entry: TimeModel) -> str:
+    """Why an implementation has no model; for one excluded while
+    profiling, where, and how to keep it where it works: the exclusion is
+    the whole implementation's, and a precondition is the author's."""
+    if entry.status != "excluded" or not excluded_at(entry):
+        return entry.cause or ""
+    return (f"{entry.cause} (at {excluded_at(entry)}); a `requires` that leaves that point out keeps {name} "
+            f"where it works")
+
+
 def summary_table(result: BuildResult) -> str:
     """Implementation, status, terms kept and verification MRE, one line
     each, its model's warnings beneath it, wrapped: a busy host gives most
@@ -602,7 +613,7 @@ def summary_table(result: BuildResult) -> str:
         mre = entry.verification_mre
         shown = f"{mre:.3f}" if mre is not None else "—"
         lines.append(f"{name:<18} {entry.status:<10} {kept!s:>10} {shown:>17}")
-        for note in entry.warnings or ([entry.cause] if entry.cause else []):
+        for note in entry.warnings or ([_exclusion(name, entry)] if entry.cause else []):
             lines += _wrapped(note, "  - ")
     by_ranks = [(name, entry.verification_mre_by_ranks) for name, entry in times.items()
                 if entry.verification_mre_by_ranks]

@@ -776,13 +776,19 @@ def missing_implementations(models: Models) -> list[str]:
             continue
         cause = (entry.cause or "no cause recorded").strip()
         if entry.status == "excluded":
-            where = ", ".join(f"{k} = {v}" for k, v in (entry.point or {}).items())
-            ranks = f"P={entry.ranks}" if entry.ranks is not None else ""
-            at = ", ".join(part for part in (ranks, where) if part)
+            at = excluded_at(entry)
             lines.append(f"{name}: excluded while profiling{f' (at {at})' if at else ''}: {cause}")
         else:
             lines.append(f"{name}: {entry.status}: {cause}")
     return lines
+
+
+def excluded_at(entry: TimeModel) -> str:
+    """Where an excluded implementation failed: its rank count and the
+    point of the profile's loops ("P=1, m = 16384"); empty where unknown."""
+    where = ", ".join(f"{k} = {v}" for k, v in (entry.point or {}).items())
+    ranks = f"P={entry.ranks}" if entry.ranks is not None else ""
+    return ", ".join(part for part in (ranks, where) if part)
 
 
 def summary(models: Models) -> str:

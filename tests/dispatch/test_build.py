@@ -382,6 +382,9 @@ def test_a_build_without_an_implementation_ends_with_a_warning_and_strict_refuse
     assert re.search(r"raised ValueError: \d+ keys are too many for me \(at impls.py:\d+\)$", warnings[-2])
     assert "--strict" in warnings[-1]
     assert re.search(r"^raises +excluded ", captured.out, re.MULTILINE)  # the summary table's row
+    beneath = " ".join(captured.out.split())  # the note beneath it, unwrapped
+    assert re.search(r"raised ValueError: \d+ keys are too many for me \(at impls.py:\d+\) \(at P=1, i = \d+\); "
+                     r"a `requires` that leaves that point out keeps raises where it works", beneath)
     installed = (out / "models.json").read_bytes()
     assert load(out).sort(np.array([3, 1, 2])).tolist() == [1, 2, 3]
 
