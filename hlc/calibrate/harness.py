@@ -66,6 +66,30 @@ from hlc.calibrate.tasks import Context, Implementation, Interface
 from hlc.calibrate.timing import Timing, calibrate_clock
 from hlc.language.nest import geometric
 
+#: The folder of hlc's own modules, whose frames a failed helper's traceback leaves out.
+_OWN = str(Path(__file__).resolve().parents[1])
+
+
+def described(interface: Interface, point: dict, what: str, build: Callable[[], Any]) -> Any:
+    """``build()``, the description's ``what`` (arguments or variables) at
+    ``point``.  Where a helper it calls raises, the program ends saying
+    which interface, which point and which line of the helper failed (its
+    frames and the generated program's, not the harness's): the
+    description is wrong there, not an implementation."""
+    try:
+        return build()
+    except Exception as error:  # noqa: BLE001 -- any failure of the description's helpers ends the profile
+        import traceback
+
+        where = ", ".join(f"{name} = {value}" for name, value in point.items()) or "its only point"
+        frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+                  if not str(Path(frame.filename).resolve()).startswith(_OWN + os.sep)]
+        verb = "built" if what == "arguments" else "computed"
+        text = [f"the profile's {what} of {interface.name}() at {where} could not be {verb}:\n",
+                *traceback.format_list(frames), *traceback.format_exception_only(error)]
+        raise SystemExit("".join(text).rstrip()) from None
+
+
 # How many candidate points verification draws at most, per sample wanted.
 VERIFY_DRAWS = 4
 # A model's own points (``Profiler.own_points``) have indices from OWN_INDEX
@@ -286,8 +310,10 @@ class ProgramRun:
         """The arguments and the variables (agreed over the ranks) at a point."""
         size = self.context.size
         with self.spent.spending("inputs"):
-            arguments = interface.arguments(point, seed, size)
-            variables = self.context.agree(dict(interface.variables(*arguments, P=size)))
+            arguments = described(interface, point, "arguments", lambda: interface.arguments(point, seed, size))
+            computed = described(interface, point, "variables",
+                                 lambda: dict(interface.variables(*arguments, P=size)))
+            variables = self.context.agree(computed)
         variables.update(P=size, logP=math.log2(size))
         return arguments, variables
 

@@ -194,16 +194,29 @@ def test_the_implementations_are_timed_on_the_arguments_as_calls_pass_them(tmp_p
     assert "the profile's argument 'x' of f() must be a NumPy array of floating-point numbers" in failed.stderr
 
 
-def test_a_broken_helper_is_a_profile_error(tmp_path):
-    (tmp_path / "helpers.py").write_text("def make(count, seed):\n    raise RuntimeError('no data')\n")
-    (tmp_path / "broken.hl").write_text(
-        'library broken\nfrom "helpers.py" import make\ninterface f(x: float64[])\n    n = len(x)\n'
-        "    impl a = numpy.sort\n        time ~ n\n    profile\n        for i in 1 .. 3 ++\n"
-        "        x = make(i, seed)\n")
-    result = subprocess.run([sys.executable, "-m", "hlc", "profile", str(tmp_path / "broken.hl"),
-                             "--build", str(tmp_path / "build")], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 2
-    assert "failed outside any implementation" in result.stderr and "no data" in result.stderr
+def test_a_broken_helper_is_a_profile_error_naming_the_point_and_its_line(tmp_path):
+    """A helper that fails at some points ends the profile (exit 2) with
+    the interface, the point and the helper's own frames, not the
+    harness's; in the variables as in the arguments."""
+    (tmp_path / "helpers.py").write_text(
+        "import numpy\n\n\ndef make(count, seed):\n    if count >= 2:\n        raise RuntimeError('no data')\n"
+        "    return numpy.ones(count)\n\n\ndef width(x):\n    raise ValueError('no width')\n")
+    broken = ('library broken\nfrom "helpers.py" import make, width\ninterface f(x: float64[])\n    n = len(x)\n'
+              "    impl a = numpy.sort\n        time ~ n\n    profile\n        for i in 1 .. 3 ++\n"
+              "        x = make(i, seed)\n")
+    for name, text, message in [
+            ("arguments", broken, r"the profile's arguments of f\(\) at i = [23] could not be built:"),
+            ("variables", broken.replace("n = len(x)", "n = width(x)").replace("make(i, seed)", "make(1, seed)"),
+             r"the profile's variables of f\(\) at i = [123] could not be computed:")]:
+        (tmp_path / f"{name}.hl").write_text(text.replace("library broken", f"library {name}"))
+        result = subprocess.run([sys.executable, "-m", "hlc", "profile", str(tmp_path / f"{name}.hl"),
+                                 "--build", str(tmp_path / name)], capture_output=True, text=True, timeout=120)
+        assert result.returncode == 2, result.stderr
+        assert "failed outside any implementation" in result.stderr
+        assert re.search(message, result.stderr), result.stderr
+        assert "helpers.py\", line" in result.stderr and "harness.py" not in result.stderr
+        assert result.stderr.rstrip().endswith("RuntimeError: no data" if name == "arguments" else
+                                               "ValueError: no width")
 
 
 @pytest.mark.parametrize("ranks", [2])
