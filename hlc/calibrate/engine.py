@@ -37,7 +37,7 @@ from typing import Any
 
 from hlc.calibrate.breakdown import MEASURING, Breakdown
 from hlc.calibrate.host import HostMeter
-from hlc.calibrate.tasks import Context, Implementation, Interface, describe, same_result
+from hlc.calibrate.tasks import Context, Implementation, Interface, describe, described, same_result
 from hlc.calibrate.timing import (
     AGREEMENT,
     MAXIMUM_REPEAT,
@@ -97,8 +97,7 @@ class TimingEngine:
         the collector off), so that a call long enough for the clock can be
         the first timing of its block; None when it raised (then it is excluded)."""
         self.emit(event="task", interface=interface.name, implementation=implementation.name, point=point)
-        if interface.setup is not None:
-            interface.setup(point, arguments, self.context.size)
+        self._around(interface, "setup", point, arguments)
         collecting = gc.isenabled()
         gc.disable()
         try:
@@ -116,12 +115,18 @@ class TimingEngine:
         finally:
             if collecting:
                 gc.enable()
-        if interface.cleanup is not None:
-            interface.cleanup(point, arguments, self.context.size)
+        self._around(interface, "cleanup", point, arguments)
         if self.context.any(error is not None):
             self.exclude(interface, implementation, error or "raised on another rank", point)
             return None
         return self.result_of(interface, returned, arguments), elapsed
+
+    def _around(self, interface: Interface, which: str, point: dict, arguments: tuple) -> None:
+        """The description's ``setup`` or ``cleanup`` calls at ``point``, if any
+        (a failure there is the description's: tasks.described)."""
+        calls = interface.setup if which == "setup" else interface.cleanup
+        if calls is not None:
+            described(interface, point, which, lambda: calls(point, arguments, self.context.size))
 
     def warm_up(self, interface: Interface, candidates: list[tuple[Implementation, dict]], arguments: tuple,
                 point: dict) -> list[tuple[Implementation, dict, int]]:
@@ -164,8 +169,7 @@ class TimingEngine:
         with self.spent.spending("inputs"):  # the first warms the caches, when there is a warm-up
             calls = [self.fresh(interface, arguments) for _ in range(repeat + bool(warm))] if interface.mutable \
                 else [arguments] * (repeat + bool(warm))
-        if interface.setup is not None:
-            interface.setup(point, arguments, self.context.size)
+        self._around(interface, "setup", point, arguments)
         self.emit(event="task", interface=interface.name, implementation=implementation.name, point=point)
         task = functools.partial(implementation.call, **settings) if settings else implementation.call
         try:
@@ -175,8 +179,7 @@ class TimingEngine:
             failed = None
         except Exception as raised:  # failing on a later call is a failure too
             seconds, failed = 0.0, f"raised {type(raised).__name__}: {raised}"
-        if interface.cleanup is not None:
-            interface.cleanup(point, arguments, self.context.size)
+        self._around(interface, "cleanup", point, arguments)
         if self.context.any(failed is not None):
             self.exclude(interface, implementation, failed or "raised on another rank", point)
             return None

@@ -62,33 +62,9 @@ from hlc.calibrate.breakdown import Breakdown
 from hlc.calibrate.engine import TimingEngine
 from hlc.calibrate.host import TOLERANCE as HOST_TOLERANCE
 from hlc.calibrate.host import HostMeter, link_yardstick
-from hlc.calibrate.tasks import Context, Implementation, Interface
+from hlc.calibrate.tasks import Context, HelperFailed, Implementation, Interface, described
 from hlc.calibrate.timing import Timing, calibrate_clock
 from hlc.language.nest import geometric
-
-#: The folder of hlc's own modules, whose frames a failed helper's traceback leaves out.
-_OWN = str(Path(__file__).resolve().parents[1])
-
-
-def described(interface: Interface, point: dict, what: str, build: Callable[[], Any]) -> Any:
-    """``build()``, the description's ``what`` (arguments or variables) at
-    ``point``.  Where a helper it calls raises, the program ends saying
-    which interface, which point and which line of the helper failed (its
-    frames and the generated program's, not the harness's): the
-    description is wrong there, not an implementation."""
-    try:
-        return build()
-    except Exception as error:  # noqa: BLE001 -- any failure of the description's helpers ends the profile
-        import traceback
-
-        where = ", ".join(f"{name} = {value}" for name, value in point.items()) or "its only point"
-        frames = [frame for frame in traceback.extract_tb(error.__traceback__)
-                  if not str(Path(frame.filename).resolve()).startswith(_OWN + os.sep)]
-        verb = "built" if what == "arguments" else "computed"
-        text = [f"the profile's {what} of {interface.name}() at {where} could not be {verb}:\n",
-                *traceback.format_list(frames), *traceback.format_exception_only(error)]
-        raise SystemExit("".join(text).rstrip()) from None
-
 
 # How many candidate points verification draws at most, per sample wanted.
 VERIFY_DRAWS = 4
@@ -657,9 +633,14 @@ def main(library: str, description: str, interfaces: list[Interface], argv: list
     options_parser = parser(library)
     options = options_parser.parse_args(argv)
     keep_freed_memory()
-    if options.evaluate:
-        if evaluator is None:
-            options_parser.error("--evaluate: this program has no evaluator (an older hlc generated it); "
-                                 "build the library again")
-        return evaluator(library, description, interfaces, options).run()
-    return Profiler(library, description, interfaces, options).run()
+    if options.evaluate and evaluator is None:
+        options_parser.error("--evaluate: this program has no evaluator (an older hlc generated it); "
+                             "build the library again")
+    try:
+        if options.evaluate:
+            return evaluator(library, description, interfaces, options).run()
+        return Profiler(library, description, interfaces, options).run()
+    except HelperFailed as failed:  # the parent blames no implementation for it
+        sys.stdout.write(json.dumps({"event": "helper failed"}) + "\n")
+        sys.stdout.flush()
+        raise SystemExit(str(failed)) from None

@@ -282,7 +282,7 @@ class _Child:
                     final = event
                     if until_final:
                         return _Outcome(kind, event=event, breakdown=account)
-                elif kind == "failure":
+                elif kind in ("failure", "helper failed"):
                     task = None
             code = self.process.wait()
         except BaseException:

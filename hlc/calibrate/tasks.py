@@ -12,10 +12,13 @@ all work on these.
 from __future__ import annotations
 
 import math
+import os
 import random
 import reprlib
+import traceback
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy
@@ -54,6 +57,33 @@ class Interface:
     repeat: int = 3
     setup: Callable[[dict, tuple, int], None] | None = None
     cleanup: Callable[[dict, tuple, int], None] | None = None
+
+
+class HelperFailed(Exception):
+    """A helper of the description failed while the program built a point's
+    arguments, computed its variables or ran its setup or cleanup: the
+    description is wrong there, not an implementation."""
+
+
+#: The folder of hlc's own modules, whose frames a failed helper's traceback leaves out.
+_OWN = str(Path(__file__).resolve().parents[1])
+
+
+def described(interface: Interface, point: dict, what: str, run: Callable[[], Any]) -> Any:
+    """``run()``, the description's ``what`` (arguments, variables, setup,
+    cleanup) at ``point``.  Where a helper it calls raises, HelperFailed says
+    which interface, which point and which line of the helper failed (its
+    frames and the generated program's, not hlc's)."""
+    try:
+        return run()
+    except Exception as error:  # noqa: BLE001 -- any failure of the description's helpers ends the profile
+        where = ", ".join(f"{name} = {value}" for name, value in point.items()) or "its only point"
+        frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+                  if not str(Path(frame.filename).resolve()).startswith(_OWN + os.sep)]
+        failed = {"arguments": "could not be built", "variables": "could not be computed"}.get(what, "failed")
+        text = [f"the profile's {what} of {interface.name}() at {where} {failed}:\n",
+                *traceback.format_list(frames), *traceback.format_exception_only(error)]
+        raise HelperFailed("".join(text).rstrip()) from None
 
 
 # ---- the parallel context -----------------------------------------------------------------

@@ -196,27 +196,34 @@ def test_the_implementations_are_timed_on_the_arguments_as_calls_pass_them(tmp_p
 
 def test_a_broken_helper_is_a_profile_error_naming_the_point_and_its_line(tmp_path):
     """A helper that fails at some points ends the profile (exit 2) with
-    the interface, the point and the helper's own frames, not the
-    harness's; in the variables as in the arguments."""
+    the interface, the point and the helper's own frames, not hlc's; in
+    the variables and a setup as in the arguments, and no implementation
+    is excluded for it."""
     (tmp_path / "helpers.py").write_text(
         "import numpy\n\n\ndef make(count, seed):\n    if count >= 2:\n        raise RuntimeError('no data')\n"
-        "    return numpy.ones(count)\n\n\ndef width(x):\n    raise ValueError('no width')\n")
-    broken = ('library broken\nfrom "helpers.py" import make, width\ninterface f(x: float64[])\n    n = len(x)\n'
+        "    return numpy.ones(count)\n\n\ndef width(x):\n    raise ValueError('no width')\n\n\n"
+        "def boom():\n    raise OSError('no cache to flush')\n")
+    broken = ('library broken\nfrom "helpers.py" import make, width, boom\ninterface f(x: float64[])\n'
+              '    n = len(x)\n'
               "    impl a = numpy.sort\n        time ~ n\n    profile\n        for i in 1 .. 3 ++\n"
               "        x = make(i, seed)\n")
     for name, text, message in [
             ("arguments", broken, r"the profile's arguments of f\(\) at i = [23] could not be built:"),
             ("variables", broken.replace("n = len(x)", "n = width(x)").replace("make(i, seed)", "make(1, seed)"),
-             r"the profile's variables of f\(\) at i = [123] could not be computed:")]:
-        (tmp_path / f"{name}.hl").write_text(text.replace("library broken", f"library {name}"))
+             r"the profile's variables of f\(\) at i = [123] could not be computed:"),
+            ("setup", broken.replace("make(i, seed)", "make(1, seed)\n        setup boom()"),
+             r"the profile's setup of f\(\) at i = [123] failed:")]:
+        (tmp_path / f"{name}.hl").write_text(text.replace("library broken", f"library broken_{name}"))
         result = subprocess.run([sys.executable, "-m", "hlc", "profile", str(tmp_path / f"{name}.hl"),
                                  "--build", str(tmp_path / name)], capture_output=True, text=True, timeout=120)
         assert result.returncode == 2, result.stderr
         assert "failed outside any implementation" in result.stderr
         assert re.search(message, result.stderr), result.stderr
         assert "helpers.py\", line" in result.stderr and "harness.py" not in result.stderr
-        assert result.stderr.rstrip().endswith("RuntimeError: no data" if name == "arguments" else
-                                               "ValueError: no width")
+        last = {"arguments": "RuntimeError: no data", "variables": "ValueError: no width",
+                "setup": "OSError: no cache to flush"}[name]
+        assert result.stderr.rstrip().endswith(last)
+        assert not Samples.read(tmp_path / name / "samples.jsonl").failures  # no implementation is blamed
 
 
 @pytest.mark.parametrize("ranks", [2])
