@@ -33,7 +33,7 @@ from hlc.language.nest import constant_values
 from hlc.model.predict import helpers_for
 from hlc.model.render import atomic, used_helpers
 from hlc.model.terms import model_terms
-from hlc.optimize import COARSE, SCAN_LIMIT
+from hlc.optimize import COARSE, SCAN_LIMIT, SWEEPS
 
 #: The header every dispatch module includes (templates/, copied beside the module's source).
 HEADER = "hlc_dispatch.h"
@@ -358,7 +358,7 @@ def c_source(main: ast.Library, models: Models, used_models: Mapping[str, Models
         return libraries[library.name]
 
     top = build(main, models.times())
-    return render("decisions.c.j2", scan_limit=SCAN_LIMIT, coarse=COARSE, header=header_name(main.name),
+    return render("decisions.c.j2", scan_limit=SCAN_LIMIT, coarse=COARSE, sweeps=SWEEPS, header=header_name(main.name),
                   libraries=[{"name": library.library.name, "constants": library.constant_lines(),
                               "functions": library.functions()} for library in libraries.values()],
                   predictions=top.predictions(),

@@ -39,7 +39,7 @@ from typing import Any
 from hlc.language import ast
 from hlc.language.expressions import EvaluationError, evaluate, integer_bounds
 from hlc.model.predict import ModelUnavailable, Predictor
-from hlc.optimize import integer_minimum, integer_root
+from hlc.optimize import SWEEPS, integer_minimum, integer_root
 
 INFINITY = math.inf
 #: The rank of a time that is not positive: behind every positive time, ahead
@@ -114,15 +114,22 @@ class Decider:
 
     def parameters(self, implementation: ast.Implementation, variables: Mapping[str, Any]) -> dict[str, int]:
         """First pass: every parameter by its rule, in declaration order.  A
-        parameter not chosen yet takes the low end of its range meanwhile."""
+        parameter not chosen yet takes the low end of its range meanwhile.
+        With several parameters, more passes set each again with the others
+        as last chosen, until a pass changes none or SWEEPS passes are made."""
         environment = {**self.predictor.constants, **variables}
         for parameter in implementation.parameters:
             environment[parameter.name] = integer_bounds(parameter.range, environment)[0]
         chosen: dict[str, int] = {}
-        for parameter in implementation.parameters:
-            value = self.choose(implementation, parameter, environment)
-            environment[parameter.name] = value
-            chosen[parameter.name] = value
+        for sweep in range(SWEEPS if len(implementation.parameters) > 1 else 1):
+            changed = False
+            for parameter in implementation.parameters:
+                value = self.choose(implementation, parameter, environment)
+                changed = changed or value != environment[parameter.name]
+                environment[parameter.name] = value
+                chosen[parameter.name] = value
+            if sweep and not changed:
+                break
         return chosen
 
     def choose(self, implementation: ast.Implementation, parameter: ast.Parameter,
