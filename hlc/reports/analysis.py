@@ -295,13 +295,14 @@ def sweeps(module: ModuleType, info: InterfaceInfo, implementation: Implementati
     points: list[dict[str, float]] = []
     first = info.variables[0] if info.variables else None
     if first is not None and first in info.domain:
-        for fraction in (0.15, 0.5, 0.85):
+        points = _observed_points(info, implementation.name, first, ranks)
+        for fraction in (0.15, 0.5, 0.85) if not points else ():
             point = {**fixed, first: along(info, first, fraction)}
             if point not in points:
                 points.append(point)
     else:
         points.append(dict(fixed))
-    held = {k: v for k, v in fixed.items() if k != first}
+    held = {k: v for k, v in points[0].items() if k != first and all(p.get(k) == v for p in points)}
     result = []
     for parameter in implementation.parameters:
         sweep = Sweep(implementation.name, parameter.name, np.array([]), ranks, held)
@@ -317,10 +318,32 @@ def sweeps(module: ModuleType, info: InterfaceInfo, implementation: Implementati
                       for p in implementation.parameters if p.name != parameter.name}
             predicted = np.array([_predict(module, implementation.name,
                                            {**variables, **others, parameter.name: int(value)}) for value in values])
-            label = ", ".join(f"{k}={_number(v)}" for k, v in point.items() if k == first) or "at the fixed point"
+            label = ", ".join(f"{k}={_number(v)}" for k, v in point.items() if k not in held) or "at the fixed point"
             sweep.curves.append(Curve(label, predicted, settings.get(parameter.name) if settings else None))
         result.append(sweep)
     return result
+
+
+def _observed_points(info: InterfaceInfo, implementation: str, first: str, ranks: int) -> list[dict[str, float]]:
+    """The variables of three of the implementation's samples at ``ranks``,
+    15%, 50% and 85% of the way along the first variable's domain: points
+    where the variables occur together (a matrix's cells are its rows
+    squared, and rows with the cells held make no matrix).  Empty without
+    such samples."""
+    observed = [s.variables for s in info.samples if s.implementation == implementation and ranks == s.P
+                and all(v in s.variables for v in info.variables)]
+    if not observed:
+        return []
+    low, high = (float(v) for v in info.domain[first])
+    scale = math.log if is_log(low, high) else (lambda value: value)
+    points: list[dict[str, float]] = []
+    for fraction in (0.15, 0.5, 0.85):
+        target = scale(along(info, first, fraction))
+        nearest = min(observed, key=lambda variables: abs(scale(max(float(variables[first]), low)) - target))
+        point = {v: float(nearest[v]) for v in info.variables}
+        if point not in points:
+            points.append(point)
+    return points
 
 
 def _bounds(parameter: ParameterInfo, environment: Mapping[str, Any]) -> tuple[int, int]:

@@ -218,3 +218,25 @@ def test_a_map_names_only_the_implementations_that_apply_at_its_ranks(built):
     assert "blocks" in one.shares and "blocks" not in two.shares
     assert "plain" in one.shares and "plain" in two.shares
     assert sum(two.shares.values()) == pytest.approx(1.0)
+
+
+def test_the_plots_against_a_parameter_are_drawn_where_the_variables_occur_together(built):
+    """Each curve against a parameter is at the variables of one of the
+    implementation's samples (n and width as profiled together), along n
+    from its low end to its high end; what all three share is held."""
+    from hlc.reports import analysis
+    from hlc.reports.data import read_build
+
+    data = read_build(built[1])
+    info = next(i for i in data.interfaces if i.name == "work")
+    tiles = next(i for i in info.implementations if i.name == "tiles")
+    profiled = {(s.variables["n"], s.variables["width"]) for s in info.samples if s.implementation == "tiles"}
+    found = analysis.sweeps(data.module, info, tiles, data.constants, analysis.fixed_values(info, {}))
+    assert [sweep.parameter for sweep in found] == ["tall", "wide"]
+    for sweep in found:
+        assert len(sweep.curves) >= 2
+        at = [dict(re.findall(r"(\w+)=([\d.e+]+)", curve.label)) | {k: str(v) for k, v in sweep.held.items()}
+              for curve in sweep.curves]
+        assert all((float(point["n"]), float(point["width"])) in profiled for point in at), (at, profiled)
+        sizes = [float(point["n"]) for point in at]
+        assert sizes == sorted(sizes) and sizes[0] < sizes[-1]
