@@ -182,8 +182,9 @@ class RegionMap:
     fixed: dict[str, float]  # the other variables
     chosen: np.ndarray  # (len(y), len(x)) indices into names; -1 where none applies
     names: list[str]
-    shares: dict[str, float]  # fraction of cells, of the implementations that apply somewhere; "" where none does
+    shares: dict[str, float]  # fraction of the profiled cells, of the implementations that apply somewhere
     overlay: Overlay | None = None
+    profiled: np.ndarray | None = None  # (len(y), len(x)): whether inputs can lie in the cell; None: all
 
 
 def region_map(module: ModuleType, info: InterfaceInfo, x: str, y: str, fixed: Mapping[str, float], ranks: int,
@@ -199,8 +200,45 @@ def region_map(module: ModuleType, info: InterfaceInfo, x: str, y: str, fixed: M
             choice = choose(**with_ranks({**others, x: float(x_value), y: float(y_value)}, ranks))
             chosen[row, column] = index.get(choice.implementation, -1)
             applying.update(name for name, seconds in choice.predicted.items() if math.isfinite(seconds))
+    profiled = _profiled_cells(info, x_axis, y_axis, ranks)
+    counted = chosen[profiled] if profiled is not None and profiled.any() else chosen
     return RegionMap(info.name, x_axis, y_axis, ranks, others, chosen, info.names,
-                     _shares(chosen, info.names, applying))
+                     _shares(counted, info.names, applying), profiled=profiled)
+
+
+def _profiled_cells(info: InterfaceInfo, x: Axis, y: Axis, ranks: int) -> np.ndarray | None:
+    """Which cells of a map lie where inputs can be, when one of its two
+    variables follows the other in every sample (a matrix's cells, its rows
+    squared): the band along that curve, the values between the profiled
+    ones interpolated on the axes' scales.  The rest of such a map is no
+    input at all.  None (every cell) where the two vary independently, or
+    with too few samples at ``ranks`` to tell."""
+    pairs = np.unique(np.array([(float(s.variables[x.name]), float(s.variables[y.name])) for s in info.samples
+                                if ranks == s.P and x.name in s.variables and y.name in s.variables]), axis=0)
+    if len(pairs) < 3:
+        return None
+    if len(np.unique(pairs[:, 0])) == len(pairs):  # y follows x
+        return _band(pairs, x, y)
+    if len(np.unique(pairs[:, 1])) == len(pairs):  # x follows y
+        return _band(pairs[:, ::-1], y, x).T
+    return None
+
+
+def _band(pairs: np.ndarray, x: Axis, y: Axis) -> np.ndarray:
+    """The cells of a map over ``x`` and ``y`` (rows y, columns x) that the
+    curve through ``pairs`` (one y for each x, sorted by x) passes through."""
+    def scaled(values: np.ndarray, log: bool) -> np.ndarray:
+        return np.log(np.maximum(values, 1e-300)) if log else values
+
+    at_x, at_y = scaled(pairs[:, 0], x.log), scaled(pairs[:, 1], y.log)
+    x_edges, y_edges = scaled(x.edges, x.log), scaled(y.edges, y.log)
+    covered = np.zeros((len(y.values), len(x.values)), dtype=bool)
+    for column in range(len(x.values)):
+        ends = np.clip(x_edges[column:column + 2], at_x[0], at_x[-1])
+        inside = at_y[(at_x > ends[0]) & (at_x < ends[1])]
+        through = np.concatenate([np.interp(ends, at_x, at_y), inside])
+        covered[:, column] = (y_edges[1:] >= through.min()) & (y_edges[:-1] <= through.max())
+    return covered
 
 
 def _shares(chosen: np.ndarray, names: list[str], applying: set[str]) -> dict[str, float]:

@@ -156,6 +156,10 @@ def map_figure(region: RegionMap, palette: dict[str, str], path: Path) -> tuple[
     _margins(figure, 0.7, LEGEND, 0.5, 0.35)
     cmap, handles = _regions(region.names, region.shares, palette)
     data = np.where(region.chosen < 0, len(region.names), region.chosen)
+    if region.profiled is not None and not region.profiled.all():  # blank where no input can lie
+        data = np.ma.masked_where(~region.profiled, data)
+        handles.append(Patch(facecolor="white", edgecolor="black", linewidth=0.4,
+                             label=f"no input there ({100 * (1 - region.profiled.mean()):.0f}% of the map)"))
     ax.pcolormesh(region.x.edges, region.y.edges, data, cmap=cmap, vmin=-0.5, vmax=len(region.names) + 0.5,
                   shading="flat", rasterized=True)
     _scale(ax, region.x, "x")

@@ -172,7 +172,9 @@ class _Writer:
                            " was within the tolerance on both inputs timed there)." if self.data.evaluation else "")
                 image = self.draw(f"{info.name}-map-{x}-{y}-P{ranks}", f"{info.name}: regions over {x} and {y}",
                                   f"The implementation the dispatcher chooses over the calibrated ranges of {x} and "
-                                  f"{y} at P={ranks}.{held}{overlay}", section.notes,
+                                  f"{y} at P={ranks}; where one of them follows the other in every sample, only "
+                                  f"the band along that curve, the rest being no input at all.{held}{overlay}",
+                                  section.notes,
                                   f"region map over {x}, {y} at P={ranks}", make)
                 if image:
                     section.maps.append(image)

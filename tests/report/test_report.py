@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 from html.parser import HTMLParser
@@ -240,3 +241,30 @@ def test_the_plots_against_a_parameter_are_drawn_where_the_variables_occur_toget
         assert all((float(point["n"]), float(point["width"])) in profiled for point in at), (at, profiled)
         sizes = [float(point["n"]) for point in at]
         assert sizes == sorted(sizes) and sizes[0] < sizes[-1]
+
+
+def test_a_map_leaves_blank_where_no_input_was_profiled(built):
+    """n and width vary independently in the decisions library's samples: the
+    whole map can be input.  Where width followed n (its samples made so),
+    only a band along that curve can, the rest is blank, and the shares
+    count only the band."""
+    from dataclasses import replace
+
+    from hlc.reports import analysis
+    from hlc.reports.data import read_build
+
+    data = read_build(built[1])
+    info = next(i for i in data.interfaces if i.name == "work")
+    free = analysis.region_map(data.module, info, "n", "width", {}, 1, cells=(24, 16))
+    assert free.profiled is None
+
+    low, high = info.domain["width"]
+    following = [replace(s, variables={**s.variables, "width": float(
+        round(low + (high - low) * (math.log(s.variables["n"]) - math.log(info.domain["n"][0]))
+              / (math.log(info.domain["n"][1]) - math.log(info.domain["n"][0]))))})
+        for s in info.samples]
+    band = analysis.region_map(data.module, replace(info, samples=following), "n", "width", {}, 1, cells=(24, 16))
+    assert band.profiled is not None and 0.03 < band.profiled.mean() < 0.4
+    assert band.profiled.any(axis=0).all()  # every column has its part of the curve
+    assert not band.profiled[-1, 0] and not band.profiled[0, -1]  # the corners off the curve are blank
+    assert sum(share for name, share in band.shares.items()) == pytest.approx(1.0)
