@@ -324,16 +324,18 @@ class Sweep:
 
 
 def sweeps(module: ModuleType, info: InterfaceInfo, implementation: ImplementationInfo,
-           constants: Mapping[str, Any], fixed: Mapping[str, float]) -> list[Sweep]:
-    """Predicted time against each parameter at three values of the first
-    variable, the other parameters at the values the dispatcher sets there."""
+           constants: Mapping[str, Any], fixed: Mapping[str, float], observed: bool = True) -> list[Sweep]:
+    """Predicted time against each parameter at three points along the first
+    variable, the other parameters at the values the dispatcher sets there:
+    with ``observed``, points of the implementation's samples; else (or
+    without samples) the other variables held at ``fixed``."""
     choose = chooser(module, info.name)
     domain_ranks = implementation.entry.domain.get("P")
     ranks = int(domain_ranks[0]) if domain_ranks else info.ranks[0]
     points: list[dict[str, float]] = []
     first = info.variables[0] if info.variables else None
     if first is not None and first in info.domain:
-        points = _observed_points(info, implementation.name, first, ranks)
+        points = _observed_points(info, implementation.name, first, ranks) if observed else []
         for fraction in (0.15, 0.5, 0.85) if not points else ():
             point = {**fixed, first: along(info, first, fraction)}
             if point not in points:

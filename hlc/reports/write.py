@@ -122,8 +122,8 @@ class _Writer:
                 part.notes.append("no module: no prediction plots")
                 continue
             self._fit(info, implementation.name, part)
-            if implementation.parameters:
-                self._sweeps(info, implementation, values, part)
+            if implementation.parameters:  # where --fix names a variable, the plots hold it there
+                self._sweeps(info, implementation, values, part, observed=not set(fixed) & set(info.variables))
         return section
 
     def _constant_choice(self, info: InterfaceInfo) -> str:
@@ -199,9 +199,9 @@ class _Writer:
             part.images.append(image)
 
     def _sweeps(self, info: InterfaceInfo, implementation: ImplementationInfo, values: dict[str, float],
-                part: ImplementationSection) -> None:
+                part: ImplementationSection, observed: bool = True) -> None:
         try:
-            found = analysis.sweeps(self.data.module, info, implementation, self.data.constants, values)
+            found = analysis.sweeps(self.data.module, info, implementation, self.data.constants, values, observed)
         except Exception as error:
             part.notes.append(f"the model against its parameters: not drawn ({error})")
             return
