@@ -44,9 +44,11 @@ from hlc.model.workers import Shared, side_by_side, worker_count
 VERIFICATION_LIMIT = 1.10
 #: A model with discovered terms is checked at this many points at most (_probes).
 PROBES = 2000
-#: A parameter range longer than this is probed at this many values spread
-#: evenly over it, both ends included, rather than at each: the thinning to
-#: PROBES keeps a few values a site either way, and a chunk size in
+#: The settings of an implementation's parameters probed at one site at most:
+#: a parameter range longer than its share of them (all for one parameter,
+#: the square root each for two) is probed at that many values spread
+#: evenly over it, both ends included, rather than at each.  The thinning to
+#: PROBES keeps a few settings a site either way, and a chunk size in
 #: 256 .. 65536 at 260 sites made 17 million settings, 13 s of a 17 s fit.
 PROBE_VALUES = 256
 #: Samples taken while the host meter read a slow spell are left out when
@@ -477,11 +479,12 @@ def _probes(predictor: Predictor, implementation: ast.Implementation,
             sites: list[dict[str, float]]) -> list[dict[str, Any]]:
     """Where the dispatcher may ask the model: each site where the
     implementation applies, at each value of its parameters in their ranges
-    (PROBE_VALUES of a longer range; none when a parameter has no range),
-    thinned evenly to PROBES."""
+    (of a long one, its share of PROBE_VALUES; none when a parameter has no
+    range), thinned evenly to PROBES."""
     if any(parameter.range is None for parameter in implementation.parameters):
         return []
     probes = []
+    each = max(2, round(PROBE_VALUES ** (1 / max(len(implementation.parameters), 1))))
     for site in sites:
         if not _applies(predictor, implementation, site):
             continue
@@ -493,7 +496,7 @@ def _probes(predictor: Predictor, implementation: ast.Implementation,
                     low, high = integer_bounds(parameter.range, {**predictor.constants, **setting})
                 except (EvaluationError, ArithmeticError, ValueError):
                     continue
-                grown += [{**setting, parameter.name: value} for value in _probed_values(low, high)]
+                grown += [{**setting, parameter.name: value} for value in _probed_values(low, high, each)]
             settings = grown
         probes += settings
     if len(probes) > PROBES:
@@ -501,12 +504,12 @@ def _probes(predictor: Predictor, implementation: ast.Implementation,
     return probes
 
 
-def _probed_values(low: int, high: int) -> list[int]:
-    """The values of ``low .. high`` a model is probed at: each, or
-    PROBE_VALUES of them spread evenly, both ends included."""
-    if high - low < PROBE_VALUES:
+def _probed_values(low: int, high: int, most: int = PROBE_VALUES) -> list[int]:
+    """The values of ``low .. high`` a model is probed at: each, or ``most``
+    of them spread evenly, both ends included."""
+    if high - low < most:
         return list(range(low, high + 1))
-    return sorted({low + (high - low) * j // (PROBE_VALUES - 1) for j in range(PROBE_VALUES)})
+    return sorted({low + (high - low) * j // (most - 1) for j in range(most)})
 
 
 def _below_zero(result: Fit, values: Mapping[str, np.ndarray], count: int) -> int:

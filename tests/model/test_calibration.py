@@ -370,3 +370,38 @@ def test_a_long_parameter_range_is_probed_at_values_spread_over_it():
     spread = calibration._probed_values(16, 64_000_000)
     assert len(spread) == calibration.PROBE_VALUES and spread == sorted(set(spread))
     assert spread[0] == 16 and spread[-1] == 64_000_000
+
+
+TILED = """
+library tiled "Two tile sides over long ranges."
+
+from numpy import ones
+
+interface work(values: float64[]) -> float "Some work."
+    n = len(values)
+
+    impl tiles(tall: int in 1 .. 100000, wide: int in 1 .. 100000) = numpy.sum "in tiles"
+        time ~ 1 + n + n / tall + n / wide
+
+    profile
+        for m in 1 .. 64 *= 2
+        for tall in 1 .. 1024 *= 32
+        for wide in 1 .. 1024 *= 32
+        values = ones(m)
+"""
+
+
+def test_two_long_parameter_ranges_share_the_settings_probed_at_a_site():
+    """Two parameters are probed at the square root of PROBE_VALUES each (16
+    by 16 at a site, the ends of both ranges among them), not at the
+    product of two ranges' probes."""
+    from hlc.model import calibration
+    from hlc.model.predict import Predictor
+
+    library = parse(TILED)
+    implementation = library.interfaces[0].implementations[0]
+    site = {"n": 64.0, "P": 1.0, "logP": 0.0}
+    probes = calibration._probes(Predictor(library, {}), implementation, [site])
+    assert len(probes) <= calibration.PROBE_VALUES
+    assert {p["tall"] for p in probes} >= {1, 100000} and {p["wide"] for p in probes} >= {1, 100000}
+    assert len({p["tall"] for p in probes}) == len({p["wide"] for p in probes}) == 16
