@@ -41,7 +41,8 @@ from hlc.dispatch.generate import dispatch_source
 from hlc.dispatch.resume import BuildInterrupted, Interrupted, ResumeError
 from hlc.errors import UserError
 from hlc.language import ast
-from hlc.language.nest import loop_values
+from hlc.language.expressions import evaluate
+from hlc.language.nest import is_integer, loop_values
 from hlc.language.parse import parse_file
 from hlc.model.calibration import (
     VERIFICATION_LIMIT,
@@ -178,9 +179,11 @@ def _coarser(loop: ast.Loop, most: int) -> ast.Loop:
     if loop.update.operator in ("++", "+="):
         step = (values[1] - values[0]) * stride
         update = ast.Update(loop.update.line, loop.update.column, "+=", ast.Number(0, 0, step))
-    else:  # geometric: multiply the factor
-        factor = values[1] // values[0] if values[0] else 2
-        update = ast.Update(loop.update.line, loop.update.column, "*=", ast.Number(0, 0, factor**stride))
+    else:  # geometric: the factor to the stride's power (a real one for `*= 1.5`)
+        amount = evaluate(loop.update.amount, {}) if loop.update.amount is not None else 1
+        factor = amount if loop.update.operator == "*=" else 2 ** amount
+        factor = int(factor) ** stride if is_integer(factor) else float(factor) ** stride
+        update = ast.Update(loop.update.line, loop.update.column, "*=", ast.Number(0, 0, factor))
     return replace(loop, update=update)
 
 

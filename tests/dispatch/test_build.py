@@ -315,7 +315,7 @@ def test_recalibrate_check_refits_only_the_models_that_no_longer_fit(built, tmp_
 
 
 @pytest.mark.parametrize("description", ["libraries/runtime.hl", "libraries/sort.hl", "libraries/stencil.hl",
-                                         "tests/descriptions/vector.hl"])
+                                         "tests/descriptions/vector.hl", "benchmarks/transpose.hl"])
 def test_a_quick_nest_keeps_enough_samples_for_every_model(description):
     """--quick coarsens every loop to QUICK_VALUES values, but keeps twice the
     terms of each fitted model (a model with more terms than samples cannot be
@@ -331,6 +331,8 @@ def test_a_quick_nest_keeps_enough_samples_for_every_model(description):
         counts = [len(loop_values(loop, {})) for loop in quick.profile.loops]
         whole = [len(loop_values(loop, {})) for loop in full.profile.loops]
         assert all(c <= w for c, w in zip(counts, whole, strict=True))
+        for coarse, loop in zip(quick.profile.loops, full.profile.loops, strict=True):  # `*= 1.5` too
+            assert set(loop_values(coarse, {})) <= set(loop_values(loop, {})), loop.variable
         parameters = {p.name for i in full.implementations for p in i.parameters}
         for implementation in full.implementations:
             model = implementation.model("time")
