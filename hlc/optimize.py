@@ -35,9 +35,9 @@ SCAN_LIMIT = 64
 COARSE = 16
 #: Passes over an implementation's parameters at most (hlc.dispatch.reference):
 #: the first sets each with the later ones at the low ends of their ranges;
-#: the next ones set each again with the others as last chosen, until a
-#: pass changes none.  Two tile sides whose cost is their product's were
-#: set to 32 and 1 by the first pass alone.
+#: the next ones set each again with the others as last chosen, until each
+#: has been set again since the last change without moving.  A tile's
+#: height was set for a width at its low end by the first pass alone.
 SWEEPS = 4
 
 

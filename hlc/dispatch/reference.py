@@ -115,22 +115,25 @@ class Decider:
     def parameters(self, implementation: ast.Implementation, variables: Mapping[str, Any]) -> dict[str, int]:
         """First pass: every parameter by its rule, in declaration order.  A
         parameter not chosen yet takes the low end of its range meanwhile.
-        With several parameters, more passes set each again with the others
-        as last chosen, until a pass changes none or SWEEPS passes are made."""
+        With several parameters, the passes go on, each parameter chosen
+        again with the others as last chosen, until every one has been
+        chosen again since the last change and none moved (the one chosen
+        just before the last change needs no new search: nothing it sees has
+        changed), or SWEEPS passes' worth of searches are made."""
         environment = {**self.predictor.constants, **variables}
-        for parameter in implementation.parameters:
+        order = implementation.parameters
+        for parameter in order:
             environment[parameter.name] = integer_bounds(parameter.range, environment)[0]
-        chosen: dict[str, int] = {}
-        for sweep in range(SWEEPS if len(implementation.parameters) > 1 else 1):
-            changed = False
-            for parameter in implementation.parameters:
-                value = self.choose(implementation, parameter, environment)
-                changed = changed or value != environment[parameter.name]
-                environment[parameter.name] = value
-                chosen[parameter.name] = value
-            if sweep and not changed:
-                break
-        return chosen
+        for parameter in order:
+            environment[parameter.name] = self.choose(implementation, parameter, environment)
+        searches, unchanged, at = len(order), 0, 0
+        while unchanged < len(order) - 1 and searches < SWEEPS * len(order):
+            parameter = order[at]
+            value = self.choose(implementation, parameter, environment)
+            unchanged = unchanged + 1 if value == environment[parameter.name] else 0
+            environment[parameter.name] = value
+            at, searches = (at + 1) % len(order), searches + 1
+        return {parameter.name: environment[parameter.name] for parameter in order}
 
     def choose(self, implementation: ast.Implementation, parameter: ast.Parameter,
                environment: dict[str, Any]) -> int:
