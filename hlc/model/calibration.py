@@ -402,7 +402,9 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
         if everything:
             predicted = [predictor.evaluate(implementation.name, _environment(s)) for s in everything]
             error = mean_relative_error(np.array([s.seconds for s in everything]), np.array(predicted))
-        return TimeModel("factored", verification_mre=error, **counts)
+        notes = (_inaccurate_text(error, steadiness, "the formula (or a model it calls)"),) \
+            if error is not None and error > VERIFICATION_LIMIT else ()
+        return TimeModel("factored", verification_mre=error, warnings=notes, **counts)
     columns, times = _columns(predictor, implementation, list(model.terms), fitting)
     if discovered is None:
         discovered = (_discovered(predictor, implementation, model, columns, times, fitting, relative,
@@ -451,13 +453,13 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
         risk=RISK if deviations else None, slowdown=steadiness.slowdown if steadiness.scaled else None)
 
 
-def _inaccurate_text(error: float, steadiness: Steadiness) -> str:
+def _inaccurate_text(error: float, steadiness: Steadiness, what: str = "the terms") -> str:
     """Why a verification MRE may exceed VERIFICATION_LIMIT.  Where most of
     the samples were taken in the host's slow spells, the spells are as
     likely a cause as the terms: on a busy host the same calls timed in two
     processes lay 10-20% apart, and most models of a sort build verified
     above the limit whatever their terms."""
-    text = f"verification MRE {error:.3f} exceeds {VERIFICATION_LIMIT}: the terms may miss a cost"
+    text = f"verification MRE {error:.3f} exceeds {VERIFICATION_LIMIT}: {what} may miss a cost"
     spells = steadiness.scaled or steadiness.left_out + steadiness.kept  # scaled counts the left-out ones too
     total = len(steadiness.fitting) + len(steadiness.verification) + steadiness.left_out
     if total and 2 * spells > total:
@@ -822,6 +824,9 @@ def summary(models: Models) -> str:
             verification = entry.verification_mre
             lines.append(f"{name:<16} {status:<9} {'—':>10} {'—':>7} {'—':>8} "
                          f"{(f'{verification:.3f}' if verification else '—'):>10} {entry.samples:>8}")
+            if entry.warnings:
+                details.append(f"{name}: factored")
+                details += [f"  warning: {w}" for w in entry.warnings]
         else:
             lines.append(f"{name:<16} {status:<9} {entry.cause}")
     return "\n".join(lines + [""] + details)

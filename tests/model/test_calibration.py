@@ -405,3 +405,23 @@ def test_two_long_parameter_ranges_share_the_settings_probed_at_a_site():
     assert len(probes) <= calibration.PROBE_VALUES
     assert {p["tall"] for p in probes} >= {1, 100000} and {p["wide"] for p in probes} >= {1, 100000}
     assert len({p["tall"] for p in probes}) == len({p["wide"] for p in probes}) == 16
+
+
+def test_a_factored_model_far_from_its_samples_says_so():
+    """A factored model is not fitted, but its samples judge it as they judge
+    a fitted one: off by a factor of three on the line's samples, it gets
+    the warning a fitted model gets (and the table of `hlc fit` shows it);
+    the true line gets none."""
+    from hlc.model.calibration import VERIFICATION_LIMIT, summary
+
+    for scale, warned in ((3.0, True), (1.0, False)):
+        factored = DESCRIPTION.replace("time ~ 1 + n", f"time = {scale} * ({TRUE_CONSTANT} + {TRUE_SLOPE} * n)")
+        models = calibrate(parse(factored), samples(0.0))
+        entry = models.time("linear")
+        assert entry.status == "factored"
+        assert (entry.verification_mre > VERIFICATION_LIMIT) is warned
+        assert bool(entry.warnings) is warned
+        if warned:
+            assert entry.warnings[0].startswith(f"verification MRE {entry.verification_mre:.3f} exceeds "
+                                                f"{VERIFICATION_LIMIT}: the formula (or a model it calls) may miss")
+            assert "  warning: verification MRE" in summary(models)
