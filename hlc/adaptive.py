@@ -1080,7 +1080,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
             if not batch and not own:
                 say(f"every point of the grid is measured, and every uncertain decision {MOST_TAKES} times")
                 return False
-            round_started = time.monotonic()
+            round_started, held = time.monotonic(), len(records.samples)
             # Each rank count gets the share of what is left that its points are predicted to take.
             costs = {size: sum(judge.cost(site, plan[site.key]) if judge else 1.0
                                for site in batch if size == site.P) + own_cost.get(size, 0.0) for size in ranks}
@@ -1120,7 +1120,9 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                                 time.monotonic() - round_started, by_rule["spread"], retaken,
                                 by_rule.get("boundaries", 0), by_rule.get("covering", 0),
                                 by_rule.get("rivals", 0), by_rule.get("own", 0)))
-            if retaken:
+            if retaken and len(records.samples) == held:  # the round's time ran out before its first sample
+                what = f"{retaken} points planned again, none taken in the time left"
+            elif retaken:
                 what = f"{retaken} points again, their decisions uncertain"
             else:
                 spread = f", {by_rule['spread']} spread" if by_rule["spread"] else ""
