@@ -215,7 +215,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     print(f"profiling program: {result.program}")
     print(f"samples: {result.samples} (rank counts {', '.join(map(str, result.ranks))})")
     for failure in result.failures:
-        where = f" at {failure.point}" if failure.point else ""
+        where = " at " + ", ".join(f"{k} = {v}" for k, v in failure.point.items()) if failure.point else ""
         print(f"excluded {failure.interface}.{failure.implementation} (P={failure.P}{where}): {failure.cause}")
     if result.coverage:
         print(result.coverage)
