@@ -303,7 +303,7 @@ def test_recalibrate_check_refits_only_the_models_that_no_longer_fit(built, tmp_
         tmp_path / "vector" / "models.json")
     result = recalibrate(tmp_path / "vector", check=True)
     assert set(result.checked) == {"numpy", "fsum", "kahan", "blocked"}
-    assert result.checked["numpy"] > 5
+    assert result.checked["numpy"] > 2  # its model predicts ten times its time; a slow host halves that at worst
     assert "numpy" in result.refitted
     refitted = result.models.implementations
     for name in {"fsum", "kahan", "blocked"} - set(result.refitted):
