@@ -198,6 +198,7 @@ def _build_folder(args: argparse.Namespace, library_name: str):
 def cmd_profile(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from hlc.artefacts.samples import point_text
     from hlc.calibrate.progress import ProgressBar
     from hlc.calibrate.run import profile
     from hlc.language.parse import parse_file
@@ -215,7 +216,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     print(f"profiling program: {result.program}")
     print(f"samples: {result.samples} (rank counts {', '.join(map(str, result.ranks))})")
     for failure in result.failures:
-        where = " at " + ", ".join(f"{k} = {v}" for k, v in failure.point.items()) if failure.point else ""
+        where = f" at {point_text(failure.point)}" if failure.point else ""
         print(f"excluded {failure.interface}.{failure.implementation} (P={failure.P}{where}): {failure.cause}")
     if result.coverage:
         print(result.coverage)

@@ -132,6 +132,11 @@ class Sample:
         return {**self.variables, **self.parameters}
 
 
+def point_text(point: Mapping[str, Any] | None) -> str:
+    """A point of the profile's loops as messages name it: "m = 16384, k = 2"."""
+    return ", ".join(f"{name} = {value}" for name, value in (point or {}).items())
+
+
 @dataclass(frozen=True, slots=True)
 class Failure:
     """An implementation excluded, by the program (it raised, or returned a

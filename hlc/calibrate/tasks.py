@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy
 
+from hlc.artefacts.samples import point_text
 from hlc.runtime import world
 
 # ---- what a generated program declares ---------------------------------------------
@@ -77,7 +78,7 @@ def described(interface: Interface, point: dict, what: str, run: Callable[[], An
     try:
         return run()
     except Exception as error:  # noqa: BLE001 -- any failure of the description's helpers ends the profile
-        where = ", ".join(f"{name} = {value}" for name, value in point.items()) or "its only point"
+        where = point_text(point) or "its only point"
         frames = [frame for frame in traceback.extract_tb(error.__traceback__)
                   if not str(Path(frame.filename).resolve()).startswith(_OWN + os.sep)]
         failed = {"arguments": "could not be built", "variables": "could not be computed"}.get(what, "failed")

@@ -588,10 +588,10 @@ def _exclusion(name: str, entry: TimeModel) -> str:
     """Why an implementation has no model; for one excluded while
     profiling, where, and how to keep it where it works: the exclusion is
     the whole implementation's, and a precondition is the author's."""
-    if entry.status != "excluded" or not excluded_at(entry):
+    at = excluded_at(entry) if entry.status == "excluded" else ""
+    if not at:
         return entry.cause or ""
-    return (f"{entry.cause} (at {excluded_at(entry)}); a `requires` that leaves that point out keeps {name} "
-            f"where it works")
+    return f"{entry.cause} (at {at}); a `requires` that leaves that point out keeps {name} where it works"
 
 
 def summary_table(result: BuildResult) -> str:

@@ -25,7 +25,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from hlc.artefacts.models import Discovered, FitSettings, ImplementationModel, Models, TimeModel, load_if_exists
-from hlc.artefacts.samples import Sample, Samples
+from hlc.artefacts.samples import Sample, Samples, point_text
 from hlc.calibrate.host import TOLERANCE as HOST_TOLERANCE
 from hlc.language import ast
 from hlc.language.expressions import EvaluationError, calls, evaluate, integer_bounds, unparse
@@ -791,9 +791,8 @@ def missing_implementations(models: Models) -> list[str]:
 def excluded_at(entry: TimeModel) -> str:
     """Where an excluded implementation failed: its rank count and the
     point of the profile's loops ("P=1, m = 16384"); empty where unknown."""
-    where = ", ".join(f"{k} = {v}" for k, v in (entry.point or {}).items())
     ranks = f"P={entry.ranks}" if entry.ranks is not None else ""
-    return ", ".join(part for part in (ranks, where) if part)
+    return ", ".join(part for part in (ranks, point_text(entry.point)) if part)
 
 
 def summary(models: Models) -> str:
