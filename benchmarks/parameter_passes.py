@@ -3,7 +3,7 @@
 The dispatcher sets an implementation's parameters one after another, each
 by its search with the later ones at the low ends of their ranges; with
 several parameters it then passes over them again, each with the others as
-last chosen, until a pass changes none (hlc.optimize.SWEEPS passes at most).
+last chosen, until none moves (hlc.optimize.SWEEPS passes at most).
 This measures what the later passes are worth on a real library:
 ``benchmarks/transpose.hl``, a matrix transpose in tiles of ``tall`` ×
 ``wide``, whose best sides depend on each other.
@@ -57,18 +57,13 @@ def settings_both_ways(build: Path, sizes: list[int]) -> list[tuple[int, dict[st
     """At each size, the tile sides of the first pass alone and of the passes."""
     models_file, models = models_of(build)
     library = parse_file(description_of(models, models_file.parent))
-    decider = reference.Decider(library, Predictor.of_models(library, models, used_models_of(models_file, library)))
+    predictor = Predictor.of_models(library, models, used_models_of(models_file, library))
+    passes, once = reference.Decider(library, predictor), reference.Decider(library, predictor, sweeps=1)
     tiled = library.interface("transpose").implementation("tiled")
     found = []
-    passes = reference.SWEEPS
     for n in sizes:
         variables = {"n": n, "cells": n * n, "P": 1, "logP": 0.0}
-        try:
-            reference.SWEEPS = 1
-            first = decider.parameters(tiled, variables)
-        finally:
-            reference.SWEEPS = passes
-        found.append((n, first, decider.parameters(tiled, variables)))
+        found.append((n, once.parameters(tiled, variables), passes.parameters(tiled, variables)))
     return found
 
 

@@ -80,9 +80,11 @@ def _shown(seconds: float) -> float:
 class Decider:
     """Decisions for one library, in Python."""
 
-    def __init__(self, library: ast.Library, predictor: Predictor):
+    def __init__(self, library: ast.Library, predictor: Predictor, sweeps: int | None = None):
         self.library = library
         self.predictor = predictor
+        # passes over several parameters at most: the C's, unless asked for others
+        self.sweeps = SWEEPS if sweeps is None else sweeps
 
     def applies(self, implementation: ast.Implementation, variables: Mapping[str, Any]) -> bool:
         environment = {**self.predictor.constants, **variables}
@@ -119,7 +121,7 @@ class Decider:
         again with the others as last chosen, until every one has been
         chosen again since the last change and none moved (the one chosen
         just before the last change needs no new search: nothing it sees has
-        changed), or SWEEPS passes' worth of searches are made."""
+        changed), or ``sweeps`` passes' worth of searches are made."""
         environment = {**self.predictor.constants, **variables}
         order = implementation.parameters
         for parameter in order:
@@ -127,7 +129,7 @@ class Decider:
         for parameter in order:
             environment[parameter.name] = self.choose(implementation, parameter, environment)
         searches, unchanged, at = len(order), 0, 0
-        while unchanged < len(order) - 1 and searches < SWEEPS * len(order):
+        while unchanged < len(order) - 1 and searches < self.sweeps * len(order):
             parameter = order[at]
             value = self.choose(implementation, parameter, environment)
             unchanged = unchanged + 1 if value == environment[parameter.name] else 0

@@ -336,10 +336,11 @@ def sweeps(module: ModuleType, info: InterfaceInfo, implementation: Implementati
     first = info.variables[0] if info.variables else None
     if first is not None and first in info.domain:
         points = _observed_points(info, implementation.name, first, ranks) if observed else []
-        for fraction in (0.15, 0.5, 0.85) if not points else ():
-            point = {**fixed, first: along(info, first, fraction)}
-            if point not in points:
-                points.append(point)
+        if not points:
+            for fraction in (0.15, 0.5, 0.85):
+                point = {**fixed, first: along(info, first, fraction)}
+                if point not in points:
+                    points.append(point)
     else:
         points.append(dict(fixed))
     held = {k: v for k, v in points[0].items() if k != first and all(p.get(k) == v for p in points)}

@@ -208,10 +208,11 @@ class _Writer:
         for sweep in found:
             image = self.draw(f"{info.name}-{implementation.name}-{sweep.parameter}",
                               f"{implementation.name}: predicted time against {sweep.parameter}",
-                              f"The model of {implementation.name} against {sweep.parameter} at three points of its "
-                              f"samples along {info.variables[0] if info.variables else 'the variables'} (each "
-                              "with the variables measured there), other parameters at the values the dispatcher "
-                              "sets there; the star marks the value it chooses.",
+                              f"The model of {implementation.name} against {sweep.parameter} at three points along "
+                              f"{info.variables[0] if info.variables else 'the variables'} (those of its samples "
+                              "nearest 15%, 50% and 85% of the way, each with the variables measured there; with "
+                              "--fix, or without samples, the others held at their fixed values), other parameters "
+                              "at the values the dispatcher sets there; the star marks the value it chooses.",
                               part.notes, f"plot against {sweep.parameter}",
                               lambda path, sweep=sweep: plots.sweep_figure(sweep, path))
             if image:
