@@ -640,7 +640,8 @@ def main(library: str, description: str, interfaces: list[Interface], argv: list
         if options.evaluate:
             return evaluator(library, description, interfaces, options).run()
         return Profiler(library, description, interfaces, options).run()
-    except HelperFailed as failed:  # the parent blames no implementation for it
-        sys.stdout.write(json.dumps({"event": "helper failed"}) + "\n")
-        sys.stdout.flush()
+    except HelperFailed as failed:
+        if options.events:  # the parent blames no implementation for it
+            sys.stdout.write(json.dumps({"event": "helper failed"}) + "\n")
+            sys.stdout.flush()
         raise SystemExit(str(failed)) from None
