@@ -80,6 +80,10 @@ def python_module(init_file: str) -> dict[str, Any]:
 
 def _interface_functions(interface: ast.Interface, decider: Decider, state: ModuleState,
                          helpers: dict[str, Callable], callables: dict[str, Callable]) -> dict[str, Callable]:
+    # bitwidth() spans the ranks by itself here: the agreement need not
+    agreed = [v.name for v in interface.variables if not v.uniform] if interface.choice_varies else []
+    uniform = tuple(v.name for v in interface.variables if v.uniform)
+
     def variables(arguments: tuple) -> dict[str, float]:
         """The explanatory variables of checked arguments."""
         environment = {**decider.predictor.constants, "P": state.P, "logP": state.logP,
@@ -87,8 +91,10 @@ def _interface_functions(interface: ast.Interface, decider: Decider, state: Modu
         values = {}
         for variable in interface.variables:
             values[variable.name] = environment[variable.name] = evaluate(variable.value, environment, helpers)
-        if state.P > 1 and values:  # every rank must choose alike
-            values = dict(zip(values, state.agree(tuple(values.values())), strict=True))
+        if state.P > 1 and agreed:  # every rank must choose alike
+            values.update(zip(agreed, state.agree(tuple(values[name] for name in agreed)), strict=True))
+        if state.checking_uniform and uniform:
+            state.check_uniform(interface.name, uniform, tuple(values[name] for name in uniform))
         return {**values, "P": state.P, "logP": state.logP}
 
     def variables_of(*arguments: Any) -> dict[str, float]:

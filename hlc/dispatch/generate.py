@@ -109,7 +109,15 @@ def _interface(library: Library, interface: ast.Interface, imports: Mapping[str,
         read_later = any(var.name in {n.id for n in names(later.value)} for later in interface.variables[k + 1:])
         variables.append((var.name, to_python(var.value, spell_name=safe, spell_call=_compiled_call), read_later,
                           _spanned(interface, var, read_later)))
-    spanned = [(k, argument) for k, (_, _, _, argument) in enumerate(variables) if argument]
+    # Under mpiexec the ranks agree on the variables the choice reads, all
+    # in one all-reduce: not a uniform one (the caller passes it alike on
+    # every rank), nor any where the choice cannot vary; a bitwidth() span
+    # is combined whatever, the implementation called may read it.
+    varies = interface.choice_varies
+    agreed = [k for k, (var, (_, _, _, argument)) in enumerate(zip(interface.variables, variables, strict=True))
+              if argument or (varies and not var.uniform)]
+    spanned = [(slot, variables[k][3]) for slot, k in enumerate(agreed) if variables[k][3]]
+    uniform = [var.name for var in interface.variables if var.uniform]
     arguments = [safe(a.name) for a in interface.arguments]
     variable_dict = "{" + ", ".join(f"{name!r}: s.{v(name)}" for name in generator.variables) + "}"
     return {
@@ -136,7 +144,10 @@ def _interface(library: Library, interface: ast.Interface, imports: Mapping[str,
         "shares_extremes": not any(a.mutable for a in interface.arguments),
         "variable_list": [var.name for var in interface.variables],
         # the variables every rank must agree on, as the tuple the agreement takes and gives back
-        "agreed": _python_tuple([f"s.v_{var.name}" for var in interface.variables]),
+        "agreed": _python_tuple([f"s.v_{interface.variables[k].name}" for k in agreed]) if agreed else "",
+        # the uniform variables, by name, and as the tuple HLC_CHECK_UNIFORM compares over the ranks
+        "uniform_names": _python_tuple([repr(name) for name in uniform]) if uniform else "",
+        "uniform": _python_tuple([f"s.v_{name}" for name in uniform]) if uniform else "",
         "variables_use_ranks": any(n.id in ("P", "logP") for var in interface.variables for n in names(var.value)),
         "variable_names": ", ".join(var.name for var in interface.variables),
         "implementation_names": [i.name for i in interface.implementations],

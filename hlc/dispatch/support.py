@@ -101,6 +101,7 @@ class ModuleState:
         force = os.environ.get("HLC_FORCE", "")
         self.force = _parse_force(force) if force else None
         self.forcing = self.force is not None
+        self.checking_uniform = self.P > 1 and os.environ.get("HLC_CHECK_UNIFORM", "") not in ("", "0")
         self._extrapolated: set[tuple[str, str]] = set()
         self._library = None
         reasons = stale_reasons(models, folder)
@@ -115,6 +116,21 @@ class ModuleState:
         collectives would not match: each variable becomes its largest value
         over the ranks (one small all-reduce per call)."""
         return self.world.reduce(numpy.array(values, dtype=float), "max").tolist()
+
+    def check_uniform(self, interface: str, names: tuple[str, ...], values: tuple[float, ...]) -> None:
+        """HLC_CHECK_UNIFORM=1: the ranks compare the variables a description
+        declares uniform, which they otherwise take on trust, in one
+        all-reduce (the largest value and the negated smallest); each rank
+        raises alike where a variable differs, before any rank has chosen."""
+        ends = numpy.array([*values, *(-v for v in values)], dtype=float)
+        combined = self.world.reduce(ends, "max")
+        count = len(values)
+        for k, name in enumerate(names):
+            largest, smallest = combined[k], -combined[count + k]
+            if largest != smallest:
+                raise ValueError(f"{interface}(): uniform variable '{name}' is {smallest:g} on some ranks and "
+                                 f"{largest:g} on others; every rank must pass arguments that give it one value "
+                                 f"(HLC_CHECK_UNIFORM checks this)")
 
     def forced(self, interface: str, names: list[str]) -> tuple[int, dict[str, int]] | None:
         name, parameters = self.force

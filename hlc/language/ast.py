@@ -148,7 +148,11 @@ class Argument(Node):
 
 @dataclass(frozen=True)
 class Variable(Binding):
-    """An explanatory variable computed from the arguments (``n = len(keys)``)."""
+    """An explanatory variable computed from the arguments (``n = len(keys)``).
+    ``uniform``: the caller passes arguments that give it the same value on
+    every rank, so that under mpiexec the ranks need not agree on it."""
+
+    uniform: bool = False
 
 
 @dataclass(frozen=True)
@@ -374,6 +378,14 @@ class Interface(Node):
         variables, then the implementation's parameters (P and logP come
         after them in every generated model)."""
         return tuple(v.name for v in self.variables) + tuple(p.name for p in implementation.parameters)
+
+    @property
+    def choice_varies(self) -> bool:
+        """Whether a call's choice can depend on its variables: more than one
+        implementation, a parameter to choose, or a precondition to test.
+        Where it cannot, the ranks need not agree on the variables to choose
+        alike."""
+        return len(self.implementations) > 1 or any(i.parameters or i.requires for i in self.implementations)
 
     @property
     def reference_implementation(self) -> Implementation | None:

@@ -309,6 +309,8 @@ class Checker:
             scope = Scope(f"variable '{variable.name}'", {**values, **variables},
                           frozenset({"math", "argument", "import"}), arrays)
             self.check_expression(variable.value, scope)
+            if variable.uniform:
+                self.check_uniform(variable)
             self.declare(seen, variable.name, variable, "variable")
             # In scope even when its name was refused, so its uses do not repeat the error.
             variables.setdefault(variable.name, "an explanatory variable")
@@ -338,6 +340,16 @@ class Checker:
                                                 f"but interface '{interface.name}' has no profile section")
         else:
             self.check_profile(interface, interface.profile, taken)
+
+    def check_uniform(self, variable: ast.Variable) -> None:
+        """A uniform variable is computed on each rank alone; bitwidth() spans
+        the values of every rank, which takes the all-reduce it skips."""
+        for call in calls(variable.value):
+            if call.function == "bitwidth":
+                self.error(call, f"uniform variable '{variable.name}' cannot read bitwidth(): it spans the "
+                                 f"values of every rank, which takes the agreement a uniform variable skips; "
+                                 f"leave out 'uniform'")
+                return
 
     def check_type(self, type_: ast.Type) -> None:
         if type_.element not in ELEMENT_TYPES:

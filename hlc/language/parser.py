@@ -288,8 +288,9 @@ class _ToAst(Transformer):
         return _Marked("returns", children[0])
 
     def variable(self, children):
-        name, value = children
-        return ast.Variable(line=name.line, column=name.column, name=str(name), value=value)
+        *marker, name, value = children
+        return ast.Variable(line=name.line, column=name.column, name=str(name), value=value,
+                            uniform=bool(marker))
 
     def reference(self, children):
         name = children[0]
@@ -463,7 +464,7 @@ class _ToAst(Transformer):
 # How terminals are named in messages.
 _TERMINAL_WORDS = {
     "NAME": "a name", "INT": "an integer", "FLOAT": "a number", "STRING": "a string",
-    "MUTABLE": "'mutable'", "$END": "the end of the file",
+    "MUTABLE": "'mutable'", "UNIFORM": "'uniform'", "$END": "the end of the file",
 }
 
 
@@ -527,8 +528,11 @@ def _syntax_error(error: UnexpectedInput, filename: str, source: str) -> HLError
         else:
             expected = set(getattr(error, "accepts", None) or error.expected)
             message = f"unexpected {_describe_token(token)}{_expected_text(expected)}"
+            before = source[:token.start_pos].split()
             if str(token) in _parser().lexer_conf.postlex.keywords:  # a keyword where a name was meant?
                 message += f" ('{token}' is a keyword and cannot be used as a name)"
+            elif before and before[-1] == "uniform" and "NAME" in expected:  # `uniform = …`
+                message += " ('uniform' is a keyword, which marks a variable: uniform NAME = …)"
             if token.type in _COMPARISONS and not expected & _COMPARISONS:
                 message += " (comparisons cannot be chained: write 'a < b and b < c')"
         return HLError(make_diagnostic(filename, source, token.line, token.column, message))

@@ -69,7 +69,8 @@ def describe(library: ast.Library) -> str:
         returns = f" -> {interface.returns}" if interface.returns else ""
         lines.append(f"  interface {interface.name}({arguments}){returns}")
         if interface.variables:
-            lines.append("    variables: " + ", ".join(f"{v.name} = {unparse(v.value)}" for v in interface.variables))
+            lines.append("    variables: " + ", ".join(f"{'uniform ' if v.uniform else ''}{v.name} = {unparse(v.value)}"
+                                                     for v in interface.variables))
         for implementation in interface.implementations:
             reference = " [reference]" if interface.reference_implementation is implementation else ""
             lines.append(f"    implementation {implementation.name} → {implementation.callable}{reference}")

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import hlc
 from hlc.artefacts.models import ImplementationModel, Models, TimeModel
+from hlc.artefacts.models import load as load_models
 from hlc.dispatch.build import package
 from hlc.language.functions import bitwidth
 from hlc.model.predict import Predictor, term_values
@@ -201,6 +202,18 @@ interface floats{name}(x: float[])
         for i in 4 .. 8 ++
         x = linspace(-1.5, 1 << i, 1 << i)
 """
+# Two implementations alike but for their names: a choice the ranks must agree on, unless n is uniform.
+COUNTED = """
+interface counted{name}(x: int[]) -> int
+    {uniform}n = len(x)
+    impl first{name} = numpy.max
+        time ~ 1 + n
+    impl second{name} = numpy.amax
+        time ~ 1 + 2 * n
+    profile
+        for i in 4 .. 8 ++
+        x = arange(1 << i)
+"""
 HEADER = "library widths\nfrom numpy import arange, linspace\nfrom \"probe.py\" import told_extremes, told_span\n"
 WIDTHS = HEADER + "".join(
     INTERFACE.format(signature=signature, variables=variables, implementation=implementation)
@@ -214,7 +227,8 @@ WIDTHS = HEADER + "".join(
         ("spanned(x: int[])", WIDTH, "told_over_ranks = told_span"),
         # a later variable reads the width: its span is combined before the agreement
         ("read_later(x: int[])", WIDTH + "\n    bits = width + 1", "told_later = told_span"))) + "".join(
-    FLOATS.format(name=name, later=later) for name, later in (("", ""), ("_read_later", "\n    bits = width + 1")))
+    FLOATS.format(name=name, later=later) for name, later in (("", ""), ("_read_later", "\n    bits = width + 1"))) + \
+    COUNTED.format(name="", uniform="") + COUNTED.format(name="_uniform", uniform="uniform ")
 # What the implementations are told of their argument's extremes.
 PROBE = """\
 from hlc.runtime.extremes import measured, measured_over_ranks
@@ -307,7 +321,7 @@ for dtype in ("int8", "uint16", "int64", "uint64"):
         told = widths.spanned(x)
         right = told == expected and reduces.calls == before + 1 and measured_over_ranks() is None
         before = reduces.calls
-        right = right and widths.read_later(x) == expected and reduces.calls == before + 2
+        right = right and widths.read_later(x) == expected and reduces.calls == before + 1
         right = right and widths.variables_span(x)["width"] == (expected[1] - expected[0]).bit_length()
         if team.rank == 0:
             print(dtype, length, team.allgatherv(np.array([right])).tolist())
@@ -319,7 +333,7 @@ for first, others, expected in (([-3.5, 100.25], [7.0, -0.5], (-3.5, 100.25)),
     before = reduces.calls
     right = widths.floats(x) == expected and reduces.calls == before + 1
     before = reduces.calls
-    right = right and widths.floats_read_later(x) == expected and reduces.calls == before + 2
+    right = right and widths.floats_read_later(x) == expected and reduces.calls == before + 1
     if team.rank == 0:
         print("float64", expected, team.allgatherv(np.array([right])).tolist())
     else:
@@ -332,9 +346,9 @@ def test_under_mpiexec_the_span_over_the_ranks_is_shared_with_the_implementation
     """A dispatched call combines the ranks' extremes once, for bitwidth(),
     in the all-reduce that agrees on the decision's variables, and its
     implementation is told that span instead of combining it again: one
-    all-reduce a call (two where a later variable reads the width, which
-    must then be known before the agreement), and nothing is left shared
-    after it."""
+    all-reduce a call (where a later variable reads the width, the span is
+    combined before the agreement, which a choice of one implementation
+    does not need), and nothing is left shared after it."""
     from hlc.calibrate.run import mpiexec
 
     script = tmp_path / "spanned.py"
@@ -370,3 +384,78 @@ def test_a_call_that_stopped_halfway_shares_nothing_with_the_next(widths):
         widths.halting(x)
     assert widths.plain(x) is None
     assert widths.shared(x) == (0, extremes.SHARED_FROM - 1)
+
+
+UNIFORM = """
+import json
+import sys
+import warnings
+from pathlib import Path
+import numpy as np
+import hlc
+from hlc.runtime import world
+
+from reduce_counter import ReduceCounter
+
+warnings.simplefilter("ignore")  # two ranks lie outside the calibrated domain
+team = world()
+reduces = ReduceCounter(team)
+said = []  # what each call gave, and how many all-reduces it made
+for folder in sys.argv[2:]:
+    widths = hlc.load(folder)
+    for length in (1000, 1000 + team.rank):  # alike on every rank, then not
+        x = np.arange(length)
+        for call in (widths.counted, widths.counted_uniform, widths.plain):
+            before = reduces.calls
+            try:
+                result = call(x)
+            except ValueError as error:
+                result = str(error)
+            said.append([result if isinstance(result, str) else "ran", reduces.calls - before])
+Path(sys.argv[1], f"rank{team.rank}.json").write_text(json.dumps(said))
+"""
+
+
+@pytest.fixture(scope="module")
+def python_widths(widths, tmp_path_factory):
+    """The widths library's dispatch module in Python (built where no C compiler is)."""
+    folder = Path(widths.__path__[0])
+    target = tmp_path_factory.mktemp("python") / "widths"
+    target.mkdir()
+    compiler = os.environ.get("CC")
+    os.environ["CC"] = "no-such-compiler"
+    try:
+        with pytest.warns(RuntimeWarning, match="no C compiler"):
+            package(hlc.parse_file(folder / "source" / "widths.hl"), load_models(folder / "models.json"),
+                    {}, target)
+    finally:
+        if compiler is None:
+            del os.environ["CC"]
+        else:
+            os.environ["CC"] = compiler
+    return target
+
+
+@pytest.mark.parametrize("checking", [False, True])
+def test_under_mpiexec_the_ranks_agree_on_no_uniform_variable(widths, python_widths, tmp_path, checking):
+    """A uniform variable is taken as each rank computes it: a choice that
+    reads only uniform variables makes no all-reduce, nor does one that
+    cannot vary (one implementation); a variable not uniform takes one.
+    With HLC_CHECK_UNIFORM=1 the ranks compare the uniform ones, in one
+    all-reduce, and every rank raises where they differ.  So in the
+    compiled module and in the Python one."""
+    from hlc.calibrate.run import mpiexec
+
+    script = tmp_path / "uniform.py"
+    script.write_text(UNIFORM)
+    helpers = Path(__file__).parent.parent / "runtime"  # reduce_counter
+    environment = {**os.environ, "PYTHONPATH": str(helpers), "HLC_CHECK_UNIFORM": "1" if checking else ""}
+    result = subprocess.run([mpiexec(), "-n", "2", sys.executable, str(script), str(tmp_path), widths.__path__[0],
+                             str(python_widths)], capture_output=True, text=True, timeout=120, env=environment)
+    assert result.returncode == 0, result.stdout + result.stderr
+    differ = ("counted_uniform(): uniform variable 'n' is 1000 on some ranks and 1001 on others; every rank "
+              "must pass arguments that give it one value (HLC_CHECK_UNIFORM checks this)")
+    alike = [["ran", 1], ["ran", 1 if checking else 0], ["ran", 0]]
+    module = alike + ([["ran", 1], [differ, 1], ["ran", 0]] if checking else alike)
+    for rank in (0, 1):
+        assert json.loads((tmp_path / f"rank{rank}.json").read_text()) == module * 2, result.stdout

@@ -60,6 +60,14 @@ def test_valid_description_prints_its_summary(library_folder):
     assert "implementation radix → radix_sort" in result.stdout
 
 
+def test_the_summary_marks_the_uniform_variables(library_folder):
+    path = library_folder / "demo.hl"
+    path.write_text(VALID.replace("  n = len(keys)\n", "  uniform n = len(keys)\n  k = n + 1\n"))
+    result = hlc_check(path)
+    assert result.returncode == 0, result.stderr
+    assert "variables: uniform n = len(keys), k = n + 1" in result.stdout
+
+
 def test_malformed_description_shows_the_line_and_a_caret(library_folder):
     path = library_folder / "demo.hl"
     path.write_text(VALID.replace("time ~ n + n * bpd", "time ~ n + n * bdp"))

@@ -749,6 +749,21 @@ MALFORMED = [
           impl numpy = numpy.sort
             time = n
         """, 2, 29, "only arrays can be mutable"),
+    case("uniform-bitwidth", """\
+        library demo
+        interface sort(keys: int[])
+          n = len(keys)
+          uniform bits = 1 + bitwidth(keys)
+          impl numpy = numpy.sort
+            time = n
+        """, 4, 22, "uniform variable 'bits' cannot read bitwidth(): it spans the values of every rank"),
+    case("uniform-as-a-name", """\
+        library demo
+        interface sort(keys: int[])
+          uniform = len(keys)
+          impl numpy = numpy.sort
+            time = uniform
+        """, 3, 11, "unexpected '='; expected a name ('uniform' is a keyword, which marks a variable"),
     case("reference-names-no-implementation", """\
         library demo
         interface sort(keys: int[])
