@@ -358,7 +358,9 @@ class World:
                              f"(the send would wait forever); use sendrecv")
 
     @staticmethod
+    @functools.cache
     def _operation(name: str) -> Any:
+        """MPI's operation: looked up once, as every dispatched call under mpiexec reduces."""
         from mpi4py import MPI
 
         if name not in _MPI_OPERATIONS:
