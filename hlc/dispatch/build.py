@@ -35,7 +35,7 @@ from hlc.calibrate.generate import profiling_program
 from hlc.calibrate.run import Failure, ProfileResult, Progress, failures_in, profile, profile_defaults
 from hlc.compile import Background, compile_module, start_module_object
 from hlc.dispatch import resume as resumption
-from hlc.dispatch.bundle import SOURCE_FOLDER, copy_sources, description_of, write_package_files
+from hlc.dispatch.bundle import SOURCE_FOLDER, copy_sources, description_of, interpreter_guard, write_package_files
 from hlc.dispatch.cmodels import HEADER, c_header, c_source, decisions_name, header_name
 from hlc.dispatch.generate import dispatch_source
 from hlc.dispatch.resume import BuildInterrupted, Interrupted, ResumeError
@@ -212,12 +212,12 @@ def package(library: ast.Library, models: Models, used_models: Mapping[str, Mode
             copy = parse_file(folder / models.description)
             compiled = folder / "ext" if (folder / "ext").exists() else None
             program.write_text(profiling_program(copy, compiled, program.name, folder), encoding="utf-8")
-    write_package_files(library, folder)
+    compiled = has_compiler()
+    write_package_files(library, folder, compiled=compiled or any((folder / "ext").glob("*.so")))
     models.save(folder / "models.json")
     save_used(folder / "used_models.json", used_models)
     module = f"dispatch_{library.name}"
     source = write_dispatch_sources(library, models, used_models, folder, static)
-    compiled = has_compiler()
     if compiled:
         compile_module(source, [folder / decisions_name(library.name)], folder)
         body = f"from .{module} import *  # noqa: F403\nfrom .{module} import __doc__, __models__  # noqa: F401\n"
@@ -226,6 +226,8 @@ def package(library: ast.Library, models: Models, used_models: Mapping[str, Mode
                       RuntimeWarning, stacklevel=2)
         body = ("from hlc.dispatch.fallback import python_module\n\n"
                 "globals().update(python_module(__file__))\n")
+    if compiled or any((folder / "ext").glob("*.so")):
+        body = interpreter_guard(library) + "\n" + body
     (folder / "__init__.py").write_text(
         f'"""Library {library.name}, built by hlc — do not edit; rebuild with `hlc build`."""\n\n{body}',
         encoding="utf-8")

@@ -17,7 +17,10 @@ with ``pip install build/<lib>`` and imported by its name.
 
 from __future__ import annotations
 
+import platform
 import shutil
+import sys
+import sysconfig
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -163,11 +166,13 @@ def stub(library: ast.Library) -> str:
 
 # ---- the project ----------------------------------------------------------------------------
 
-def project(library: ast.Library) -> str:
+def project(library: ast.Library, compiled: bool = True) -> str:
     """The ``pyproject.toml`` that makes ``pip install build/<lib>`` install
     the build as the package ``<lib>``: the folder itself is the package, its
     compiled modules, models and sources its data.  It is built for this
-    machine and this Python, and needs hlc at run time."""
+    machine and, when ``compiled``, for this Python's minor version, which
+    pip then requires; it needs hlc at run time."""
+    python = f"=={sys.version_info.major}.{sys.version_info.minor}.*" if compiled else ">=3.11"
     summary = (library.doc or f"library {library.name}").strip().splitlines()[0].replace('"', "'")
     version = time.strftime("%Y.%m.%d.%H%M%S")
     return f"""# Built by hlc: `pip install .` installs this build as the package `{library.name}`.
@@ -179,7 +184,7 @@ build-backend = "setuptools.build_meta"
 name = "{library.name}"
 version = "{version}"
 description = "{summary} (built by hlc for one machine)"
-requires-python = ">=3.11"
+requires-python = "{python}"
 dependencies = ["hlc"]
 
 [tool.setuptools]
@@ -193,8 +198,24 @@ include-package-data = false
 """
 
 
-def write_package_files(library: ast.Library, folder: Path) -> None:
+def write_package_files(library: ast.Library, folder: Path, compiled: bool = True) -> None:
     """The stub, the marker that the package is typed, and the project file."""
     (folder / STUB_FILE).write_text(stub(library), encoding="utf-8")
     (folder / "py.typed").write_text("", encoding="utf-8")
-    (folder / PROJECT_FILE).write_text(project(library), encoding="utf-8")
+    (folder / PROJECT_FILE).write_text(project(library, compiled), encoding="utf-8")
+
+
+def interpreter_guard(library: ast.Library) -> str:
+    """The package's first lines where it holds compiled modules: they load
+    only in an interpreter whose extension suffix is this one's, and in any
+    other the import would fail with "No module named …dispatch_…".  They
+    say instead what the build was built for, and what to do."""
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    python = f"{platform.python_implementation()} {sys.version_info.major}.{sys.version_info.minor}"
+    return (f"import sys as _sys\n"
+            f"from importlib.machinery import EXTENSION_SUFFIXES as _SUFFIXES\n\n"
+            f"if {suffix!r} not in _SUFFIXES:  # its compiled modules were built for another interpreter\n"
+            f"    raise ImportError(f\"library {library.name} was built by hlc for {python} "
+            f"(modules *{suffix}), which this Python ({{_sys.version.split()[0]}}) cannot load: \"\n"
+            f"                      \"build it again with this Python (hlc build)\")\n"
+            f"del _sys, _SUFFIXES\n")

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import platform
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import numpy as np
@@ -104,6 +106,29 @@ def test_pip_installs_the_build_as_a_package_with_its_stub(moved, tmp_path):
     assert result.returncode == 0, result.stderr
     first, *rest = result.stdout.splitlines()
     assert float(first) == 14.0 and "The sum of the squares of the values." in "\n".join(rest)
+
+
+def test_a_build_asks_for_the_python_it_was_compiled_for(moved, tmp_path):
+    """Its compiled modules load in this interpreter only: pip requires this
+    minor version, and in another the import says so instead of failing
+    with "No module named squares.dispatch_squares" (another interpreter
+    stands in here: the build's copy, whose test asks for another suffix)."""
+    build, _ = moved
+    minor = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert f'requires-python = "=={minor}.*"' in (build / "pyproject.toml").read_text()
+    other = shutil.copytree(build, tmp_path / "squares")
+    init = other / "__init__.py"
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    assert repr(suffix) in init.read_text()
+    init.write_text(init.read_text().replace(repr(suffix), repr(".cpython-399-x86_64-linux-gnu.so")))
+    result = run("import squares", cwd=tmp_path)
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"ImportError: library squares was built by hlc for CPython {minor} (modules "
+        f"*{suffix}), which this Python ({platform.python_version()}) cannot load: "
+        f"build it again with this Python (hlc build)")
+    assert run("import squares; print(sorted(n for n in dir(squares) if n.startswith('_S')))",
+               cwd=build.parent).stdout.strip() == "[]"
 
 
 def test_a_build_made_as_a_link_to_its_version_folder_is_kept_and_replaced(moved, tmp_path):
