@@ -345,22 +345,24 @@ def sweeps(module: ModuleType, info: InterfaceInfo, implementation: Implementati
         points.append(dict(fixed))
     held = {k: v for k, v in points[0].items() if k != first and all(p.get(k) == v for p in points)}
     result = []
+    chosen = [with_ranks(point, ranks) for point in points]
+    settings = [choose(**variables).settings.get(implementation.name) for variables in chosen]
     for parameter in implementation.parameters:
-        sweep = Sweep(implementation.name, parameter.name, np.array([]), ranks, held)
-        values: np.ndarray | None = None
-        for point in points:
-            variables = with_ranks(point, ranks)
-            choice = choose(**variables)
-            settings = choice.settings.get(implementation.name)
-            if values is None:
-                values = _parameter_values(parameter, {**constants, **variables})
-                sweep.values = values
-            others = {p.name: (settings or {}).get(p.name, _low(p, {**constants, **variables}))
+        # The first point's values of the parameter, and every point's choice
+        # among them: a choice between two plotted values is drawn too.
+        values = _parameter_values(parameter, {**constants, **chosen[0]})
+        picked = [int(setting[parameter.name]) for setting in settings if setting and parameter.name in setting]
+        values = np.unique(np.concatenate([values, np.array(picked, dtype=values.dtype)]))
+        sweep = Sweep(implementation.name, parameter.name, values, ranks, held)
+        for point, variables, setting in zip(points, chosen, settings, strict=True):
+            others = {p.name: (setting or {}).get(p.name, _low(p, {**constants, **variables}))
                       for p in implementation.parameters if p.name != parameter.name}
+            low, high = _bounds(parameter, {**constants, **variables})  # this point's range of the parameter
             predicted = np.array([_predict(module, implementation.name,
-                                           {**variables, **others, parameter.name: int(value)}) for value in values])
+                                           {**variables, **others, parameter.name: int(value)})
+                                  if low <= value <= high else math.nan for value in values])
             label = ", ".join(f"{k}={_number(v)}" for k, v in point.items() if k not in held) or "at the fixed point"
-            sweep.curves.append(Curve(label, predicted, settings.get(parameter.name) if settings else None))
+            sweep.curves.append(Curve(label, predicted, setting.get(parameter.name) if setting else None))
         result.append(sweep)
     return result
 

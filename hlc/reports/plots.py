@@ -225,6 +225,8 @@ def sweep_figure(sweep: Sweep, path: Path) -> tuple[int, int]:
                         color=colour, markeredgecolor="black", zorder=5)
     if positive and max(positive) / min(positive) > 30:
         ax.set_yscale("log")
+    if len(sweep.values) and sweep.values[0] > 0 and sweep.values[-1] / sweep.values[0] > 30:
+        ax.set_xscale("log")  # the values are spread geometrically over a long range
     ax.set_xlabel(sweep.parameter)
     ax.set_ylabel("predicted seconds")
     title = f"{sweep.implementation}: predicted time against {sweep.parameter} at P={sweep.ranks}"

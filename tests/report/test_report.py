@@ -9,6 +9,7 @@ import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import hlc
@@ -241,6 +242,31 @@ def test_the_plots_against_a_parameter_are_drawn_where_the_variables_occur_toget
         assert all((float(point["n"]), float(point["width"])) in profiled for point in at), (at, profiled)
         sizes = [float(point["n"]) for point in at]
         assert sizes == sorted(sizes) and sizes[0] < sizes[-1]
+
+
+def test_the_dispatcher_s_value_of_a_long_range_lies_on_its_curve(built, monkeypatch):
+    """A long range is drawn at a few hundred values spread geometrically,
+    which need not hold the value the dispatcher sets at a point: that value
+    is drawn too, where the star marks it, with the model's prediction.
+    (Here the values spread hold none of the range's: one beyond its end.)"""
+    from hlc.reports import analysis
+    from hlc.reports.data import read_build
+
+    def beyond(parameter, environment):
+        return np.array([analysis._bounds(parameter, environment)[1] + 1])
+
+    monkeypatch.setattr(analysis, "_parameter_values", beyond)
+    data = read_build(built[1])
+    info = next(i for i in data.interfaces if i.name == "work")
+    chunks = next(i for i in info.implementations if i.name == "chunks")
+    [sweep] = analysis.sweeps(data.module, info, chunks, data.constants, analysis.fixed_values(info, {}))
+    assert list(sweep.values) == sorted(set(sweep.values))
+    chosen = [curve for curve in sweep.curves if curve.chosen is not None]
+    assert chosen
+    for curve in chosen:
+        at = list(sweep.values).index(curve.chosen)
+        assert math.isfinite(curve.predicted[at]) and curve.predicted[at] > 0
+        assert math.isnan(curve.predicted[-1])  # beyond the range: no prediction drawn
 
 
 def test_a_map_leaves_blank_where_no_input_was_profiled(built):
