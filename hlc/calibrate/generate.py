@@ -222,6 +222,7 @@ def _interface(interface: ast.Interface, imports: dict[str, ast.Import]) -> dict
         "setup": action(profile.setup), "cleanup": action(profile.cleanup),
         "reference": interface.reference_implementation.name,
         "mutable": tuple(i for i, a in enumerate(interface.arguments) if a.mutable),
+        "uniform": tuple(v.name for v in interface.variables if v.uniform),
         "verify": profile.verify, "repeat": profile.repeat,
         "implementations": [_implementation(interface, impl, imports) for impl in interface.implementations],
     }

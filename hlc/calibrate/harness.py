@@ -56,13 +56,25 @@ from typing import Any
 
 import numpy
 
-from hlc.artefacts.samples import Account, Failure, Header, Point, Record, Sample, Samples, Survey, lines, repair
+from hlc.artefacts.samples import (
+    Account,
+    Failure,
+    Header,
+    Point,
+    Record,
+    Sample,
+    Samples,
+    Survey,
+    lines,
+    point_text,
+    repair,
+)
 from hlc.calibrate.allocator import keep_freed_memory
 from hlc.calibrate.breakdown import Breakdown
 from hlc.calibrate.engine import TimingEngine
 from hlc.calibrate.host import TOLERANCE as HOST_TOLERANCE
 from hlc.calibrate.host import HostMeter, link_yardstick
-from hlc.calibrate.tasks import Context, HelperFailed, Implementation, Interface, described
+from hlc.calibrate.tasks import Context, HelperFailed, Implementation, Interface, NotUniform, described
 from hlc.calibrate.timing import Timing, calibrate_clock
 from hlc.language.nest import geometric
 
@@ -289,7 +301,12 @@ class ProgramRun:
             arguments = described(interface, point, "arguments", lambda: interface.arguments(point, seed, size))
             computed = described(interface, point, "variables",
                                  lambda: dict(interface.variables(*arguments, P=size)))
-            variables = self.context.agree(computed)
+            try:
+                variables = self.context.agree(computed, interface.uniform)
+            except NotUniform as error:  # every rank sees the same all-reduce, and stops alike
+                raise HelperFailed(f"the profile's arguments of {interface.name}() at "
+                                   f"{point_text(point) or 'its only point'} differ between the ranks: {error}; "
+                                   f"build every rank's arguments alike there, or leave out 'uniform'") from None
         variables.update(P=size, logP=math.log2(size))
         return arguments, variables
 

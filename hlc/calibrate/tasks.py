@@ -16,7 +16,7 @@ import os
 import random
 import reprlib
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,7 @@ class Interface:
     implementations: list[Implementation]
     reference: str
     mutable: tuple[int, ...] = ()  # positions of arguments the implementations may modify
+    uniform: tuple[str, ...] = ()  # the variables the description declares alike on every rank
     verify: int = 20
     repeat: int = 3
     setup: Callable[[dict, tuple, int], None] | None = None
@@ -128,12 +129,26 @@ class Context:
     def any(self, flag: bool) -> bool:
         return bool(self.maximum(1.0 if flag else 0.0))
 
-    def agree(self, variables: dict[str, float]) -> dict[str, float]:
-        """Each variable's largest value over the ranks, as the dispatcher takes it."""
+    def agree(self, variables: dict[str, float], uniform: Sequence[str] = ()) -> dict[str, float]:
+        """Each variable's largest value over the ranks, as the dispatcher takes
+        it; in the same all-reduce, each ``uniform`` one's smallest, which must
+        be that largest (the dispatcher takes them on trust): NotUniform where
+        it is not."""
         if self.size == 1:
             return variables
-        values = self.world.reduce(numpy.array(list(variables.values()), dtype=float), "max")
-        return {name: _plain(value) for name, value in zip(variables, values.tolist(), strict=True)}
+        names = list(variables)
+        ends = numpy.array([*variables.values(), *(-variables[name] for name in uniform)], dtype=float)
+        combined = self.world.reduce(ends, "max").tolist()
+        for k, name in enumerate(uniform):
+            smallest, largest = -combined[len(names) + k], combined[names.index(name)]
+            if smallest != largest:
+                raise NotUniform(f"uniform variable '{name}' is {smallest:g} on some ranks and {largest:g} on "
+                                 f"others")
+        return {name: _plain(value) for name, value in zip(names, combined, strict=False)}
+
+
+class NotUniform(ValueError):
+    """The ranks' values of a variable the description declares uniform differ."""
 
 
 def _plain(value: float) -> float | int:

@@ -226,6 +226,30 @@ def test_a_broken_helper_is_a_profile_error_naming_the_point_and_its_line(tmp_pa
         assert not Samples.read(tmp_path / name / "samples.jsonl").failures  # no implementation is blamed
 
 
+def test_a_uniform_variable_the_ranks_profile_unlike_is_a_profile_error(tmp_path):
+    """The dispatcher takes a uniform variable on trust; the profile compares
+    it over the ranks (in the all-reduce that agrees on the variables), and
+    where a point's arguments make it differ, ends (exit 2) naming the
+    point and the variable.  Alike on every rank, it profiles."""
+    (tmp_path / "helpers.py").write_text(
+        "import numpy\nfrom hlc.runtime import world\n\n\n"
+        "def ranked(count):\n    return numpy.ones(count + (world().rank if count > 4 else 0))\n\n\n"
+        "def alike(count):\n    return numpy.ones(count)\n")
+    description = ('library ranked\nfrom "helpers.py" import ranked\ninterface f(x: float64[]) -> float\n'
+                   "    uniform n = len(x)\n    impl a = numpy.sum\n        time ~ 1 + n\n"
+                   "    profile\n        for i in 2 .. 8 *= 2\n        x = ranked(i)\n        ranks 2\n")
+    (tmp_path / "ranked.hl").write_text(description)
+    result = subprocess.run([sys.executable, "-m", "hlc", "profile", str(tmp_path / "ranked.hl"),
+                             "--build", str(tmp_path / "ranked")], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert ("the profile's arguments of f() at i = 8 differ between the ranks: uniform variable 'n' is 8 on some "
+            "ranks and 9 on others; build every rank's arguments alike there, or leave out 'uniform'") in result.stderr
+    (tmp_path / "alike.hl").write_text(description.replace("import ranked", "import alike")
+                                       .replace("ranked(i)", "alike(i)"))
+    result = profile(hlc.parse_file(tmp_path / "alike.hl"), tmp_path / "samples.jsonl", tmp_path / "alike")
+    assert result.complete and not result.failures
+
+
 @pytest.mark.parametrize("ranks", [2])
 def test_profiling_under_mpiexec(tmp_path, ranks):
     library = hlc.parse_file(DESCRIPTIONS / "comm.hl")
