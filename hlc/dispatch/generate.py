@@ -79,9 +79,26 @@ def _implementation(library: Library, interface: Interface, index: int, implemen
     }
 
 
+#: The argument functions read in C from the array object, as NumPy's C API
+#: gives them: the arguments are checked NumPy arrays by then.  In Python,
+#: a.shape[0] makes a tuple and an int, about 40 ns each; three such reads
+#: were a third of what a two-matrix interface's dispatch added to a call.
+_ARRAY_FIELDS = {
+    "len": "cnp.PyArray_DIM(<cnp.ndarray>{0}, 0)",
+    "rows": "cnp.PyArray_DIM(<cnp.ndarray>{0}, 0)",
+    "cols": "cnp.PyArray_DIM(<cnp.ndarray>{0}, 1)",
+    "size": "cnp.PyArray_SIZE(<cnp.ndarray>{0})",
+    "nbytes": "cnp.PyArray_NBYTES(<cnp.ndarray>{0})",
+    "itemsize": "cnp.PyArray_ITEMSIZE(<cnp.ndarray>{0})",
+}
+
+
 def _compiled_call(call: ast.Call, arguments: list[str]) -> str | None:
     """Argument functions the dispatch module computes in C (see its template)."""
-    return f"_bitwidth({arguments[0]})" if call.function == "bitwidth" else None
+    if call.function == "bitwidth":
+        return f"_bitwidth({arguments[0]})"
+    field = _ARRAY_FIELDS.get(call.function)
+    return field.format(arguments[0]) if field is not None else None
 
 
 def _spanned(interface: ast.Interface, variable: ast.Variable, read_later: bool) -> str | None:

@@ -214,7 +214,24 @@ interface counted{name}(x: int[]) -> int
         for i in 4 .. 8 ++
         x = arange(1 << i)
 """
-HEADER = "library widths\nfrom numpy import arange, linspace\nfrom \"probe.py\" import told_extremes, told_span\n"
+# Every other argument function, which the module reads in C from the checked arrays.
+SHAPES = """
+interface shapes(x: float64[,], y: int[])
+    n = len(x)
+    r = rows(x)
+    c = cols(x)
+    cells = size(x)
+    bytes = nbytes(y)
+    item = itemsize(y)
+    impl shape_of = told_extremes
+        time ~ 1 + cells + bytes
+    profile
+        for i in 2 .. 6 ++
+        x = grid(i)
+        y = arange(i)
+"""
+HEADER = ("library widths\nfrom numpy import arange, linspace\n"
+          "from \"probe.py\" import told_extremes, told_span, grid\n")
 WIDTHS = HEADER + "".join(
     INTERFACE.format(signature=signature, variables=variables, implementation=implementation)
     for signature, variables, implementation in (
@@ -228,7 +245,7 @@ WIDTHS = HEADER + "".join(
         # a later variable reads the width: its span is combined before the agreement
         ("read_later(x: int[])", WIDTH + "\n    bits = width + 1", "told_later = told_span"))) + "".join(
     FLOATS.format(name=name, later=later) for name, later in (("", ""), ("_read_later", "\n    bits = width + 1"))) + \
-    COUNTED.format(name="", uniform="") + COUNTED.format(name="_uniform", uniform="uniform ")
+    COUNTED.format(name="", uniform="") + COUNTED.format(name="_uniform", uniform="uniform ") + SHAPES
 # What the implementations are told of their argument's extremes.
 PROBE = """\
 from hlc.runtime.extremes import measured, measured_over_ranks
@@ -240,6 +257,12 @@ def told_extremes(x):
 
 def told_span(x):
     return measured_over_ranks()
+
+
+def grid(rows):
+    import numpy
+
+    return numpy.ones((rows, rows + 1))
 """
 DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 
@@ -251,6 +274,26 @@ def widths(tmp_path_factory):
     (folder / "probe.py").write_text(PROBE)
     hlc.build(folder / "widths.hl", out=folder / "build", quick=True)
     return hlc.load(folder / "build")
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.integers(0, 40), cols=st.integers(0, 40), layout=st.sampled_from(["C", "F", "strided", "list"]),
+       dtype=st.sampled_from(DTYPES), length=st.integers(0, 50))
+def test_the_module_reads_the_argument_functions_as_the_language_defines_them(widths, rows, cols, layout, dtype,
+                                                                              length):
+    """len, rows, cols, size, nbytes and itemsize, which the module reads in
+    C from the checked arrays, are NumPy's, whatever the layout; a list is
+    read as the array it becomes."""
+    x = np.arange(rows * cols * 2, dtype=np.float64).reshape(rows, cols * 2)
+    x = {"C": x[:, :cols].copy(), "F": np.asfortranarray(x[:, :cols]), "strided": x[:, ::2],
+         "list": x[:, :cols].tolist()}[layout]
+    y = np.arange(length).astype(dtype)
+    if layout == "list" and rows == 0:  # [] is no matrix
+        with pytest.raises(ValueError, match="argument 'x' must be 2-dimensional, not 1-dimensional"):
+            widths.variables_shapes(x, y)
+        return
+    assert widths.variables_shapes(x, y) == {"n": rows, "r": rows, "c": cols, "cells": rows * cols,
+                                             "bytes": y.nbytes, "item": y.itemsize, "P": 1, "logP": 0}
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
