@@ -407,8 +407,27 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(f"hlc evaluate: error: {error}", file=sys.stderr)
         return USER_ERROR
     print(result.table())
+    others = _calibrated_ranks(args.build) - set(args.procs or [1])
+    if others:
+        every = ",".join(str(p) for p in sorted(others | set(args.procs or [1])))
+        print(f"\nthe build is calibrated at P = {', '.join(map(str, sorted(others)))} too, which this evaluation "
+              f"left out: --procs {every} judges every rank count")
     print(f"\nfigures and judged points: {result.path}")
     return 0
+
+
+def _calibrated_ranks(build: str) -> set[int]:
+    """The rank counts at which the build's models were verified."""
+    from pathlib import Path
+
+    from hlc.artefacts.models import load as load_models
+
+    try:
+        models = load_models(Path(build) / "models.json")
+    except (OSError, ValueError):
+        return set()
+    return {int(p) for entry in models.implementations.values() if entry.time is not None
+            for p in entry.time.verification_mre_by_ranks}
 
 
 def _replay(args: argparse.Namespace) -> int:

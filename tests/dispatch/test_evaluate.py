@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import shutil
 import statistics
 from dataclasses import replace
 from pathlib import Path
@@ -378,6 +379,21 @@ def test_the_command_prints_the_table_and_refuses_bad_input(squares, tmp_path, c
     assert "no models.json" in capsys.readouterr().err
     assert main(["evaluate", str(squares), "--baseline", "nosuch"]) == 2
     assert "nosuch" in capsys.readouterr().err
+
+
+def test_the_command_says_which_calibrated_rank_counts_it_left_out(squares, tmp_path, capsys):
+    """Evaluating at one rank (the default) a build calibrated at two rank
+    counts says so, and how to judge both; a build of one says nothing."""
+    assert main(["evaluate", str(squares), "--points", "2"]) == 0
+    assert "which this evaluation left out" not in capsys.readouterr().out
+    both = shutil.copytree(squares, tmp_path / "squares")
+    models = json.loads((both / "models.json").read_text())
+    entry = next(iter(models["implementations"].values()))
+    entry["time"]["verification_mre_by_ranks"] = {"1": 1.05, "2": 1.08}
+    (both / "models.json").write_text(json.dumps(models))
+    assert main(["evaluate", str(both), "--points", "2"]) == 0
+    assert ("the build is calibrated at P = 2 too, which this evaluation left out: --procs 1,2 judges every rank "
+            "count") in capsys.readouterr().out
 
 
 def test_the_report_overlays_a_real_evaluation(squares):
