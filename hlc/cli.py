@@ -277,6 +277,9 @@ def _report_build(result) -> None:
         print("\nadaptive profile:\n" + "\n".join(f"  {line}" for line in result.rounds))
     if result.breakdown.wall > 0:
         print("\n" + result.breakdown.text("where the time went"))
+    if result.checked and result.refitted == []:  # hlc recalibrate --check, and every model fits
+        print(f"\nchecked {result.library} in {result.seconds:.0f} s: {result.path} is as it was")
+        return
     print(f"\nbuilt {result.library} in {result.seconds:.0f} s: {result.path}")
     print(f"use it:  python -c \"import hlc; {result.library} = hlc.load('{result.path}'); "
           f"help({result.library})\"")

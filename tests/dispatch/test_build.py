@@ -314,6 +314,22 @@ def test_recalibrate_check_refits_only_the_models_that_no_longer_fit(built, tmp_
     assert result.models.description == "source/vector.hl" and result.models.origin == models.origin
 
 
+def test_a_check_that_rebuilt_nothing_says_the_build_is_as_it_was(built, capsys):
+    """hlc recalibrate --check where every model fits: the check's figures,
+    then that the build stands as it was, not that it was built."""
+    from hlc.cli import _report_build
+    from hlc.dispatch.build import BuildResult
+
+    models = load_models(built[0] / "vector" / "models.json")
+    result = BuildResult("vector", built[0] / "vector", models, [], None, True, 1.2,
+                         checked={"numpy": 1.04, "fsum": 1.02}, refitted=[])
+    _report_build(result)
+    printed = capsys.readouterr().out
+    assert "every model still fits: nothing was rebuilt" in printed
+    assert printed.rstrip().endswith(f"checked vector in 1 s: {built[0] / 'vector'} is as it was")
+    assert "built vector" not in printed
+
+
 @pytest.mark.parametrize("description", ["libraries/runtime.hl", "libraries/sort.hl", "libraries/stencil.hl",
                                          "tests/descriptions/vector.hl", "benchmarks/transpose.hl"])
 def test_a_quick_nest_keeps_enough_samples_for_every_model(description):
