@@ -39,6 +39,7 @@ class Factor:
     knot: float  # in log2 of the variable when ``log``, else in its own units
     log: bool
     width: float = 0.0  # a tent's half-width, in the knot's units; 0 for the others
+    whole: bool = False  # the variable took whole numbers only, in the samples the factor was found in
 
     @property
     def text(self) -> str:
@@ -54,6 +55,8 @@ class Factor:
 
     def to_json(self) -> dict[str, Any]:
         data = {"kind": self.kind, "variable": self.variable, "knot": self.knot, "log": self.log}
+        if self.whole:
+            data["whole"] = True
         return {**data, "width": self.width} if self.kind == "tent" else data
 
     @classmethod
@@ -63,16 +66,20 @@ class Factor:
         width = float(data.get("width", 0.0))
         if data["kind"] == "tent" and not width > 0:
             raise ValueError(f"a tent needs a positive width, not {data.get('width')!r}")
-        return cls(str(data["kind"]), str(data["variable"]), float(data["knot"]), bool(data["log"]), width)
+        return cls(str(data["kind"]), str(data["variable"]), float(data["knot"]), bool(data["log"]), width,
+                   bool(data.get("whole", False)))
 
 
-def _is_product(text: str) -> bool:
-    """Whether a term's text binds tighter than ``*`` (no top-level + or -)."""
+def is_product(text: str) -> bool:
+    """Whether a term's text binds as tightly as ``*`` does: no top-level
+    sum, difference, comparison or logical operator (each printed between
+    spaces), so that ``x * TERM`` means what it says."""
     depth = 0
     for i, char in enumerate(text):
         depth += char == "("
         depth -= char == ")"
-        if depth == 0 and char in "+-" and i > 0 and text[i - 1] == " ":
+        if depth == 0 and i > 0 and text[i - 1] == " " and (
+                char in "+-<>=!" or text.startswith(("and ", "or ", "not "), i)):
             return False
     return True
 
@@ -90,7 +97,7 @@ class Discovered:
         factors = " * ".join(f.text for f in self.factors)
         if self.base == "1":
             return factors
-        base = self.base if _is_product(self.base) else f"({self.base})"
+        base = self.base if is_product(self.base) else f"({self.base})"
         return f"{base} * {factors}"
 
     def to_json(self) -> dict[str, Any]:

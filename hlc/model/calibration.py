@@ -24,7 +24,15 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from hlc.artefacts.models import Discovered, FitSettings, ImplementationModel, Models, TimeModel, load_if_exists
+from hlc.artefacts.models import (
+    Discovered,
+    FitSettings,
+    ImplementationModel,
+    Models,
+    TimeModel,
+    is_product,
+    load_if_exists,
+)
 from hlc.artefacts.samples import Sample, Samples, point_text
 from hlc.calibrate.host import TOLERANCE as HOST_TOLERANCE
 from hlc.language import ast
@@ -808,7 +816,7 @@ def summary(models: Models) -> str:
                          f"{entry.mre or 0.0:>8.3f} {verification:>10} {entry.samples:>8}")
             details.append(f"{name}: " + " + ".join(
                 f"{entry.coefficients[t]:.4g}(±{entry.half_widths[t]:.2g})"
-                + ("" if t == CONSTANT else f"·{t}") for t in entry.kept))
+                + ("" if t == CONSTANT else f"·{t}" if is_product(t) else f"·({t})") for t in entry.kept))
             if entry.discovered:
                 found = len(entry.discovered)
                 details.append(f"  discovered {found} term{'s' if found > 1 else ''}: "

@@ -193,13 +193,13 @@ def factors_of(variables: Mapping[str, np.ndarray], integers: Sequence[str] = ()
                 found.append(Factor("step", name, float(knot), False))
         elif distinct.size >= 2 * SIDE_VALUES and np.all(x > 0) and distinct[-1] >= SIZE_SPAN * distinct[0]:
             for knot in _size_knots(np.unique(np.log2(distinct))):
-                found.append(Factor("step", name, knot, True))
-                found.append(Factor("hinge", name, knot, True))
-            found += _edge_steps(name, x, distinct)
+                found.append(Factor("step", name, knot, True, whole=integral))
+                found.append(Factor("hinge", name, knot, True, whole=integral))
+            found += _edge_steps(name, x, distinct, integral)
     return found
 
 
-def _edge_steps(name: str, values: np.ndarray, distinct: np.ndarray) -> list[Factor]:
+def _edge_steps(name: str, values: np.ndarray, distinct: np.ndarray, whole: bool) -> list[Factor]:
     """Steps of a size-like variable between its least value and the next,
     and between its largest and the one below, where the samples hold that
     value EDGE_SAMPLES times or more.  A library's smallest call may take
@@ -210,7 +210,7 @@ def _edge_steps(name: str, values: np.ndarray, distinct: np.ndarray) -> list[Fac
     found = []
     for edge, low, high in ((distinct[0], distinct[0], distinct[1]), (distinct[-1], distinct[-2], distinct[-1])):
         if np.count_nonzero(values == edge) >= EDGE_SAMPLES:
-            found.append(Factor("step", name, _round_knot(math.log2(low), math.log2(high)), True))
+            found.append(Factor("step", name, _round_knot(math.log2(low), math.log2(high)), True, whole=whole))
     return found
 
 

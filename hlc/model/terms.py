@@ -10,6 +10,7 @@ Python, and explained the same way.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 
@@ -91,11 +92,18 @@ def _in_octaves(factor: Factor) -> str | None:
     return match.group(1) if match else None
 
 
+#: Below this, a step of a variable that takes whole numbers is told by the
+#: first whole number it holds at: "from k = 2", not "from k = 2^0.5 (1.41)".
+SMALL_WHOLE = 100
+
+
 def _where(factor: Factor) -> str:
     knot = factor.knot
     octaves = _in_octaves(factor)
     if octaves is not None:
         value = 2 ** knot  # a knot lies between two sampled values: 2^0.5 is no "1"
+        if factor.whole and factor.kind == "step" and value < SMALL_WHOLE:
+            return f"{octaves} = {math.ceil(value - 1e-9)}"
         shown = f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
         return f"{octaves} = 2^{knot:g} ({shown})"
     return f"{factor.variable} = {knot:g}"

@@ -183,6 +183,23 @@ def test_a_discovered_term_is_an_expression_and_reads_in_words():
         "the cost per n * iter where digit = 9 or more shrinks by 400 ps per octave of n beyond n = 2^18.25 (311,744)")
     step = {"base": "n", "factors": [{"kind": "step", "variable": "n", "knot": 18.25, "log": True}]}
     assert describe(Discovered.from_json(step), 2.1e-9) == "the cost per n rises by 2.1 ns from n = 2^18.25 (311,744)"
+    # a small knot of a variable of whole numbers: the first one the step holds at
+    few = {"base": "n", "factors": [{"kind": "step", "variable": "k", "knot": 3.75, "log": True, "whole": True},
+                                    {"kind": "step", "variable": "m", "knot": 0.5, "log": True, "whole": True}]}
+    assert describe(Discovered.from_json(few), 7e-9) == "the cost per n where k = 14 or more rises by 7 ns from m = 2"
+    assert Discovered.from_json(few).to_json() == few
+    few["factors"][1] = {"kind": "hinge", "variable": "m", "knot": 0.5, "log": True, "whole": True}
+    assert describe(Discovered.from_json(few), 7e-9) == (
+        "the cost per n where k = 14 or more grows by 7 ns per octave of m beyond m = 2^0.5 (1.41)")
+
+
+def test_steps_of_a_variable_of_whole_numbers_say_so():
+    """Discovery marks the factors of a variable whose samples are whole numbers."""
+    x = np.repeat(np.array([1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128, 512, 4096]), 3).astype(float)
+    whole = factors_of({"k": x})
+    assert whole and all(f.log and f.whole for f in whole)
+    halves = factors_of({"k": x + 0.5})
+    assert halves and not any(f.whole for f in halves)
 
 
 def test_a_family_step_is_found_in_few_samples_of_a_model_with_many_written_terms():
@@ -339,3 +356,14 @@ def test_a_tent_reads_as_the_description_language_and_in_words():
         "the cost per n is 300 ps less at n = 2^18 (262,144), the difference falling to none 0.5 octave away")
     with pytest.raises(ValueError, match="positive width"):
         Factor.from_json({"kind": "tent", "variable": "n", "knot": 18, "log": True})
+
+
+@pytest.mark.parametrize(("text", "product"), [
+    ("n * k", True), ("n * (log2(k) >= 1.5)", True), ("max(0, log2(n) - 4.75)", True), ("log2(k + 1)", True),
+    ("log2(k) >= 0.5", False), ("n + k", False), ("n - 1", False), ("n < 4", False), ("n == 4", False),
+    ("n != 4", False), ("a and b", False), ("a or b", False), ("-n", True)])
+def test_a_term_is_a_product_unless_an_operator_looser_than_a_product_joins_it(text, product):
+    """What a coefficient may multiply as written; anything else is parenthesized."""
+    from hlc.artefacts.models import is_product
+
+    assert is_product(text) is product
