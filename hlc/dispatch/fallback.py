@@ -80,7 +80,8 @@ def python_module(init_file: str) -> dict[str, Any]:
 
 def _interface_functions(interface: ast.Interface, decider: Decider, state: ModuleState,
                          helpers: dict[str, Callable], callables: dict[str, Callable]) -> dict[str, Callable]:
-    # bitwidth() spans the ranks by itself here: the agreement need not
+    # The ranks agree on the variables the choice reads but for the uniform
+    # ones (bitwidth() spans the ranks by itself here, in Python).
     agreed = [v.name for v in interface.variables if not v.uniform] if interface.choice_varies else []
     uniform = tuple(v.name for v in interface.variables if v.uniform)
 
