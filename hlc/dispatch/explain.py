@@ -42,14 +42,33 @@ def band_of(predictor: Predictor, implementation: ast.Implementation, environmen
 
 def contributions(predictor: Predictor, implementation: ast.Implementation, environment: Mapping[str, Any],
                   entry: TimeModel) -> list[tuple[str, float]]:
-    """Each kept term's share of the prediction, largest first: (term, β·f)."""
+    """Each kept term's share of the prediction, largest first: (term, β·f).
+    Terms that take the same value here are one term here: a base term and
+    the steps of it that hold at this point (``m * k * n`` and ``m * k * n *
+    (log2(k) >= 0.5)`` at k = 64) are shown as the base, their coefficients
+    summed, with how many it stands for.  Apart, their shares can run to
+    +320 µs and -305 µs of a 13 µs prediction, which says nothing."""
     model = implementation.model("time")
     if model is None or not model.fitted:
         return []
     values = term_values(predictor, implementation, model_terms(model, entry.discovered), environment)
-    coefficients = entry.coefficients
-    shares = [("1", coefficients["1"])] if "1" in coefficients else []
-    shares += [(term, beta * values[term]) for term, beta in coefficients.items() if term != "1"]
+    return merged_shares({term: 1.0 if term == "1" else float(values[term]) for term in entry.coefficients},
+                         entry.coefficients)
+
+
+def merged_shares(values: Mapping[str, float], coefficients: Mapping[str, float]) -> list[tuple[str, float]]:
+    """(term, β·f) of each group of terms with one value here, largest first
+    (see :func:`contributions`); terms that are 0 here are left out."""
+    groups: dict[float, list[tuple[str, float]]] = {}  # the terms' value here → (term, β)
+    for term, beta in coefficients.items():
+        if values[term] != 0:
+            groups.setdefault(values[term], []).append((term, beta))
+    shares = []
+    for value, members in groups.items():
+        label = min((term for term, _ in members), key=len)
+        if len(members) > 1:
+            label += f" (and {len(members) - 1} term{'s' if len(members) > 2 else ''} equal to it here)"
+        shares.append((label, value * sum(beta for _, beta in members)))
     return sorted(shares, key=lambda item: -abs(item[1]))
 
 

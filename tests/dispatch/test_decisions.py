@@ -212,6 +212,24 @@ def test_explain_shows_the_values_spread_over_a_wide_range_that_its_search_compa
     assert f"{choice.parameters['chunk']} → " in weighed and "(chosen)" in weighed
 
 
+def test_terms_equal_at_the_point_are_shown_as_one():
+    """A base term and its steps that hold here are one term here: their
+    shares summed under the base's name; a step that does not hold is left
+    out, and a term of another value stays apart."""
+    from hlc.dispatch.explain import merged_shares
+
+    values = {"1": 1.0, "m * k * n": 262144.0, "m * k * n * (log2(k) >= 0.5)": 262144.0,
+              "m * k * n * (log2(m) >= 0.5)": 262144.0, "m * k * n * (log2(n) >= 7)": 0.0,
+              "m * k * n * max(0, log2(n) - 4)": 524288.0}
+    coefficients = {"1": 1e-6, "m * k * n": 1.2e-9, "m * k * n * (log2(k) >= 0.5)": -1.16e-9,
+                    "m * k * n * (log2(m) >= 0.5)": 1.4e-10, "m * k * n * (log2(n) >= 7)": 5e-9,
+                    "m * k * n * max(0, log2(n) - 4)": 1.5e-11}
+    shares = dict(merged_shares(values, coefficients))
+    assert set(shares) == {"1", "m * k * n (and 2 terms equal to it here)", "m * k * n * max(0, log2(n) - 4)"}
+    assert shares["m * k * n (and 2 terms equal to it here)"] == pytest.approx(262144 * 1.8e-10)
+    assert shares["1"] == 1e-6 and shares["m * k * n * max(0, log2(n) - 4)"] == pytest.approx(524288 * 1.5e-11)
+
+
 def test_the_make_up_of_a_prediction_has_no_negative_share():
     lines = composition([("n", 3e-3), ("1", 1e-3), ("n * (log2(n) >= 18)", -5e-4)])
     assert lines[0].split()[-1] == "75.0%" and lines[1].split()[-1] == "25.0%"
