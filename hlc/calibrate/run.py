@@ -187,14 +187,28 @@ def run_program(program: Path, samples: Path, size: int, seed: int, deadline: fl
         if outcome.kind == "budget":
             return _budget_message(outcome.event, size)
         if outcome.task is None:
-            raise ProfileError(f"the profiling program {program.name} failed outside any implementation "
-                               f"({outcome.cause}):\n{outcome.stderr}")
+            raise ProfileError(failed_outside(program.name, outcome))
         task = outcome.task
         append_failure(samples, Failure(task["interface"], task["implementation"], outcome.cause, size,
                                         task.get("point")))
         restarts += 1
         if restarts > 100:
             raise ProfileError("the profiling program keeps failing; giving up after 100 restarts")
+
+
+def failed_outside(program: str, outcome: _Outcome) -> str:
+    """The error of a program that failed outside any implementation: its
+    cause, then what it wrote, once.  Under mpiexec every rank writes the
+    same failure (a helper of the description fails alike on each), and the
+    cause already holds its last line."""
+    lines = outcome.stderr.strip().splitlines()
+    for period in range(1, len(lines) // 2 + 1):
+        if len(lines) % period == 0 and lines == lines[:period] * (len(lines) // period):
+            lines = lines[:period]
+            break
+    said = "\n".join(lines)
+    head = f"the profiling program {program} failed outside any implementation ({outcome.cause})"
+    return head if not said or outcome.cause.endswith(": " + said) else f"{head}:\n{said}"
 
 
 def _budget_message(event: dict, size: int) -> str:
@@ -364,8 +378,7 @@ class Server:
             self.spent.restarts += 1
             self.child = None
             if outcome.task is None:
-                raise ProfileError(f"the profiling program {self.program.name} failed outside any implementation "
-                                   f"({outcome.cause}):\n{outcome.stderr}")
+                raise ProfileError(failed_outside(self.program.name, outcome))
             task = outcome.task
             append_failure(self.samples, Failure(task["interface"], task["implementation"], outcome.cause,
                                                  self.size, task.get("point")))

@@ -250,6 +250,24 @@ def test_a_uniform_variable_the_ranks_profile_unlike_is_a_profile_error(tmp_path
     assert result.complete and not result.failures
 
 
+def test_a_failure_every_rank_wrote_is_said_once():
+    """Under mpiexec each rank writes the same failure of a helper; the error
+    gives it once, and not at all where the cause ends with it already."""
+    message = "the profile's arguments of f() at i = 8 differ between the ranks: uniform variable 'n' …"
+    alike = run._Outcome("crashed", None, f"the process exited with status 1: {message}",
+                         stderr=f"{message}\n{message}\n")
+    assert run.failed_outside("p.py", alike) == (
+        f"the profiling program p.py failed outside any implementation (the process exited with status 1: "
+        f"{message})")
+    trace = "Traceback (most recent call last):\n  File \"helpers.py\", line 5\nRuntimeError: no data"
+    twice = run._Outcome("crashed", None, "the process exited with status 1: RuntimeError: no data",
+                         stderr=f"{trace}\n{trace}")
+    assert run.failed_outside("p.py", twice).endswith(f"(the process exited with status 1: RuntimeError: no "
+                                                     f"data):\n{trace}")
+    apart = run._Outcome("crashed", None, "crashed with SIGSEGV", stderr="rank 0 said\nrank 1 said other")
+    assert run.failed_outside("p.py", apart).endswith("(crashed with SIGSEGV):\nrank 0 said\nrank 1 said other")
+
+
 @pytest.mark.parametrize("ranks", [2])
 def test_profiling_under_mpiexec(tmp_path, ranks):
     library = hlc.parse_file(DESCRIPTIONS / "comm.hl")
