@@ -283,8 +283,8 @@ def _report_build(result) -> None:
     print(f"\nbuilt {result.library} in {result.seconds:.0f} s: {result.path}")
     print(f"use it:  python -c \"import hlc; {result.library} = hlc.load('{result.path}'); "
           f"help({result.library})\"")
-    python = f"Python {sys.version_info.major}.{sys.version_info.minor}"
-    print(f"   or:   pip install {result.path}  (then `import {result.library}` anywhere, in {python})")
+    python = f", in Python {sys.version_info.major}.{sys.version_info.minor}" if result.compiled else ""
+    print(f"   or:   pip install {result.path}  (then `import {result.library}` anywhere{python})")
     for line in result.missing:
         print(f"warning: {result.library} was built without {line}", file=sys.stderr)
     if result.missing:
