@@ -28,30 +28,20 @@ from pathlib import Path
 
 import numpy as np
 
-DESCRIPTION = """\
-library largest
-from numpy import arange
-
-interface agreeing(x: int[]) -> int "The largest of x; the ranks agree on n."
-    n = len(x)
-    impl first = numpy.max
+# One interface twice, but for whether n is uniform.
+INTERFACE = """
+interface {name}(x: int[]) -> int "The largest of x."
+    {uniform}n = len(x)
+    impl first_{name} = numpy.max
         time ~ 1 + n
-    impl second = numpy.amax
-        time ~ 1 + 2 * n
-    profile
-        for i in 4 .. 8 ++
-        x = arange(1 << i)
-
-interface alike(x: int[]) -> int "The largest of x; every rank passes as many."
-    uniform n = len(x)
-    impl first_alike = numpy.max
-        time ~ 1 + n
-    impl second_alike = numpy.amax
+    impl second_{name} = numpy.amax
         time ~ 1 + 2 * n
     profile
         for i in 4 .. 8 ++
         x = arange(1 << i)
 """
+DESCRIPTION = ("library largest\nfrom numpy import arange\n" + INTERFACE.format(name="agreeing", uniform="")
+               + INTERFACE.format(name="alike", uniform="uniform "))
 CALLS = 2000  # calls a timing: a dispatched call takes microseconds
 
 
