@@ -74,9 +74,10 @@ from hlc.calibrate.breakdown import Breakdown
 from hlc.calibrate.engine import TimingEngine
 from hlc.calibrate.host import TOLERANCE as HOST_TOLERANCE
 from hlc.calibrate.host import HostMeter, link_yardstick
-from hlc.calibrate.tasks import Context, HelperFailed, Implementation, Interface, NotUniform, described
+from hlc.calibrate.tasks import Context, HelperFailed, Implementation, Interface, described
 from hlc.calibrate.timing import Timing, calibrate_clock
 from hlc.language.nest import geometric
+from hlc.runtime.agreement import NotUniform
 
 # How many candidate points verification draws at most, per sample wanted.
 VERIFY_DRAWS = 4

@@ -25,6 +25,7 @@ import numpy
 
 from hlc.artefacts.samples import point_text
 from hlc.runtime import world
+from hlc.runtime.agreement import largest_over_ranks
 
 # ---- what a generated program declares ---------------------------------------------
 
@@ -131,24 +132,11 @@ class Context:
 
     def agree(self, variables: dict[str, float], uniform: Sequence[str] = ()) -> dict[str, float]:
         """Each variable's largest value over the ranks, as the dispatcher takes
-        it; in the same all-reduce, each ``uniform`` one's smallest, which must
-        be that largest (the dispatcher takes them on trust): NotUniform where
-        it is not."""
+        it; NotUniform where a ``uniform`` one differs between them (the
+        dispatcher takes those on trust)."""
         if self.size == 1:
             return variables
-        names = list(variables)
-        ends = numpy.array([*variables.values(), *(-variables[name] for name in uniform)], dtype=float)
-        combined = self.world.reduce(ends, "max").tolist()
-        for k, name in enumerate(uniform):
-            smallest, largest = -combined[len(names) + k], combined[names.index(name)]
-            if smallest != largest:
-                raise NotUniform(f"uniform variable '{name}' is {smallest:g} on some ranks and {largest:g} on "
-                                 f"others")
-        return {name: _plain(value) for name, value in zip(names, combined, strict=False)}
-
-
-class NotUniform(ValueError):
-    """The ranks' values of a variable the description declares uniform differ."""
+        return {name: _plain(value) for name, value in largest_over_ranks(self.world, variables, uniform).items()}
 
 
 def _plain(value: float) -> float | int:

@@ -213,7 +213,9 @@ def package(library: ast.Library, models: Models, used_models: Mapping[str, Mode
             compiled = folder / "ext" if (folder / "ext").exists() else None
             program.write_text(profiling_program(copy, compiled, program.name, folder), encoding="utf-8")
     compiled = has_compiler()
-    write_package_files(library, folder, compiled=compiled or any((folder / "ext").glob("*.so")))
+    # Compiled modules, this interpreter's only: the dispatch module, or the description's own extensions.
+    for_this_python = compiled or any((folder / "ext").glob("*" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")))
+    write_package_files(library, folder, compiled=for_this_python)
     models.save(folder / "models.json")
     save_used(folder / "used_models.json", used_models)
     module = f"dispatch_{library.name}"
@@ -226,7 +228,7 @@ def package(library: ast.Library, models: Models, used_models: Mapping[str, Mode
                       RuntimeWarning, stacklevel=2)
         body = ("from hlc.dispatch.fallback import python_module\n\n"
                 "globals().update(python_module(__file__))\n")
-    if compiled or any((folder / "ext").glob("*.so")):
+    if for_this_python:
         body = interpreter_guard(library) + "\n" + body
     (folder / "__init__.py").write_text(
         f'"""Library {library.name}, built by hlc — do not edit; rebuild with `hlc build`."""\n\n{body}',

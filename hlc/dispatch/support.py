@@ -26,6 +26,7 @@ from hlc.dispatch.bundle import description_of
 from hlc.dispatch.reference import Choice
 from hlc.model.fingerprint import digest, machine
 from hlc.runtime import world
+from hlc.runtime.agreement import NotUniform, largest_over_ranks
 
 __all__ = ["Choice", "ExtrapolationWarning", "ModuleState", "StaleModelError", "StaleModelWarning",
            "as_array", "clock", "load_attribute", "numpy"]
@@ -122,15 +123,11 @@ class ModuleState:
         declares uniform, which they otherwise take on trust, in one
         all-reduce (the largest value and the negated smallest); each rank
         raises alike where a variable differs, before any rank has chosen."""
-        ends = numpy.array([*values, *(-v for v in values)], dtype=float)
-        combined = self.world.reduce(ends, "max")
-        count = len(values)
-        for k, name in enumerate(names):
-            largest, smallest = combined[k], -combined[count + k]
-            if largest != smallest:
-                raise ValueError(f"{interface}(): uniform variable '{name}' is {smallest:g} on some ranks and "
-                                 f"{largest:g} on others; every rank must pass arguments that give it one value "
-                                 f"(HLC_CHECK_UNIFORM checks this)")
+        try:
+            largest_over_ranks(self.world, dict(zip(names, values, strict=True)), names)
+        except NotUniform as error:
+            raise ValueError(f"{interface}(): {error}; every rank must pass arguments that give it one value "
+                             f"(HLC_CHECK_UNIFORM checks this)") from None
 
     def forced(self, interface: str, names: list[str]) -> tuple[int, dict[str, int]] | None:
         name, parameters = self.force

@@ -345,16 +345,16 @@ def sweeps(module: ModuleType, info: InterfaceInfo, implementation: Implementati
         points.append(dict(fixed))
     held = {k: v for k, v in points[0].items() if k != first and all(p.get(k) == v for p in points)}
     result = []
-    chosen = [with_ranks(point, ranks) for point in points]
-    settings = [choose(**variables).settings.get(implementation.name) for variables in chosen]
+    environments = [with_ranks(point, ranks) for point in points]
+    settings = [choose(**variables).settings.get(implementation.name) for variables in environments]
     for parameter in implementation.parameters:
         # The first point's values of the parameter, and every point's choice
         # among them: a choice between two plotted values is drawn too.
-        values = _parameter_values(parameter, {**constants, **chosen[0]})
+        values = _parameter_values(parameter, {**constants, **environments[0]})
         picked = [int(setting[parameter.name]) for setting in settings if setting and parameter.name in setting]
         values = np.unique(np.concatenate([values, np.array(picked, dtype=values.dtype)]))
         sweep = Sweep(implementation.name, parameter.name, values, ranks, held)
-        for point, variables, setting in zip(points, chosen, settings, strict=True):
+        for point, variables, setting in zip(points, environments, settings, strict=True):
             others = {p.name: (setting or {}).get(p.name, _low(p, {**constants, **variables}))
                       for p in implementation.parameters if p.name != parameter.name}
             low, high = _bounds(parameter, {**constants, **variables})  # this point's range of the parameter

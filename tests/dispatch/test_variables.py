@@ -3,6 +3,7 @@ the profiling program, the compiled module and the pure-Python module."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -202,18 +203,13 @@ interface floats{name}(x: float[])
         for i in 4 .. 8 ++
         x = linspace(-1.5, 1 << i, 1 << i)
 """
-# Two implementations alike but for their names: a choice the ranks must agree on, unless n is uniform.
-COUNTED = """
-interface counted{name}(x: int[]) -> int
-    {uniform}n = len(x)
-    impl first{name} = numpy.max
-        time ~ 1 + n
-    impl second{name} = numpy.amax
-        time ~ 1 + 2 * n
-    profile
-        for i in 4 .. 8 ++
-        x = arange(1 << i)
-"""
+# Two implementations alike but for their names: a choice the ranks must agree on, unless n is uniform
+# (the interface the uniform-dispatch benchmark times).
+_BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "uniform_dispatch.py"
+_spec = importlib.util.spec_from_file_location("uniform_dispatch_script", _BENCHMARK)
+uniform_dispatch = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(uniform_dispatch)
+COUNTED = uniform_dispatch.INTERFACE
 # Every other argument function, which the module reads in C from the checked arrays.
 SHAPES = """
 interface shapes(x: float64[,], y: int[])
@@ -245,7 +241,7 @@ WIDTHS = HEADER + "".join(
         # a later variable reads the width: its span is combined before the agreement
         ("read_later(x: int[])", WIDTH + "\n    bits = width + 1", "told_later = told_span"))) + "".join(
     FLOATS.format(name=name, later=later) for name, later in (("", ""), ("_read_later", "\n    bits = width + 1"))) + \
-    COUNTED.format(name="", uniform="") + COUNTED.format(name="_uniform", uniform="uniform ") + SHAPES
+    COUNTED.format(name="counted", uniform="") + COUNTED.format(name="counted_uniform", uniform="uniform ") + SHAPES
 # What the implementations are told of their argument's extremes.
 PROBE = """\
 from hlc.runtime.extremes import measured, measured_over_ranks
