@@ -82,11 +82,14 @@ def epyc_models() -> Models:
 def test_the_models_of_a_second_machine_choose_right_against_its_evaluations(epyc_models, tmp_path, seed):
     """The same on another processor (tests/data/sort-epyc, a two-core AMD
     EPYC): its default build's samples refitted, and the choices replayed
-    against its own two evaluations (measured: 97.5% and 98.0% right,
-    expected penalty 0.14% and 0.12%, worst 5.5% and 6.8%; what is wrong is
-    a near tie between a radix sort of two passes of 11 or 12 bits and
-    narrow from 2^17.5 keys on, whose times move most between the build
-    and the evaluation).  The radix model's cost per pass in the mean bits
+    against its own two evaluations (measured: 99.5% and 98.5% right,
+    expected penalty 0.05% and 0.13%, worst 4.9% and 13.9%; the worst is
+    a radix sort of three passes chosen over narrow at exactly 2^21 keys:
+    a power of two, where the scatter's write streams share their low
+    address bits, and which the profile never samples).  Before the search
+    took terms for the choices they make (hlc.model.discover.CHOICE_GAIN):
+    97.5% and 98.0%, expected penalty 0.14% and 0.12%, worst 5.5% and 6.8%.
+    The radix model's cost per pass in the mean bits
     per pass chose 3 and 2 of these near ties wrong that its steps in the
     widest pass's bits chose right; refitted on 53 builds of a Zen 5 host
     and replayed against that host's evaluations, it lowered the expected
@@ -95,9 +98,9 @@ def test_the_models_of_a_second_machine_choose_right_against_its_evaluations(epy
     epyc_models.save(path)
     entry = replay(path, EPYC / f"evaluation-{seed}.json").interfaces["sort"]
     assert entry.unmeasured == 0 and entry.summary.points == 200
-    assert entry.summary.right_share >= 0.97
-    assert entry.summary.expected_penalty <= 0.003
-    assert entry.summary.worst_penalty <= 0.10
+    assert entry.summary.right_share >= 0.98
+    assert entry.summary.expected_penalty <= 0.002
+    assert entry.summary.worst_penalty <= 0.15
     assert {name for name, model in epyc_models.fitted().items()} >= {"radix", "counting", "narrow", "numpy"}
 
 
