@@ -20,8 +20,11 @@ thrash.  This module finds them, in the spirit of MARS (Friedman 1991):
 * **Forward selection** ranks the candidates by how much of the residual
   each explains (one projection each), cross-validates the best few, and
   adds the one that lowers the cross-validated relative error most, while
-  it lowers it by at least ``MIN_GAIN``.  **Backward pruning** then removes
-  every discovered term whose removal does not raise that error.
+  it lowers it by at least ``MIN_GAIN``; where a parameter's settings were
+  timed side by side, one that halves the held-out penalty of choosing
+  among them (``CHOICE_GAIN``) is taken too.  **Backward pruning** then
+  removes every discovered term whose removal does not raise that error or
+  that penalty.
 
 Cross-validation uses the fitting samples only (deterministic folds), so
 the verification samples stay untouched for the verdict; the thesis's
