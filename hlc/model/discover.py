@@ -301,7 +301,12 @@ def held_out_predictions(columns: Sequence[np.ndarray], times: np.ndarray, weigh
 
 def held_out_errors(columns: Sequence[np.ndarray], times: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """log(1 + |relative error|) of each sample's held-out prediction (:func:`held_out_predictions`)."""
-    return np.log1p(np.abs((times - held_out_predictions(columns, times, weights)) / times))
+    return log_errors(times, held_out_predictions(columns, times, weights))
+
+
+def log_errors(times: np.ndarray, predicted: np.ndarray) -> np.ndarray:
+    """log(1 + |relative error|) of each prediction of ``times``."""
+    return np.log1p(np.abs((times - predicted) / times))
 
 
 def held_out_penalty(predicted: np.ndarray, times: np.ndarray, choices: Sequence[tuple[Hashable, Hashable]]) -> float:
@@ -470,7 +475,6 @@ class _Search:
                  families: Sequence[FamilyCandidates] = (), shortlist: int = SHORTLIST,
                  choices: Sequence[tuple[Hashable, Hashable]] | None = None):
         self.shortlist = shortlist
-        self.choices = choices
         self.choice_sets = ChoiceSets(times, choices) if choices else None
         self.written = {name: np.asarray(values, dtype=float) for name, values in written.items()}
         self.times = times
@@ -578,7 +582,7 @@ class _Search:
         errors = self._errors.get(key)
         if errors is None:
             predicted = self.predictions_of(found)
-            errors = self._errors[key] = np.log1p(np.abs((self.times - predicted) / self.times))
+            errors = self._errors[key] = log_errors(self.times, predicted)
         return errors
 
     def predictions_of(self, found: Sequence[Discovered]) -> np.ndarray:
