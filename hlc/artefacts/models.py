@@ -123,6 +123,9 @@ class TimeModel:
     # The factor the times of samples taken while the host ran slow were divided
     # by, where the fit kept them scaled back (hlc.model.calibration._steady).
     slowdown: float | None = None
+    # Where only the samples taken in spells that no steady one lay near were
+    # kept scaled back, their names (hlc.model.calibration.sample_key).
+    scaled_alone: tuple[str, ...] = ()
     discovered: tuple[Discovered, ...] = ()
     terms: tuple[str, ...] = ()  # every term fitted: written, then discovered
     kept: tuple[str, ...] = ()  # the terms the relevance test kept
@@ -195,7 +198,7 @@ class TimeModel:
             value = data[key]
             if f.name == "discovered":
                 value = tuple(Discovered.from_json(d) for d in value)
-            elif f.name in ("terms", "kept", "dropped", "warnings"):
+            elif f.name in ("terms", "kept", "dropped", "warnings", "scaled_alone"):
                 value = tuple(str(v) for v in value)
             elif f.name == "residuals":
                 value = tuple(float(v) for v in value)
@@ -216,10 +219,11 @@ _FIELDS_OF = {
     "factored": (*_COUNTS, "verification_mre", *_GENERATED),
     "fitted": (*_COUNTS, "discovered", "terms", "kept", "coefficients", "half_widths", "covariance", "quantile",
                "dropped", "aliases", "r2", "mre", "residuals", "warnings", "verification_mre",
-               "verification_mre_by_ranks", "deviations", "risk", "slowdown", *_GENERATED),
+               "verification_mre_by_ranks", "deviations", "risk", "slowdown", "scaled_alone", *_GENERATED),
 }
 #: Fields left out of the file when empty.
-_OPTIONAL = ("verification_mre_by_ranks", "deviations", "risk", "slowdown", "domain", "python", "c", "point")
+_OPTIONAL = ("verification_mre_by_ranks", "deviations", "risk", "slowdown", "scaled_alone", "domain", "python", "c",
+             "point")
 
 
 #: What a models file without an entry for an implementation says of it.

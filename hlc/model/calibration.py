@@ -83,6 +83,10 @@ FIT_SIDE_BY_SIDE = 20_000.0
 #: Samples taken in spells are kept, scaled back, when fewer than this many
 #: others per written term and family would be left to fit and discover from.
 STEADY_PER_TERM = 3
+#: A parameterized implementation's sample taken in a spell is kept, scaled
+#: back, where no steady sample of its rank count lies within this many
+#: octaves of it in every variable and parameter (:func:`_alone`).
+NEAR_STEADY = 0.5
 
 
 def _environment(sample: Sample) -> dict[str, Any]:
@@ -184,10 +188,14 @@ def fitted_seconds(entry: TimeModel, sample: Sample, tolerance: HostTolerance) -
     """The sample's seconds as the fit of ``entry`` took them (``_steady``):
     None where it was left out, taken in a slow spell; divided by the
     recorded ``slowdown`` where it was kept scaled back (where both, the
-    fitting samples were scaled and the verification ones left out); else
-    as measured."""
+    fitting samples were scaled and the verification ones left out, and
+    where the fit kept only some, ``scaled_alone``, those); else as
+    measured."""
     if not (entry.slowdown or entry.disturbed_samples) or not is_disturbed(sample, tolerance):
         return sample.seconds
+    if entry.scaled_alone:
+        alone = entry.slowdown and not sample.verify and sample_key(sample) in entry.scaled_alone
+        return sample.seconds / entry.slowdown if alone else None
     if entry.slowdown and not (sample.verify and entry.disturbed_samples):
         return sample.seconds / entry.slowdown
     return None
@@ -205,6 +213,7 @@ class Steadiness:
     why: str = ""  # why they were kept
     scaled: int = 0  # disturbed samples whose fitting ones are kept, their times divided by ``slowdown``
     slowdown: float = 1.0  # how much slower the disturbed samples ran than the others' model predicts
+    alone: tuple[str, ...] = ()  # where only some are kept scaled: those (sample_key)
 
 
 def _steady(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
@@ -228,7 +237,8 @@ def _steady(predictor: Predictor, implementation: ast.Implementation, model: ast
     two-rank ones at 89.7%: kept as they were, 87.3%, 88.7% and 88.8%;
     left out, 88.3%, 88.6% and 86.4%.  Scaled back wherever a spell hit,
     the samples of quieter hosts lost up to 4.5 points: a spell slows
-    different calls by different factors."""
+    different calls by different factors.  Where the others are left out,
+    those with no steady sample near are kept, scaled back (:func:`_alone`)."""
     disturbed = [s for s in fitting + verification if is_disturbed(s, tolerance)]
     steady = [s for s in fitting if not is_disturbed(s, tolerance)]
     if not disturbed:
@@ -244,17 +254,68 @@ def _steady(predictor: Predictor, implementation: ast.Implementation, model: ast
         return Steadiness(fitting, verification, kept=len(disturbed),
                           why=f"they ran {slowdown:.2f} times as long as the others' model predicts")
     calm = [s for s in verification if not is_disturbed(s, tolerance)]
-    if (few or 2 * len(disturbed) > len(fitting + verification)) and math.isfinite(slowdown):
-        def scaled(samples: list[Sample]) -> list[Sample]:
-            return [replace(s, seconds=s.seconds / slowdown) if is_disturbed(s, tolerance) else s for s in samples]
 
+    def scaled(samples: list[Sample]) -> list[Sample]:
+        return [replace(s, seconds=s.seconds / slowdown) if is_disturbed(s, tolerance) else s for s in samples]
+
+    if (few or 2 * len(disturbed) > len(fitting + verification)) and math.isfinite(slowdown):
         why = "too few others were left to fit" if few else "most were and the others cover too little"
         if calm or not verification:
             return Steadiness(scaled(fitting), calm, left_out=len(verification) - len(calm), scaled=len(disturbed),
                               slowdown=slowdown, why=why)
         return Steadiness(scaled(fitting), scaled(verification), scaled=len(disturbed), slowdown=slowdown,
                           why=why + " (the verification ones too: no other was left to verify with)")
+    alone = _alone([s for s in fitting if is_disturbed(s, tolerance)], steady) if math.isfinite(slowdown) else []
+    if alone:
+        return Steadiness(steady + scaled(alone), calm, left_out=len(disturbed) - len(alone), scaled=len(alone),
+                          slowdown=slowdown, why="no steady sample lies near them",
+                          alone=tuple(map(sample_key, alone)))
     return Steadiness(steady, calm, left_out=len(disturbed))
+
+
+def sample_key(sample: Sample) -> str:
+    """A fitting sample's name among its implementation's: its rank count,
+    point and setting (``2:17:bpd=8``)."""
+    setting = ",".join(f"{name}={value}" for name, value in sorted(sample.parameters.items()))
+    return f"{sample.P}:{sample.index}:{setting}"
+
+
+def _alone(disturbed: list[Sample], steady: list[Sample]) -> list[Sample]:
+    """The ``disturbed`` samples of a parameterized implementation with no
+    ``steady`` one of their rank count within NEAR_STEADY octaves in every
+    variable and parameter: settings that the profile measured near their
+    point only in spells.  A parameter is chosen among the settings timed
+    side by side at each point, and the spells come and go with the memory
+    traffic of other tenants, falling on the large sizes most, where a
+    profile spends its seconds on few points: on a Zen 4 host whose meter
+    read a spell at half the samples, one build took its nine radix sorts
+    of two to three million keys all in spells, and most of the wide
+    digits' at a quarter to two million keys.  Left out, they took with
+    them the only measure of what wide digits cost there, and the fit chose
+    passes of 12 to 16 bits where passes of 8 or 9 ran 1.5 to 2 times
+    faster.  An implementation without parameters is measured once per
+    point, so that none of its samples has a steady one that near: its
+    samples of spells are left out, as :func:`_steady` says."""
+    if not disturbed or not disturbed[0].parameters:
+        return []
+    if not steady:
+        return list(disturbed)
+
+    def places(samples: list[Sample]) -> np.ndarray:
+        return np.array([[math.log2(max(float(value), 1.0)) for _, value in
+                          sorted({**{k: v for k, v in s.variables.items() if k not in ("P", "logP")},
+                                  **s.parameters}.items())] for s in samples])
+
+    alone = []
+    for ranks in {s.P for s in disturbed}:
+        theirs = [s for s in disturbed if ranks == s.P]
+        near = places([s for s in steady if ranks == s.P])
+        if near.size == 0:
+            alone += theirs
+            continue
+        distances = np.abs(places(theirs)[:, None, :] - near[None, :, :]).max(axis=2)
+        alone += [s for s, row in zip(theirs, distances, strict=True) if row.min() > NEAR_STEADY]
+    return alone
 
 
 def _read(disturbed: list[Sample], tolerance: HostTolerance) -> float:
@@ -432,7 +493,12 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
     if steadiness.kept:
         notes.append(f"{steadiness.kept} of {len(fitting + verification)} samples were taken while the host meter "
                      f"read a slow spell or never settled: kept, as {steadiness.why}")
-    if steadiness.scaled:
+    if steadiness.alone:
+        notes.append(f"{steadiness.scaled} of the {steadiness.scaled + steadiness.left_out} samples taken while the "
+                     f"host meter read a slow spell or never settled had no steady one within {NEAR_STEADY:g} "
+                     f"octaves: kept, their times divided by {steadiness.slowdown:.2f} (how much longer the "
+                     f"spells' samples ran than the others' model predicts); the others left out")
+    elif steadiness.scaled:
         notes.append(f"{steadiness.scaled} of {len(fitting + verification) + steadiness.left_out} samples were "
                      f"taken while the host meter read a slow spell or never settled, and ran "
                      f"{steadiness.slowdown:.2f} times as long as the others' model predicts: kept, as "
@@ -458,7 +524,8 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
         quantile=result.quantile, dropped=tuple(result.dropped), aliases=dict(result.aliases), r2=result.r2,
         mre=result.mre, residuals=tuple(float(r) for r in result.residuals), warnings=tuple(notes),
         verification_mre=held_mre, verification_mre_by_ranks=by_ranks or {}, deviations=deviations,
-        risk=RISK if deviations else None, slowdown=steadiness.slowdown if steadiness.scaled else None)
+        risk=RISK if deviations else None, slowdown=steadiness.slowdown if steadiness.scaled else None,
+        scaled_alone=steadiness.alone)
 
 
 def _inaccurate_text(error: float, steadiness: Steadiness, what: str = "the terms") -> str:
@@ -468,7 +535,9 @@ def _inaccurate_text(error: float, steadiness: Steadiness, what: str = "the term
     processes lay 10-20% apart, and most models of a sort build verified
     above the limit whatever their terms."""
     text = f"verification MRE {error:.3f} exceeds {VERIFICATION_LIMIT}: {what} may miss a cost"
-    spells = steadiness.scaled or steadiness.left_out + steadiness.kept  # scaled counts the left-out ones too
+    # where all are scaled, the count holds the left-out verification ones too
+    spells = steadiness.scaled + steadiness.left_out if steadiness.alone else \
+        steadiness.scaled or steadiness.left_out + steadiness.kept
     total = len(steadiness.fitting) + len(steadiness.verification) + steadiness.left_out
     if total and 2 * spells > total:
         text += f", or the host's slow spells may, in which {spells} of the {total} samples were taken"

@@ -11,7 +11,7 @@ import pytest
 from hlc.artefacts.models import TimeModel
 from hlc.artefacts.samples import Header, Sample
 from hlc.language.parse import parse, parse_file
-from hlc.model.calibration import Samples, calibrate, host_tolerance
+from hlc.model.calibration import Samples, calibrate, fitted_seconds, host_tolerance
 
 DESCRIPTION = """
 library line "A line."
@@ -202,6 +202,69 @@ def test_each_rank_count_keeps_its_own_usual_pace():
     assert entry.coefficients["n"] == pytest.approx(TRUE_SLOPE, rel=0.02)
     assert entry.verification_mre < 1.02
     assert not any("slow spell" in w for w in entry.warnings), entry.warnings
+
+
+#: DESCRIPTION with a parameterized implementation whose cost per element
+#: rises with its parameter above 2**16 elements.
+KNEE = DESCRIPTION.replace("time ~ 1 + n\n", "time ~ 1 + n\n\n"
+                           "    impl blocked(b: int in 1 .. 4) = numpy.sum \"a pass in blocks\"\n"
+                           "        time ~ 1 + n + n * b * max(0, log2(n) - 16)\n"
+                           "        choose b minimizing time\n", 1).replace(
+    "        for i in 4 .. 16 ++\n", "        for i in 4 .. 16 ++\n        for b in 1 .. 4 ++\n", 1)
+
+
+def test_settings_measured_only_in_spells_where_they_lie_are_kept_scaled_back():
+    """A parameterized implementation's settings are timed side by side at
+    each point; where a busy host's spells held every sample of the large
+    sizes (they fall there most, on calls that read memory), leaving them
+    out would leave the parameter unmeasured there.  Those with no steady
+    sample within NEAR_STEADY octaves in every variable and parameter are
+    kept, scaled back by how much slower the spells' samples ran; the
+    other samples of spells are left out, as are the verification ones.
+    An implementation without parameters leaves out all of its own."""
+    rng = np.random.default_rng(3)
+    records = []
+    for verify, count in ((False, 40), (True, 12)):
+        for index in range(count):
+            large = index % 4 == 0  # a quarter of the points at 2**18 to 2**20 elements, all in spells
+            n = int(2 ** (rng.uniform(18, 20) if large else rng.uniform(4, 16.5)))
+            spell = large or index % 3 == 1  # a spell holds every setting timed at its point
+            host = 1.5 if spell else round(1.0 + abs(rng.normal(0, 0.02)), 3)
+            variables = {"n": n, "P": 1, "logP": 0.0}
+            for b in (1, 2, 3, 4):
+                seconds = (TRUE_CONSTANT + TRUE_SLOPE * n + 1e-9 * n * b * max(0.0, np.log2(n) - 16)) \
+                    * (1 + rng.normal(0, 0.01)) * (1.5 if spell else 1.0)
+                records.append(Sample("work", "blocked", verify, 1, index, {"b": b}, variables, seconds, host=host))
+            records.append(Sample("work", "linear", verify, 1, index, {}, variables,
+                                  (TRUE_CONSTANT + TRUE_SLOPE * n) * (1.5 if spell else 1.0), host=host))
+    samples_ = taken(0.10, records)
+    models = calibrate(parse(KNEE), samples_)
+    entry = models.time("blocked")
+    large = [r for r in records if r.implementation == "blocked" and r.variables["n"] >= 2 ** 18]
+    spelled = [r for r in records if r.implementation == "blocked" and r.host == 1.5]
+    steady = [r for r in records if r.implementation == "blocked" and r.host != 1.5 and not r.verify]
+
+    def alone(sample: Sample) -> bool:
+        return all(max(abs(np.log2(sample.variables["n"] / r.variables["n"])),
+                       abs(np.log2(sample.parameters["b"] / r.parameters["b"]))) > 0.5 for r in steady)
+
+    expected = {f"1:{r.index}:b={r.parameters['b']}" for r in spelled if not r.verify and alone(r)}
+    assert set(entry.scaled_alone) == expected
+    assert {f"1:{r.index}:b={r.parameters['b']}" for r in large if not r.verify} <= expected
+    assert len(spelled) == 4 * 26 and entry.disturbed_samples == len(spelled) - len(expected)
+    assert entry.slowdown == pytest.approx(1.5, rel=0.03)
+    assert any(w.startswith(f"{len(expected)} of the 104 samples taken while the host meter read a slow spell or "
+                            "never settled had no steady one within 0.5 octaves: kept") for w in entry.warnings), \
+        entry.warnings
+    assert entry.coefficients["n * b * max(0, log2(n) - 16)"] == pytest.approx(1e-9, rel=0.03)
+    tolerance = host_tolerance(samples_)
+    kept = next(r for r in large if not r.verify)
+    left_out = next(r for r in spelled if not r.verify and f"1:{r.index}:b={r.parameters['b']}" not in expected)
+    assert fitted_seconds(entry, kept, tolerance) == pytest.approx(kept.seconds / entry.slowdown)
+    assert fitted_seconds(entry, left_out, tolerance) is None
+    assert TimeModel.from_json(entry.to_json()).scaled_alone == entry.scaled_alone
+    # Measured once per point, the implementation without parameters leaves out all of its spells' samples.
+    assert models.time("linear").disturbed_samples == 26 and not models.time("linear").scaled_alone
 
 
 def test_too_few_steady_samples_keep_the_disturbed_ones():
