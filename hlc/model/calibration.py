@@ -298,8 +298,6 @@ def _alone(disturbed: list[Sample], steady: list[Sample]) -> list[Sample]:
     samples of spells are left out, as :func:`_steady` says."""
     if not disturbed or not disturbed[0].parameters:
         return []
-    if not steady:
-        return list(disturbed)
 
     def places(samples: list[Sample]) -> np.ndarray:
         return np.array([[math.log2(max(float(value), 1.0)) for _, value in
