@@ -64,7 +64,9 @@ points; an adaptive profile measures a part of it, chosen in rounds:
    points whose decision is uncertain again, up to ``MOST_TAKES`` times;
 5. stop when there is nothing left to take or the fitting budget is spent;
    then take the verification samples still wanted with the rest, and
-   give what they leave of it to more rounds.
+   give what they leave of it to one more round (more only if that one
+   leaves time); no point is taken that is predicted to outlast the
+   budget, since a point, once started, is not cut short.
 
 Everything is deterministic for a seed: the survey, the designs, the fits
 and the choices depend on the samples file alone, which is also what a
@@ -659,7 +661,7 @@ class Judge:
 
 
 def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float,
-               bisecting: Sequence[Site] = ()) -> tuple[list[Site], dict[str, int]]:
+               bisecting: Sequence[Site] = (), most: float = math.inf) -> tuple[list[Site], dict[str, int]]:
     """The sites of the next round, within about ``seconds`` of predicted
     profiling: half of it for uncertain decisions (most uncertain first),
     up to three quarters with the midpoints of the boundaries the
@@ -671,7 +673,9 @@ def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float,
     farthest from every measured one: a round, and a budget, are spent on
     the decisions next most likely wrong, then on filling the nest, rather
     than on a round of its own for each few.  Returns the sites and how
-    many each rule chose."""
+    many each rule chose.  A site predicted to take more than ``most``
+    seconds (what is left of the budget) is not taken, even as a round's
+    first: it would overrun the budget, which a site cannot stop."""
     open_sites = [site for site in grid.sites if site.key not in taken]
     chosen: list[Site] = []
     keys: set[tuple] = set()
@@ -680,7 +684,7 @@ def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float,
     def take(site: Site, limit: float) -> bool:
         nonlocal spent
         cost = judge.cost(site)
-        if chosen and spent + cost > limit:  # too costly for this round; a cheaper one may fit
+        if (chosen and spent + cost > limit) or cost > most:  # too costly for this round; a cheaper one may fit
             return False
         chosen.append(site)
         keys.add(site.key)
@@ -848,7 +852,7 @@ def covering(grid: Grid, batch: Sequence[Site], plan: Mapping[tuple, Candidates 
 
 
 def untimed_rivals(grid: Grid, taken: set[tuple], judge: Judge, timed: Mapping[str, Mapping[tuple, set[int]]],
-                   seconds: float) -> dict[tuple, Candidates]:
+                   seconds: float, most: float = math.inf) -> dict[tuple, Candidates]:
     """Measured sites whose decision is uncertain between alternatives of
     which one or both were never timed there, with those alternatives, most
     uncertain first, within about ``seconds``.  A site is measured once, at
@@ -869,24 +873,27 @@ def untimed_rivals(grid: Grid, taken: set[tuple], judge: Judge, timed: Mapping[s
         if missing:
             scored.append((uncertainty, site, missing))
     scored.sort(key=lambda entry: (-entry[0], grid.order[entry[1].key]))
-    return within_seconds([(site, missing) for _, site, missing in scored], judge, seconds)
+    return within_seconds([(site, missing) for _, site, missing in scored], judge, seconds, most)
 
 
-def within_seconds(ranked: Sequence[tuple[Site, Candidates]], judge: Judge, seconds: float) -> dict[tuple, Candidates]:
+def within_seconds(ranked: Sequence[tuple[Site, Candidates]], judge: Judge, seconds: float,
+                   most: float = math.inf) -> dict[tuple, Candidates]:
     """The ``ranked`` sites with their candidates, in order, each that still
-    fits in about ``seconds`` of predicted profiling (the first always does)."""
+    fits in about ``seconds`` of predicted profiling (the first always does,
+    unless it would take more than ``most``, as in :func:`next_round`)."""
     chosen: dict[tuple, Candidates] = {}
     spent = 0.0
     for site, candidates in ranked:
         cost = judge.cost(site, candidates)
-        if chosen and spent + cost > seconds:
+        if (chosen and spent + cost > seconds) or cost > most:
             continue
         chosen[site.key] = candidates
         spent += cost
     return chosen
 
 
-def retakes(grid: Grid, takes: Mapping[tuple, int], judge: Judge, seconds: float) -> dict[tuple, Candidates]:
+def retakes(grid: Grid, takes: Mapping[tuple, int], judge: Judge, seconds: float,
+            most: float = math.inf) -> dict[tuple, Candidates]:
     """Once every point is measured: the points whose decision is uncertain
     (at the widest of WIDENINGS), measured again at the candidates that may
     win there, most uncertain and least measured first, each up to
@@ -897,7 +904,7 @@ def retakes(grid: Grid, takes: Mapping[tuple, int], judge: Judge, seconds: float
               if 0 < takes.get(site.key, 0) < MOST_TAKES]
     scored = [entry for entry in scored if entry[1] > 0]
     scored.sort(key=lambda e: (-e[0], takes[e[2].key], -e[1], grid.order[e[2].key]))
-    return within_seconds([(site, judge.worth_timing(site)) for _, _, site in scored], judge, seconds)
+    return within_seconds([(site, judge.worth_timing(site)) for _, _, site in scored], judge, seconds, most)
 
 
 @dataclass
@@ -1002,8 +1009,9 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
             pace = observed
         paced = True
 
-    def fitting_rounds(until: float) -> bool:
-        """Rounds until ``until`` seconds into the budget; whether that cut them short."""
+    def fitting_rounds(until: float, portion: float = ROUND_SHARE) -> bool:
+        """Rounds until ``until`` seconds into the budget, each planned with
+        ``portion`` of what is left; whether that cut them short."""
         nonlocal records, taken, searched, overhead, previous, thought
         while True:
             left = until - (time.monotonic() - started)
@@ -1044,10 +1052,11 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                     judge = Judge(library, models, used_models, values, records, grid)
                     observe_pace(judge)
                     timed = timed_settings(records, grid)
-                    planned = min(max(ROUND_SHARE * left, overhead), left)
+                    planned = min(max(portion * left, overhead), left)
                     limit = ROUND_OVERRUN * planned
                     seconds = planned / pace
-                    rivals = untimed_rivals(grid, taken, judge, timed, seconds / 2)
+                    most = left / pace  # no site may take more than the budget left
+                    rivals = untimed_rivals(grid, taken, judge, timed, seconds / 2, most)
                     seconds -= sum(judge.cost(grid.by_key[key], candidates) for key, candidates in rivals.items())
                     # Models' own points once every grid point has a measured neighbour
                     # (before, the gaps are where the models learn), with what the
@@ -1058,7 +1067,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                                                  if site.key not in taken and judge.uncertainty(site) > 0), 0.0)
                     own, own_counts, own_cost = own_points(library, judge, records, seconds, room)
                     seconds -= sum(own_cost.values())
-                    batch, by_rule = next_round(grid, taken, judge, max(seconds, 0.0), bisecting)
+                    batch, by_rule = next_round(grid, taken, judge, max(seconds, 0.0), bisecting, most)
                     plan = {site.key: judge.worth_timing(site) for site in batch}
                     if affordable(judge, left):  # narrowing would only save time there is room for
                         plan = {site.key: site.settings for site in batch}
@@ -1071,7 +1080,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                         by_rule["rivals"] = len(rivals)
                     if not batch:  # every point is measured: the uncertain decisions again, in one
                         # round with all that is left (a refit between retakes changes little)
-                        plan = retakes(grid, takes_of(records), judge, left)
+                        plan = retakes(grid, takes_of(records), judge, left, most)
                         batch = [grid.by_key[key] for key in plan]
                         by_rule = {"uncertain": 0, "gaps": 0, "spread": 0, "retaken": len(plan)}
                     by_rule["own"] = sum(own_counts.values())
@@ -1194,11 +1203,13 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
             result.coverage = "verification"
     say(f"verification: {time.monotonic() - verification_started:.1f} s")
     # What the verification left goes back to the fitting points: the fits use
-    # them, and the verification samples stay as they were taken.
+    # them, and the verification samples stay as they were taken.  It is
+    # planned as one round: the few seconds left bought four rounds of a
+    # point or a few each, with a fit and a plan before each of them.
     if cut and result.coverage != "verification" and budget - (time.monotonic() - started) >= LEAST_ROUND:
         result.coverage = None
         say(f"the verification left {budget - (time.monotonic() - started):.1f} s: more rounds")
-        fitting_rounds(budget)
+        fitting_rounds(budget, portion=1.0)
     result.coverage = None if result.coverage is None else (
         f"the budget ran out: {len(taken & grid.by_key.keys())} of {len(sites)} grid points measured")
     return rounds

@@ -25,6 +25,7 @@ from hlc.adaptive import (
     read_sites,
     retakes,
     untimed_rivals,
+    within_seconds,
 )
 from hlc.artefacts.models import TimeModel
 from hlc.model.calibration import Samples, calibrate
@@ -260,6 +261,30 @@ def test_a_round_fills_the_nest_only_when_no_decision_is_uncertain(adaptive):
     assert all(judge.uncertainty(site, 4.0) == 0 for site in spread)
     assert sum(1 for site in chosen if judge.uncertainty(site, 4.0) > 0) >= by_rule["uncertain"]  # gaps may be too
     assert by_rule["uncertain"] + by_rule["gaps"] + by_rule["spread"] == len(chosen)
+
+
+def test_no_site_is_taken_that_would_outlast_the_budget_left(adaptive):
+    """A point, once started, runs to its end: a round near the end of the
+    budget takes no site predicted to take longer than the budget left, not
+    even as its first (which a round's own share does not hold back), and
+    retakes and rivals keep to it too."""
+    library, samples, _, _, _ = adaptive
+    records = Samples.read(samples)
+    judge = Judge(library, calibrate(library, records))
+    grid = Grid([site for site in read_sites(records) if not site.refined])
+    costs = sorted(judge.cost(site) for site in grid.sites)
+    most = costs[len(costs) // 2]  # half the sites cost more than this
+    first = {grid.sites[0].key}
+    uncapped, _ = next_round(grid, first, judge, 0.0)
+    assert len(uncapped) == 1  # no room: the first site still, whatever it costs
+    chosen, _ = next_round(grid, first, judge, 1e9, most=most)
+    assert chosen and all(judge.cost(site) <= most for site in chosen)
+    assert len(chosen) == sum(1 for site in grid.sites if site.key not in first and judge.cost(site) <= most)
+    assert next_round(grid, first, judge, 1e9, most=costs[0] / 2)[0] == []
+    ranked = [(site, judge.worth_timing(site)) for site in grid.sites]
+    assert all(judge.cost(grid.by_key[key], candidates) <= most
+               for key, candidates in within_seconds(ranked, judge, 1e9, most).items())
+    assert within_seconds(ranked, judge, 0.0, costs[0] / 2) == {}
 
 
 def test_uncertain_points_lie_at_the_crossover(adaptive):
