@@ -108,12 +108,21 @@ from hlc.model.predict import Covariance, Predictor, array_columns, band, sum_of
 from hlc.model.terms import model_terms
 from hlc.model.workers import start_workers, wait_for_workers
 
-#: Seconds of profiling an adaptive build spends when no --budget is given,
-#: a first build too: the compile of the description's sources (once, then
-#: from the cache) is not profiling.  A first build that took its 44 s of
-#: compiling out of its budget (down to 30 s of profiling) chose right at
-#: 77.5% of 200 points on a busy host, the next one with 45 s at 95.5%.
+#: Seconds of profiling an adaptive build spends when no --budget is given;
+#: the compile of the description's sources (once, then from the cache) is
+#: not profiling ...
 BUDGET = 45.0
+#: ... but a build that compiles first profiles for what leaves the whole
+#: build within BUILD_SECONDS (estimating AFTER_PROFILE for the final fit
+#: and the dispatch module), LEAST_BUDGET at least.  The compile of the
+#: sort library's kernels keeps both cores of a two-core host busy for
+#: 10-11 s, and first builds with 45 s of profiling took 58-62 s, past the
+#: minute a user is told.  A first build whose 44 s of compiling (on an
+#: older compile step) left it 30 s chose right at 77.5% of 200 points on
+#: a busy host, the next one with 45 s at 95.5%: the floor.
+BUILD_SECONDS = 55.0
+AFTER_PROFILE = 4.0
+LEAST_BUDGET = 30.0
 #: Share of the budget kept for the verification samples still wanted after
 #: the fitting rounds; what they leave of it goes to more fitting rounds, if
 #: at least LEAST_ROUND seconds.  A tenth gave eight 30 s sort builds (seeds
@@ -923,16 +932,25 @@ class Round:
     own: int = 0  # random points timed for one model alone, less accurate than the timings (own_points)
 
 
+def default_budget(before: float) -> float:
+    """The profiling seconds of a build given no budget, ``before`` seconds
+    after it started (its compile, if any): BUDGET, or what leaves the whole
+    build within BUILD_SECONDS, whichever is less, and LEAST_BUDGET at least."""
+    return min(BUDGET, max(LEAST_BUDGET, BUILD_SECONDS - AFTER_PROFILE - before))
+
+
 def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence[int],
                        budget: float | None, seed: int = 0, timeout: float = 60.0, progress: Progress | None = None,
                        models_of: Mapping[str, Path] | None = None,
                        report: Callable[[str], None] | None = None,
-                       meanwhile: Background | None = None) -> tuple[ProfileResult, list[Round]]:
+                       meanwhile: Background | None = None,
+                       build_started: float | None = None) -> tuple[ProfileResult, list[Round]]:
     """Profile ``library`` into ``samples`` adaptively (module doc), within
-    ``budget`` seconds of profiling (None: ``BUDGET``); resumes from
-    what ``samples`` holds.  ``meanwhile``: a compile that runs beside the
-    profile's own, then between the rounds: it is paused while the serving
-    programs start, survey and time."""
+    ``budget`` seconds of profiling (None: :func:`default_budget` of the
+    seconds since ``build_started``, a ``time.monotonic`` reading, else
+    BUDGET); resumes from what ``samples`` holds.  ``meanwhile``: a compile
+    that runs beside the profile's own, then between the rounds: it is
+    paused while the serving programs start, survey and time."""
     spent = Breakdown()
     compile_started = time.monotonic()
     if not all(is_cached(source) for source in pyx_sources(library)):
@@ -943,7 +961,10 @@ def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, rank
     # then from the cache) is not part of it.
     started = time.monotonic()
     if budget is None:
-        budget = BUDGET
+        budget = BUDGET if build_started is None else default_budget(started - build_started)
+        if budget < BUDGET and report is not None:
+            report(f"profiling for {budget:.1f} s: the {started - build_started:.1f} s before it "
+                   f"leave that much of a {BUILD_SECONDS:g} s build")
     result = ProfileResult(samples=samples, program=program, ranks=list(ranks), breakdown=spent)
     servers = {size: Server(program, samples, size, seed, timeout, progress, spent) for size in ranks}
     try:

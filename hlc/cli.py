@@ -155,8 +155,8 @@ def _build_options(command: argparse.ArgumentParser) -> None:
                               "after round, where decisions are uncertain, where the measured points leave gaps "
                               "and then the rest, farthest first, timing at each point the candidates that may "
                               "win there, then measuring the uncertain decisions again, until nothing is left "
-                              "to take or --budget (default: 45 s of profiling, a first build's compile "
-                              "on top) is spent")
+                              "to take or --budget (default: 45 s of profiling; a build that compiles first "
+                              "profiles for what keeps it within 55 s in all, 30 s at least) is spent")
     command.add_argument("--quick", action="store_true", default=None,
                          help="a reduced loop nest, for a smoke build (recorded in the fingerprint)")
     command.add_argument("--seed", type=int, help="seed of the random inputs (default 0)")

@@ -263,6 +263,18 @@ def test_a_round_fills_the_nest_only_when_no_decision_is_uncertain(adaptive):
     assert by_rule["uncertain"] + by_rule["gaps"] + by_rule["spread"] == len(chosen)
 
 
+def test_a_build_that_compiles_first_profiles_for_what_keeps_it_within_a_minute():
+    """Without --budget, a build profiles for BUDGET seconds; one whose
+    compile came first for what leaves the whole build within
+    BUILD_SECONDS, and never less than LEAST_BUDGET."""
+    assert adaptive_profile.default_budget(0.3) == adaptive_profile.BUDGET  # from the compile cache
+    ten = adaptive_profile.BUILD_SECONDS - adaptive_profile.AFTER_PROFILE - 10.5
+    assert adaptive_profile.LEAST_BUDGET < ten < adaptive_profile.BUDGET
+    assert adaptive_profile.default_budget(10.5) == pytest.approx(ten)  # a first sort build on two cores
+    assert adaptive_profile.default_budget(40.0) == adaptive_profile.LEAST_BUDGET  # a slow compile
+    assert 10.5 + ten + adaptive_profile.AFTER_PROFILE <= 60
+
+
 def test_no_site_is_taken_that_would_outlast_the_budget_left(adaptive):
     """A point, once started, runs to its end: a round near the end of the
     budget takes no site predicted to take longer than the budget left, not

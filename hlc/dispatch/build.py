@@ -349,7 +349,7 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
     models from ``previous`` (a models artefact).  With ``adaptive`` (the
     default, as for `hlc build` without --grid), the profile measures where
     decisions are uncertain (hlc.adaptive), within ``budget`` seconds
-    (by default hlc.adaptive.BUDGET); a quick build and a refit measure
+    (by default hlc.adaptive.default_budget); a quick build and a refit measure
     their whole nest.  ``origin``: where the description came from, when it
     is a build's own copy (a recalibration).
 
@@ -397,7 +397,7 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
         elif adaptive and refit is None and not quick:
             result = _profile_adaptively(profiled, samples, version, link, ranks=ranks, budget=budget, seed=seed,
                                          timeout=timeout, progress=progress, report=rounds.append,
-                                         meanwhile=meanwhile)
+                                         meanwhile=meanwhile, started=started)
         else:
             result = profile(profiled, samples, version, ranks=ranks, budget=budget, seed=seed, timeout=timeout,
                              progress=progress, implementations=refit, meanwhile=meanwhile, smoke=quick,
@@ -454,13 +454,13 @@ def _measured(samples: Path) -> bool:
 def _profile_adaptively(library: ast.Library, samples: Path, version: Path, link: Path, *,
                         ranks: Sequence[int] | None, budget: float | None, seed: int, timeout: float | None,
                         progress: Progress | None, report: Callable[[str], None],
-                        meanwhile: Background | None) -> ProfileResult:
+                        meanwhile: Background | None, started: float) -> ProfileResult:
     from hlc import adaptive
 
     ranks, timeout = profile_defaults(library, ranks, timeout)
     result, _ = adaptive.profile_adaptively(
         library, samples, version, ranks=ranks, budget=budget, seed=seed, timeout=timeout, progress=progress,
-        models_of=_used_models(library, link.parent), report=report, meanwhile=meanwhile)
+        models_of=_used_models(library, link.parent), report=report, meanwhile=meanwhile, build_started=started)
     return result
 
 
