@@ -182,6 +182,9 @@ class Summary:
     #: the right choices among the points where the chosen and the fastest alternative's timings
     #: settled (None when all did): a verdict on timings that never agreed is the host's as much
     right_where_settled: Share | None = None
+    #: per parameterized implementation: the same share as ``optimal_parameters``, over the points
+    #: where it was the one chosen, whose parameters are the ones a call there runs with
+    optimal_where_chosen: dict[str, Share] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"points": self.points, "tolerance": self.tolerance, "right_share": self.right_share,
@@ -195,7 +198,8 @@ class Summary:
                 "overhead_median": self.overhead_median, "chosen": dict(self.chosen),
                 "turns_on_input": self.turns_on_input.to_json() if self.turns_on_input else None,
                 "right_where_decided": self.right_where_decided.to_json() if self.right_where_decided else None,
-                "right_where_settled": self.right_where_settled.to_json() if self.right_where_settled else None}
+                "right_where_settled": self.right_where_settled.to_json() if self.right_where_settled else None,
+                "optimal_where_chosen": {name: share.to_json() for name, share in self.optimal_where_chosen.items()}}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], version: int = FORMAT) -> Summary | None:
@@ -214,7 +218,9 @@ class Summary:
                    chosen={str(k): int(v) for k, v in data["chosen"].items()},
                    turns_on_input=_share_or_none(data.get("turns_on_input")),
                    right_where_decided=_share_or_none(data.get("right_where_decided")),
-                   right_where_settled=_share_or_none(data.get("right_where_settled")))
+                   right_where_settled=_share_or_none(data.get("right_where_settled")),
+                   optimal_where_chosen={str(k): Share.from_json(v)
+                                         for k, v in (data.get("optimal_where_chosen") or {}).items()})
 
 
 _FIGURES = ("tolerance", "right_share", "mean_penalty_when_wrong", "expected_penalty", "worst_penalty",

@@ -42,8 +42,10 @@ def summary_rows(summary: Summary) -> list[tuple[str, str]]:
                      f"({summary.baseline.implementation}, at the {summary.baseline.points} points where it "
                      f"applies)"))
     for name, optimal in summary.optimal_parameters.items():
+        chosen = summary.optimal_where_chosen.get(name)
+        where = f"; {chosen.share:.1%} of the {chosen.points} where it was chosen" if chosen is not None else ""
         rows.append((f"optimal parameters of {name:<8}", f"{optimal.share:7.1%} "
-                     f"(of {optimal.points} points; within {summary.tolerance:.0%} of its best value)"))
+                     f"(of {optimal.points} points; within {summary.tolerance:.0%} of its best value{where})"))
     if summary.noise_median is not None:
         rows.append(("noise floor", f"median {summary.noise_median:.1%}, "
                      f"95th percentile {summary.noise_p95:.1%} (the reference timed twice, |t2/t1 - 1|)"))

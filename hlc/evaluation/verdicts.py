@@ -132,12 +132,15 @@ def summarize(points: Sequence[JudgedPoint], tolerance: float, baseline: str, re
     pairs = [(_first(p, baseline), call(p)) for p in points]
     pairs = [(b, c) for b, c in pairs if b is not None]
     named = Gain(baseline, geometric_mean([ratio_of(b, c) for b, c in pairs]), len(pairs)) if pairs else None
-    optimal = {}
+    optimal, optimal_chosen = {}, {}
     for implementation in sorted({c.implementation for p in points for c in p.candidates if c.parameters}):
-        shares = [_parameters_optimal(p, implementation, tolerance) for p in points]
-        shares = [s for s in shares if s is not None]
+        judged = [(p, _parameters_optimal(p, implementation, tolerance)) for p in points]
+        shares = [s for _, s in judged if s is not None]
         if shares:
             optimal[implementation] = Share(sum(shares) / len(shares), len(shares))
+        chosen_there = [s for p, s in judged if s is not None and p.chosen.implementation == implementation]
+        if chosen_there:
+            optimal_chosen[implementation] = Share(sum(chosen_there) / len(chosen_there), len(chosen_there))
     noise = [abs(ratio_of(p.again, _first(p, reference)) - 1) for p in points
              if p.again and _first(p, reference) is not None]
     dispatched = [p for p in points if p.dispatched]
@@ -160,7 +163,8 @@ def summarize(points: Sequence[JudgedPoint], tolerance: float, baseline: str, re
         turns_on_input=Share(sum(turns for _, turns in turning) / len(turning), len(turning)) if turning else None,
         right_where_decided=Share(sum(p.right for p in decided) / len(decided), len(decided)) if decided else None,
         right_where_settled=(Share(sum(p.right for p in settled) / len(settled), len(settled))
-                             if settled and len(settled) < len(points) else None))
+                             if settled and len(settled) < len(points) else None),
+        optimal_where_chosen=optimal_chosen)
 
 
 def summaries(points: Sequence[JudgedPoint], ranks: Sequence[int], tolerance: float, baseline: str,

@@ -252,6 +252,11 @@ def test_summary_figures_by_hand():
     assert summary.baseline.gain == pytest.approx((1 * 1 * 1.6 * 1) ** 0.25)
     # b's first-listed (the module's) k against its best k: only the third point misses (2.5 against 2.0)
     assert summary.optimal_parameters["b"].share == pytest.approx(3 / 4)
+    # ... and where b was chosen (the third and fourth points), one of two: the parameters a call there runs with
+    assert summary.optimal_where_chosen == {"b": artefact.Share(0.5, 2)}
+    [row] = [text for label, text in summary_rows(summary) if label.startswith("optimal parameters of b")]
+    assert row.endswith("of its best value; 50.0% of the 2 where it was chosen)")
+    assert artefact.Summary.from_json(summary.to_json()).optimal_where_chosen == summary.optimal_where_chosen
     assert summary.noise_median == pytest.approx(0.05)  # |again / a - 1|: 0.1, 0, 0.1, 0
     assert summary.chosen == {"a": 2, "b": 2}
     assert summarize([], 0.03, baseline="a", reference="a") is None
