@@ -306,6 +306,7 @@ def _check_resume(args: argparse.Namespace) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    from hlc.calibrate.breakdown import process_started
     from hlc.calibrate.progress import ProgressBar
     from hlc.dispatch.build import build
 
@@ -314,18 +315,21 @@ def cmd_build(args: argparse.Namespace) -> int:
         result = build(args.description, out=args.out, ranks=args.procs, budget=args.budget,
                        adaptive=not (args.grid or args.quick),
                        quick=bool(args.quick), seed=args.seed or 0, timeout=args.timeout, progress=bar.update,
-                       static=dict(args.static) if args.static else None, strict=args.strict, resume=args.resume)
+                       static=dict(args.static) if args.static else None, strict=args.strict, resume=args.resume,
+                       started=process_started())
     _report_build(result)
     return 0
 
 
 def cmd_recalibrate(args: argparse.Namespace) -> int:
+    from hlc.calibrate.breakdown import process_started
     from hlc.calibrate.progress import ProgressBar
     from hlc.dispatch.build import recalibrate
 
     _check_resume(args)
     options = {"ranks": args.procs, "budget": args.budget, "adaptive": not (args.grid or args.quick),
-               "seed": args.seed or 0, "timeout": args.timeout, "strict": args.strict, "resume": args.resume}
+               "seed": args.seed or 0, "timeout": args.timeout, "strict": args.strict, "resume": args.resume,
+               "started": process_started()}
     if args.out:
         options["out"] = args.out
     if args.quick is not None:

@@ -338,7 +338,7 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
           timeout: float | None = None, static: dict[str, float] | None = None,
           refit: Sequence[str] | None = None, previous: Models | None = None,
           strict: bool = False, adaptive: bool = True, origin: str | None = None,
-          resume: bool = False) -> BuildResult:
+          resume: bool = False, started: float | None = None) -> BuildResult:
     """Build the library described in ``description`` on this machine.
 
     An implementation that fails while profiling (or cannot be fitted) is
@@ -357,8 +357,15 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
     what it measured and raises :class:`~hlc.dispatch.resume.BuildInterrupted`
     (hlc.dispatch.resume); with ``resume``, the next build goes on from it,
     with the seed, rank counts, mode and static variables it was asked for
-    (those given here are not used) and ``budget`` for what it measures next."""
-    started = time.monotonic()
+    (those given here are not used) and ``budget`` for what it measures next.
+
+    ``started``: the ``time.monotonic`` reading at which the command that
+    builds began (`hlc build`: its process's start,
+    hlc.calibrate.breakdown.process_started), so that the build's time, its
+    account (as ``start``) and its default budget count what came before
+    this call too; by default, this call's start."""
+    entered = time.monotonic()
+    started = entered if started is None else min(started, entered)
     library = parse_file(description)
     worker_count()  # a bad HLC_FIT_WORKERS is refused now, not after the compile and the first round
     link = Path(out) if out else Path("build") / library.name
@@ -404,6 +411,7 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
                              resume=interrupted is not None)
         done_profiling = True
         spent = Breakdown()
+        spent.add("start", entered - started)
         spent.merge(result.breakdown.closed())
         used_paths = _used_models(library, link.parent)
         with spent.spending("fit"):  # beside what is left of the dispatch module's object
@@ -531,7 +539,7 @@ def recalibrate(target: str | Path, *, check: bool = False, **options: Any) -> B
     options.setdefault("origin", models.origin)
     if not check:
         return build(description, out=target, **options)
-    started = time.monotonic()
+    started = time.monotonic() if options.get("started") is None else options["started"]
     checked = check_models(target, ranks=options.get("ranks"), timeout=options.get("timeout"),
                            progress=options.get("progress"))
     stale = [name for name, error in checked.items() if error > VERIFICATION_LIMIT]

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
+
 import pytest
 
 import hlc
@@ -92,3 +96,25 @@ def test_a_profile_accounts_for_its_time(tmp_path):
     assert spent.seconds["process starts"] > 0 and spent.restarts == 0
     assert spent.seconds[MEASURING] == pytest.approx(program.seconds[MEASURING], rel=1e-3)
     assert sum(spent.seconds.values()) == pytest.approx(spent.wall, rel=1e-6)
+
+
+def test_a_command_counts_from_its_process_s_start(tmp_path):
+    """A process's start is read from the system: what ran before hlc was
+    imported counts too."""
+    code = ("import time; time.sleep(0.5); from hlc.calibrate.breakdown import process_started; "
+            "print(time.monotonic() - process_started())")
+    age = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    assert 0.5 <= age < 30
+    assert breakdown.process_started() <= time.monotonic()
+
+
+def test_a_build_accounts_for_the_time_before_it_was_called(tmp_path):
+    """`hlc build` passes its process's start: the build's seconds, its
+    account's wall and its ``start`` include what came before the call."""
+    before = time.monotonic() - 2.0
+    result = hlc.build(DESCRIPTIONS / "squares.hl", out=tmp_path / "squares", quick=True, started=before)
+    assert result.breakdown.seconds["start"] >= 2.0
+    assert result.seconds >= result.breakdown.wall >= 2.0 + result.breakdown.seconds.get(MEASURING, 0.0)
+    assert "start" in result.breakdown.text()
+    called = hlc.build(DESCRIPTIONS / "squares.hl", out=tmp_path / "again", quick=True)
+    assert called.breakdown.seconds["start"] < 1.0  # a call from Python counts from the call
