@@ -934,8 +934,9 @@ class Round:
 
 def default_budget(before: float) -> float:
     """The profiling seconds of a build given no budget, ``before`` seconds
-    after it started (its compile, if any): BUDGET, or what leaves the whole
-    build within BUILD_SECONDS, whichever is less, and LEAST_BUDGET at least."""
+    after it started (its command's own start and its compile, if any):
+    BUDGET, or what leaves the whole build within BUILD_SECONDS, whichever
+    is less, and LEAST_BUDGET at least."""
     return min(BUDGET, max(LEAST_BUDGET, BUILD_SECONDS - AFTER_PROFILE - before))
 
 
