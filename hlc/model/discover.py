@@ -410,7 +410,15 @@ def discover(written: Mapping[str, np.ndarray], times: np.ndarray, variables: Ma
     given each sample's point and parameter setting (``choices``) and no
     more terms, when it chooses better among the settings timed at the same
     points (``_Search.preferred``).  The families' tents join once that
-    search is done (:func:`_polished`)."""
+    search is done (:func:`_polished`).  Last, the forward steps run again
+    from the terms kept: exchange, knot refinement and the choice among the
+    starts move terms after the forward steps have stopped, and a candidate
+    may then pass the test that lets a term in.  On a Zen 4 build's radix
+    sort samples (tests/data/sort-zen4/samples-2.jsonl) the counters' cost
+    rising with the keys (``bins * iter * max(0, log2(n) - 12)``) ranked
+    first there, 2.2% off the held-out error at t = 2.07, and was left
+    out; taken, the build's replayed one-rank choices went from 93.5% to
+    95.75% right on average over four exhaustive evaluations."""
     shortlist = shortlist or SHORTLIST
     times = np.asarray(times, dtype=float)
     found_by = variables if automatic else {}
@@ -428,6 +436,9 @@ def discover(written: Mapping[str, np.ndarray], times: np.ndarray, variables: Ma
     if offers_tents:
         search, found, errors = _polished(_Search(written, times, found_by, integers, relative, most, families,
                                                   shortlist, choices), search, found, errors)
+    more = search.forward(list(found))  # the terms kept satisfy the rule that stops the forward steps
+    if more != found:
+        found, errors = more, search.errors_of(more)
     result.terms = found
     result.columns = {term.text: search.column(term) for term in found}
     result.error_after = float(np.mean(errors))
