@@ -43,7 +43,8 @@ _IMPORTED = time.monotonic()
 
 def process_started() -> float:
     """The ``time.monotonic`` reading at which this process began, where the
-    system says (Linux's ``/proc``), else when this module was loaded.
+    system says (Linux's ``/proc``), else when this module was loaded; now,
+    for a process older than COMMAND_AGE.
 
     A command's time is the user's wait, and it begins before any of the
     command's own code runs: the interpreter reads its modules first.  From
@@ -59,7 +60,9 @@ def process_started() -> float:
         age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError, AttributeError):
         return _IMPORTED
-    return now - age if 0.0 <= age <= COMMAND_AGE else _IMPORTED
+    if age > COMMAND_AGE:  # not a command's process: count from now
+        return now
+    return now - age if age >= 0.0 else _IMPORTED
 
 
 @dataclass
