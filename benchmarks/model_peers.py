@@ -35,10 +35,11 @@ from pathlib import Path
 
 import numpy as np
 
+from hlc.artefacts.models import TimeModel
 from hlc.artefacts.samples import Sample
 from hlc.language import ast
 from hlc.language.parse import parse_file
-from hlc.model.calibration import Samples, _steady, _within, calibrate, host_tolerance, used_predictors
+from hlc.model.calibration import Samples, _within, calibrate, fitted_samples, host_tolerance, used_predictors
 from hlc.model.fit import mean_relative_error
 from hlc.model.predict import Predictor
 
@@ -107,17 +108,16 @@ def varying(samples: list[Sample], leave_out: tuple[str, ...] = ()) -> list[str]
     return [name for name in names if len({environment(s)[name] for s in samples}) > 1]
 
 
-def selected(predictor: Predictor, samples: Samples, interface: str,
-             implementation: ast.Implementation) -> tuple[list[Sample], list[Sample]]:
+def selected(predictor: Predictor, samples: Samples, interface: str, implementation: ast.Implementation,
+             entry: TimeModel) -> tuple[list[Sample], list[Sample]]:
     """The fitting and verification samples hlc's fit of ``implementation``
-    used, chosen by the fitter's own functions: within the preconditions and
-    without those taken while the host was disturbed, so that the peers learn
-    from and are judged on the same samples."""
+    (``entry``) used, chosen by the fitter's own functions: within the
+    preconditions, those of the points the fit leveled at its level, and
+    without those taken while the host was disturbed, so that the peers
+    learn from and are judged on the same samples."""
     fitting = _within(predictor, implementation, samples.of(interface, implementation.name, verify=False))
     verification = _within(predictor, implementation, samples.of(interface, implementation.name, verify=True))
-    steadiness = _steady(predictor, implementation, implementation.model("time"), fitting, verification,
-                         host_tolerance(samples), relative=True)
-    return steadiness.fitting, steadiness.verification
+    return fitted_samples(predictor, implementation, entry, fitting, verification, host_tolerance(samples))
 
 
 def seconds(samples: list[Sample]) -> np.ndarray:
@@ -215,7 +215,7 @@ def compare(data: DataSet) -> tuple[list[Row], list[str]]:
                 notes.append(f"{implementation.name}: not compared, hlc's model is {entry.status}"
                              + (f": {entry.cause}" if entry.cause else ""))
                 continue
-            fitting, verification = selected(predictor, samples, interface.name, implementation)
+            fitting, verification = selected(predictor, samples, interface.name, implementation, entry)
             if (len(fitting), len(verification)) != (entry.samples, entry.verification_samples):
                 notes.append(f"{implementation.name}: the peers' samples ({len(fitting)}, {len(verification)}) "
                              f"differ from hlc's ({entry.samples}, {entry.verification_samples})")

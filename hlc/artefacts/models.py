@@ -126,6 +126,11 @@ class TimeModel:
     # Where only the samples taken in spells that no steady one lay near were
     # kept scaled back, their names (hlc.model.calibration.sample_key).
     scaled_alone: tuple[str, ...] = ()
+    # The points whose settings, timed side by side in a slow spell, the fit
+    # took for their ratios: the factor each one's times were divided by (1
+    # where it kept the point's level), by its name
+    # (hlc.model.calibration.point_key, _leveled).
+    leveled: dict[str, float] = field(default_factory=dict)
     discovered: tuple[Discovered, ...] = ()
     terms: tuple[str, ...] = ()  # every term fitted: written, then discovered
     kept: tuple[str, ...] = ()  # the terms the relevance test kept
@@ -202,7 +207,7 @@ class TimeModel:
                 value = tuple(str(v) for v in value)
             elif f.name == "residuals":
                 value = tuple(float(v) for v in value)
-            elif f.name in ("coefficients", "half_widths", "verification_mre_by_ranks", "deviations"):
+            elif f.name in ("coefficients", "half_widths", "verification_mre_by_ranks", "deviations", "leveled"):
                 value = {str(k): float(v) for k, v in value.items()}
             elif f.name in ("covariance", "aliases", "domain", "point") and not isinstance(value, dict):
                 raise ValueError(f"{key} is not an object")
@@ -219,11 +224,11 @@ _FIELDS_OF = {
     "factored": (*_COUNTS, "verification_mre", *_GENERATED),
     "fitted": (*_COUNTS, "discovered", "terms", "kept", "coefficients", "half_widths", "covariance", "quantile",
                "dropped", "aliases", "r2", "mre", "residuals", "warnings", "verification_mre",
-               "verification_mre_by_ranks", "deviations", "risk", "slowdown", "scaled_alone", *_GENERATED),
+               "verification_mre_by_ranks", "deviations", "risk", "slowdown", "scaled_alone", "leveled", *_GENERATED),
 }
 #: Fields left out of the file when empty.
-_OPTIONAL = ("verification_mre_by_ranks", "deviations", "risk", "slowdown", "scaled_alone", "domain", "python", "c",
-             "point")
+_OPTIONAL = ("verification_mre_by_ranks", "deviations", "risk", "slowdown", "scaled_alone", "leveled", "domain",
+             "python", "c", "point")
 
 
 #: What a models file without an entry for an implementation says of it.

@@ -185,12 +185,16 @@ def is_disturbed(sample: Sample, tolerance: HostTolerance) -> bool:
 
 
 def fitted_seconds(entry: TimeModel, sample: Sample, tolerance: HostTolerance) -> float | None:
-    """The sample's seconds as the fit of ``entry`` took them (``_steady``):
-    None where it was left out, taken in a slow spell; divided by the
-    recorded ``slowdown`` where it was kept scaled back (where both, the
-    fitting samples were scaled and the verification ones left out, and
-    where the fit kept only some, ``scaled_alone``, those); else as
-    measured."""
+    """The sample's seconds as the fit of ``entry`` took them: a fitting
+    sample of a point whose settings the fit leveled (:func:`_leveled`)
+    divided by its point's factor, and taken as a steady one; else, as
+    ``_steady`` took them, None where it was left out, taken in a slow
+    spell; divided by the recorded
+    ``slowdown`` where it was kept scaled back (where both, the fitting
+    samples were scaled and the verification ones left out, and where the
+    fit kept only some, ``scaled_alone``, those); else as measured."""
+    if entry.leveled and not sample.verify and point_key(sample) in entry.leveled:
+        return sample.seconds / entry.leveled[point_key(sample)]
     if not (entry.slowdown or entry.disturbed_samples) or not is_disturbed(sample, tolerance):
         return sample.seconds
     if entry.scaled_alone:
@@ -218,7 +222,7 @@ class Steadiness:
 
 def _steady(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
             fitting: list[Sample], verification: list[Sample], tolerance: HostTolerance,
-            relative: bool) -> Steadiness:
+            relative: bool, slowdown: float | None = None) -> Steadiness:
     """The fitting and verification samples without those taken while the
     host ran slow or never settled, when those ran slower than the others
     (``SLOWED``).  Such a sample is off the model by the spell's factor
@@ -244,8 +248,9 @@ def _steady(predictor: Predictor, implementation: ast.Implementation, model: ast
     if not disturbed:
         return Steadiness(fitting, verification)
     few = model.fitted and len(steady) < STEADY_PER_TERM * (written_terms(model) + len(model.families))
-    slowdown = math.inf if few and len(steady) <= written_terms(model) else \
-        _slowdown(predictor, implementation, model, steady, disturbed, relative)
+    if slowdown is None:
+        slowdown = math.inf if few and len(steady) <= written_terms(model) else \
+            _slowdown(predictor, implementation, model, steady, disturbed, relative)
     if slowdown > _read(disturbed, tolerance) * (1 + tolerance.meter):
         slowdown = math.inf  # more than the meter read: the others' model is off there, not the spell
     if few and not math.isfinite(slowdown):
@@ -278,6 +283,55 @@ def sample_key(sample: Sample) -> str:
     point and setting (``2:17:bpd=8``)."""
     setting = ",".join(f"{name}={value}" for name, value in sorted(sample.parameters.items()))
     return f"{sample.P}:{sample.index}:{setting}"
+
+
+def point_key(sample: Sample) -> str:
+    """A fitting sample's point among its implementation's: its rank count
+    and point (``2:17``), which the settings timed side by side there share."""
+    return f"{sample.P}:{sample.index}"
+
+
+def _leveled(predictor: Predictor, implementation: ast.Implementation, entry: TimeModel,
+             fitting: list[Sample], tolerance: HostTolerance) -> dict[str, float]:
+    """The points of a parameterized implementation whose settings were
+    timed side by side while the host meter read a slow spell, each with
+    the factor its samples are divided by: the median, over them, of their
+    times over what ``entry`` predicts, where that shift exceeds how far
+    the steady samples lie from the model (the median of their misses),
+    else 1.  A spell slows the settings of one point alike, as they are
+    timed in turns, and different points by different factors: the
+    settings' ratios, by which the parameter is chosen, hold, and the
+    point's level is the spell's.  One slowdown for every sample of a
+    spell left the radix sort of a busy Zen 4 host far off at the largest
+    sizes, each point taken in a spell of its own, and its digit widths
+    there wrong by up to 2.4 times.  A shift within the steady samples'
+    misses is as likely a cost the model misses, and such a point keeps
+    its level.  Either way the refit takes these samples as steady ones."""
+    if not implementation.parameters or entry.status != "fitted":
+        return {}
+    judge = Predictor(predictor.library, {**predictor.calibration, implementation.name: entry}, predictor.used)
+
+    def misses(samples: list[Sample]) -> np.ndarray:
+        """log of each sample's time over its prediction (none where it predicts nothing)."""
+        predicted = np.array([judge.evaluate(implementation.name, _environment(s)) for s in samples])
+        times = np.array([s.seconds for s in samples])
+        usable = (predicted > 0) & np.isfinite(predicted)
+        return np.log(times[usable] / predicted[usable])
+
+    steady = misses([s for s in fitting if not is_disturbed(s, tolerance)])
+    usual = float(np.median(np.abs(steady))) if steady.size else 0.0
+    points: dict[str, list[Sample]] = {}
+    for sample in fitting:
+        points.setdefault(point_key(sample), []).append(sample)
+    factors = {}
+    for key, taken in points.items():
+        settings = {tuple(sorted(s.parameters.items())) for s in taken}
+        if len(settings) < 2 or not any(is_disturbed(s, tolerance) for s in taken):
+            continue
+        shift = misses(taken)
+        if shift.size:
+            factors[key] = float(np.exp(np.median(shift))) if abs(float(np.median(shift))) > usual else 1.0
+    return factors
 
 
 def _alone(disturbed: list[Sample], steady: list[Sample]) -> list[Sample]:
@@ -454,8 +508,8 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
              fitting: list[Sample], verification: list[Sample], relative: bool,
              confidence: float, tolerance: HostTolerance = HostTolerance(), discovering: bool = True,
              discovered: tuple[Discovered, ...] | None = None, shortlist: int | None = None,
-             sites: list[dict[str, float]] | None = None) -> TimeModel:
-    steadiness = _steady(predictor, implementation, model, fitting, verification, tolerance, relative)
+             sites: list[dict[str, float]] | None = None, slowdown: float | None = None) -> TimeModel:
+    steadiness = _steady(predictor, implementation, model, fitting, verification, tolerance, relative, slowdown)
     fitting, verification, disturbed = steadiness.fitting, steadiness.verification, steadiness.left_out
     pooled = model.fitted and _too_few(model, fitting) and not _too_few(model, fitting + verification)
     if pooled:  # a model fitted on every sample, unverified, is better than none
@@ -524,6 +578,39 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
         verification_mre=held_mre, verification_mre_by_ranks=by_ranks or {}, deviations=deviations,
         risk=RISK if deviations else None, slowdown=steadiness.slowdown if steadiness.scaled else None,
         scaled_alone=steadiness.alone)
+
+
+def leveled_samples(leveled: Mapping[str, float], fitting: list[Sample]) -> list[Sample]:
+    """The ``fitting`` samples of the ``leveled`` points (:func:`_leveled`)
+    divided by their point's factor: at their model's level, they are no
+    longer the spell's, and are taken as steady ones."""
+    return [replace(s, seconds=s.seconds / leveled[point_key(s)], host=None, noisy=False)
+            if point_key(s) in leveled else s for s in fitting]
+
+
+def fitted_samples(predictor: Predictor, implementation: ast.Implementation, entry: TimeModel,
+                   fitting: list[Sample], verification: list[Sample], tolerance: HostTolerance,
+                   relative: bool = True) -> tuple[list[Sample], list[Sample]]:
+    """The fitting and verification samples the fit of ``entry`` used, as
+    it took them: those of its leveled points at their model's level, then
+    without or scaled back those taken while the host ran slow (``_steady``)."""
+    model = implementation.model("time")
+    steadiness = _steady(predictor, implementation, model, leveled_samples(entry.leveled, fitting), verification,
+                         tolerance, relative, entry.slowdown if entry.leveled else None)
+    return steadiness.fitting, steadiness.verification
+
+
+def _leveled_text(leveled: Mapping[str, float], fitting: list[Sample]) -> str:
+    """What :func:`_leveled` did, in words."""
+    moved = sorted(factor for factor in leveled.values() if factor != 1.0)
+    taken = sum(1 for s in fitting if point_key(s) in leveled)
+    text = (f"at {len(leveled)} points whose settings were timed side by side while the host meter read a slow "
+            f"spell, their {taken} samples were fitted for their ratios")
+    if not moved:
+        return text + ", each point at its level"
+    spread = f"{moved[0]:.2f}" if len(moved) == 1 else f"{moved[0]:.2f} to {moved[-1]:.2f}"
+    return (text + f"; {len(moved)} points, off the others' model by more than the steady samples are, at its "
+            f"level there (their times divided by {spread})")
 
 
 def _inaccurate_text(error: float, steadiness: Steadiness, what: str = "the terms") -> str:
@@ -781,6 +868,13 @@ def _fit_job(shared: Shared, models_of: dict[str, Path], callees: dict[str, Time
             raise FitError("no fitting samples (was the library profiled?)")
         entry = _fit_one(predictor, implementation, model, fitting, verification, relative, confidence,
                          tolerance, discovering, discovered, shortlist, sites)
+        leveled = _leveled(predictor, implementation, entry, fitting, tolerance)
+        if leveled:
+            # the spells' slowdown, for their other samples, is the one all of them showed
+            entry = _fit_one(predictor, implementation, model, leveled_samples(leveled, fitting), verification,
+                             relative, confidence, tolerance, discovering, discovered, shortlist, sites,
+                             entry.slowdown)
+            entry = replace(entry, leveled=leveled, warnings=(*entry.warnings, _leveled_text(leveled, fitting)))
     except (FitError, EvaluationError, ModelUnavailable) as error:
         return TimeModel("unfitted", cause=str(error))
     entry = replace(entry, domain=_domain(fitting + verification))

@@ -213,58 +213,66 @@ KNEE = DESCRIPTION.replace("time ~ 1 + n\n", "time ~ 1 + n\n\n"
     "        for i in 4 .. 16 ++\n", "        for i in 4 .. 16 ++\n        for b in 1 .. 4 ++\n", 1)
 
 
-def test_settings_measured_only_in_spells_where_they_lie_are_kept_scaled_back():
+def test_settings_timed_side_by_side_in_spells_keep_their_ratios_and_those_alone_are_scaled_back():
     """A parameterized implementation's settings are timed side by side at
-    each point; where a busy host's spells held every sample of the large
-    sizes (they fall there most, on calls that read memory), leaving them
-    out would leave the parameter unmeasured there.  Those with no steady
-    sample within NEAR_STEADY octaves in every variable and parameter are
-    kept, scaled back by how much slower the spells' samples ran; the
-    other samples of spells are left out, as are the verification ones.
+    each point, so a spell slows them alike: where every setting of a point
+    was timed in one, the fit takes their ratios and sets their level at
+    its model's (hlc.model.calibration._leveled), each point by its own
+    factor.  A setting timed alone in a spell, with no steady sample within
+    NEAR_STEADY octaves in every variable and parameter (the large sizes,
+    where spells fall most), is kept, scaled back by how much slower the
+    spells' samples ran, all of them; the verification samples of spells
+    are left out.
     An implementation without parameters leaves out all of its own."""
     rng = np.random.default_rng(3)
     records = []
     for verify, count in ((False, 40), (True, 12)):
         for index in range(count):
-            large = index % 4 == 0  # a quarter of the points at 2**18 to 2**20 elements, all in spells
+            large = index % 4 == 0  # a quarter of the points at 2**18 to 2**20 elements, one setting each, in spells
             n = int(2 ** (rng.uniform(18, 20) if large else rng.uniform(4, 16.5)))
-            spell = large or index % 3 == 1  # a spell holds every setting timed at its point
-            host = 1.5 if spell else round(1.0 + abs(rng.normal(0, 0.02)), 3)
+            spell = large or index % 3 == 1
+            slowdown = 1.65 if large else float(rng.uniform(1.3, 2.0))  # a spell of its own at each point
+            host = round(slowdown, 3) if spell else round(1.0 + abs(rng.normal(0, 0.02)), 3)
             variables = {"n": n, "P": 1, "logP": 0.0}
-            for b in (1, 2, 3, 4):
+            for b in ((1 + (index // 4) % 4,) if large else (1, 2, 3, 4)):
                 seconds = (TRUE_CONSTANT + TRUE_SLOPE * n + 1e-9 * n * b * max(0.0, np.log2(n) - 16)) \
-                    * (1 + rng.normal(0, 0.01)) * (1.5 if spell else 1.0)
+                    * (1 + rng.normal(0, 0.01)) * (slowdown if spell else 1.0)
                 records.append(Sample("work", "blocked", verify, 1, index, {"b": b}, variables, seconds, host=host))
             records.append(Sample("work", "linear", verify, 1, index, {}, variables,
-                                  (TRUE_CONSTANT + TRUE_SLOPE * n) * (1.5 if spell else 1.0), host=host))
+                                  (TRUE_CONSTANT + TRUE_SLOPE * n) * (slowdown if spell else 1.0), host=host))
     samples_ = taken(0.10, records)
     models = calibrate(parse(KNEE), samples_)
     entry = models.time("blocked")
-    large = [r for r in records if r.implementation == "blocked" and r.variables["n"] >= 2 ** 18]
-    spelled = [r for r in records if r.implementation == "blocked" and r.host == 1.5]
-    steady = [r for r in records if r.implementation == "blocked" and r.host != 1.5 and not r.verify]
+    blocked = [r for r in records if r.implementation == "blocked" and not r.verify]
+    large = [r for r in blocked if r.variables["n"] >= 2 ** 18]
+    side_by_side = [r for r in blocked if r.host > 1.2 and r.variables["n"] < 2 ** 18]
+    steady = [r for r in blocked if r.host < 1.2]
 
     def alone(sample: Sample) -> bool:
         return all(max(abs(np.log2(sample.variables["n"] / r.variables["n"])),
                        abs(np.log2(sample.parameters["b"] / r.parameters["b"]))) > 0.5 for r in steady)
 
-    expected = {f"1:{r.index}:b={r.parameters['b']}" for r in spelled if not r.verify and alone(r)}
-    assert set(entry.scaled_alone) == expected
-    assert {f"1:{r.index}:b={r.parameters['b']}" for r in large if not r.verify} <= expected
-    assert len(spelled) == 4 * 26 and entry.disturbed_samples == len(spelled) - len(expected)
-    assert entry.slowdown == pytest.approx(1.5, rel=0.03)
-    assert any(w.startswith(f"{len(expected)} of the 104 samples taken while the host meter read a slow spell or "
-                            "never settled had no steady one within 0.5 octaves: kept") for w in entry.warnings), \
-        entry.warnings
-    assert entry.coefficients["n * b * max(0, log2(n) - 16)"] == pytest.approx(1e-9, rel=0.03)
+    assert set(entry.leveled) == {f"1:{r.index}" for r in side_by_side}
+    for r in side_by_side:
+        assert entry.leveled[f"1:{r.index}"] == pytest.approx(r.host, rel=0.03)
+    expected = {f"1:{r.index}:b={r.parameters['b']}" for r in large if alone(r)}
+    assert expected and set(entry.scaled_alone) == expected
+    assert entry.slowdown == pytest.approx(1.65, rel=0.05)  # what the spells' samples showed, all of them
+    assert entry.coefficients["n * b * max(0, log2(n) - 16)"] == pytest.approx(1e-9, rel=0.1)
+    assert entry.verification_mre < 1.02
     tolerance = host_tolerance(samples_)
-    kept = next(r for r in large if not r.verify)
-    left_out = next(r for r in spelled if not r.verify and f"1:{r.index}:b={r.parameters['b']}" not in expected)
+    leveled = side_by_side[0]
+    assert fitted_seconds(entry, leveled, tolerance) == pytest.approx(leveled.seconds / leveled.host, rel=0.03)
+    kept = next(r for r in large if alone(r))
     assert fitted_seconds(entry, kept, tolerance) == pytest.approx(kept.seconds / entry.slowdown)
+    left_out = next(r for r in records if r.implementation == "blocked" and r.verify and r.host > 1.2)
     assert fitted_seconds(entry, left_out, tolerance) is None
-    assert TimeModel.from_json(entry.to_json()).scaled_alone == entry.scaled_alone
+    again = TimeModel.from_json(entry.to_json())
+    assert again.scaled_alone == entry.scaled_alone and again.leveled == entry.leveled
+    assert any("fitted for their ratios" in w for w in entry.warnings), entry.warnings
     # Measured once per point, the implementation without parameters leaves out all of its spells' samples.
     assert models.time("linear").disturbed_samples == 26 and not models.time("linear").scaled_alone
+    assert not models.time("linear").leveled
 
 
 def test_too_few_steady_samples_keep_the_disturbed_ones():

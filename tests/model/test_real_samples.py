@@ -14,7 +14,7 @@ from hlc.artefacts.models import Models, load, save_used
 from hlc.evaluation.replay import replay, replay_oracle
 from hlc.language.parse import parse_file
 from hlc.model import discover
-from hlc.model.calibration import Samples, calibrate, sample_key
+from hlc.model.calibration import Samples, calibrate, point_key
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "sort"
 ROOT = Path(__file__).resolve().parents[2]
@@ -150,28 +150,30 @@ def zen4_models() -> Models:
     return calibrate(parse_file(DESCRIPTION), Samples.read(ZEN4 / "samples.jsonl"))
 
 
-@pytest.mark.parametrize(("seed", "least_right"), [(1, 0.88), (2, 0.92)])
-def test_settings_a_busy_host_measured_only_in_spells_still_inform_the_choices(zen4_models, tmp_path, seed,
-                                                                                least_right):
+@pytest.mark.parametrize("seed", [1, 2])
+def test_settings_a_busy_host_timed_side_by_side_in_spells_inform_the_choices(zen4_models, tmp_path, seed):
     """A two-core Zen 4 host (tests/data/sort-zen4) whose meter read a slow
     spell at half the samples: its build took all nine radix sorts of two
     to three million keys in spells, and most of the wide digits' at a
     quarter to two million.  Left out with the others of spells, they took
     with them what wide digits cost there: the fit chose passes of 12-16
     bits where 8 or 9 ran 1.5-2 times faster (79.0% and 89.0% right,
-    expected penalty 8.0% and 5.6%).  Kept, scaled back, where no steady
-    sample lies near (measured: 90.5% and 94.5%, 2.7% and 1.6%)."""
+    expected penalty 8.0% and 5.6%).  Kept, scaled back by the slowdown of
+    all the spells' samples, where no steady sample lies near: 90.5% and
+    94.5% right, 2.7% and 1.6%.  Fitted for the ratios of the settings
+    timed side by side at each point, at the level the model gives there
+    where a spell shifted it (hlc.model.calibration._leveled): measured
+    95.5% and 96.0%, 1.55% and 1.29%."""
     radix = zen4_models.time("radix")
-    assert radix.scaled_alone and radix.slowdown
     largest = [s for s in Samples.read(ZEN4 / "samples.jsonl").samples
                if s.implementation == "radix" and not s.verify and s.variables["n"] >= 2 ** 21]
-    assert largest and all(sample_key(s) in radix.scaled_alone for s in largest if s.host and s.host > 1.2)
+    assert largest and all(point_key(s) in radix.leveled for s in largest if s.host and s.host > 1.2)
     path = tmp_path / "models.json"
     zen4_models.save(path)
     entry = replay(path, ZEN4 / f"evaluation-{seed}.json").interfaces["sort"]
     assert entry.unmeasured == 0 and entry.summary.points == 200
-    assert entry.summary.right_share >= least_right
-    assert entry.summary.expected_penalty <= 0.035
+    assert entry.summary.right_share >= 0.94
+    assert entry.summary.expected_penalty <= 0.02
 
 
 def test_the_terms_kept_leave_no_term_the_forward_steps_would_add(monkeypatch, tmp_path):
