@@ -189,10 +189,10 @@ def fitted_seconds(entry: TimeModel, sample: Sample, tolerance: HostTolerance) -
     sample of a point whose settings the fit leveled (:func:`_leveled`)
     divided by its point's factor, and taken as a steady one; else, as
     ``_steady`` took them, None where it was left out, taken in a slow
-    spell; divided by the recorded
-    ``slowdown`` where it was kept scaled back (where both, the fitting
-    samples were scaled and the verification ones left out, and where the
-    fit kept only some, ``scaled_alone``, those); else as measured."""
+    spell; divided by the recorded ``slowdown`` where it was kept scaled
+    back (where both, the fitting samples were scaled and the verification
+    ones left out, and where the fit kept only some, ``scaled_alone``,
+    those); else as measured."""
     if entry.leveled and not sample.verify and point_key(sample) in entry.leveled:
         return sample.seconds / entry.leveled[point_key(sample)]
     if not (entry.slowdown or entry.disturbed_samples) or not is_disturbed(sample, tolerance):
@@ -330,7 +330,8 @@ def _leveled(predictor: Predictor, implementation: ast.Implementation, entry: Ti
             continue
         shift = misses(taken)
         if shift.size:
-            factors[key] = float(np.exp(np.median(shift))) if abs(float(np.median(shift))) > usual else 1.0
+            middle = float(np.median(shift))
+            factors[key] = math.exp(middle) if abs(middle) > usual else 1.0
     return factors
 
 
