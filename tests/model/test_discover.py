@@ -4,6 +4,8 @@ get no knot."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -428,3 +430,32 @@ def test_a_term_that_chooses_a_setting_clearly_better_is_taken_where_its_error_i
                          choices=choices)
         added += bool(found.terms)
     assert added <= 1
+
+
+def _bisected(seed: int, jump: bool, eighths: bool = False):
+    """Sizes every half octave from 2^3 to 2^22 (or every eighth of one,
+    ``eighths``), and, with ``jump``, the four sizes a bisection of a
+    boundary between 2^8 and 2^8.5 adds: 2^8.03, 2^8.06, 2^8.12 and 2^8.25.
+    A per-call cost that jumps by 1.2 us past 260 elements (as NumPy's sort
+    leaves its small-array kernel), or none."""
+    rng = np.random.default_rng(seed)
+    logn = np.arange(6, 45) / 2 if not eighths else np.arange(24, 177) / 8
+    if jump:
+        logn = np.sort(np.r_[logn, 8 + np.array([2, 4, 8, 16]) / 64])
+    n = np.floor(2**logn)
+    cost = 1e-6 + 1.2e-6 * (n > 260) * jump + n * 1e-9 + n * np.log2(n) * 1e-10
+    times = cost * (1 + rng.normal(0, NOISE, n.size))
+    return discover({"1": np.ones_like(n), "n": n, "n * log2(n)": n * np.log2(n)}, times, {"n": n})
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_jump_a_bisection_brackets_closer_than_the_half_octave_grid_is_found_in_its_gap(seed):
+    """The knots of the half-octave grid lie between 181 and 256 elements
+    and between 304 and 362: neither separates 256 from 262."""
+    found = _bisected(seed, jump=True)
+    assert any(8.0 < knot <= math.log2(262) for knot in knots(found, "n")), [t.text for t in found.terms]
+
+
+def test_sizes_sampled_finely_everywhere_get_no_step_between_them_on_smooth_costs_in_19_of_20_runs():
+    added = [seed for seed in SEEDS if _bisected(seed, jump=False, eighths=True).terms]
+    assert len(added) <= 1, added
