@@ -311,24 +311,23 @@ def _leveled(predictor: Predictor, implementation: ast.Implementation, entry: Ti
         return {}
     judge = Predictor(predictor.library, {**predictor.calibration, implementation.name: entry}, predictor.used)
 
-    def misses(samples: list[Sample]) -> np.ndarray:
-        """log of each sample's time over its prediction (none where it predicts nothing)."""
-        predicted = np.array([judge.evaluate(implementation.name, _environment(s)) for s in samples])
-        times = np.array([s.seconds for s in samples])
-        usable = (predicted > 0) & np.isfinite(predicted)
-        return np.log(times[usable] / predicted[usable])
-
-    steady = misses([s for s in fitting if not is_disturbed(s, tolerance)])
+    # log of each sample's time over its prediction, NaN where it predicts nothing
+    predicted = np.array([judge.evaluate(implementation.name, _environment(s)) for s in fitting])
+    usable = (predicted > 0) & np.isfinite(predicted)
+    miss = np.full(len(fitting), np.nan)
+    miss[usable] = np.log(np.array([s.seconds for s in fitting])[usable] / predicted[usable])
+    disturbed = np.array([is_disturbed(s, tolerance) for s in fitting], dtype=bool)
+    steady = miss[~disturbed & usable]
     usual = float(np.median(np.abs(steady))) if steady.size else 0.0
-    points: dict[str, list[Sample]] = {}
-    for sample in fitting:
-        points.setdefault(point_key(sample), []).append(sample)
+    points: dict[str, list[int]] = {}
+    for position, sample in enumerate(fitting):
+        points.setdefault(point_key(sample), []).append(position)
     factors = {}
     for key, taken in points.items():
-        settings = {tuple(sorted(s.parameters.items())) for s in taken}
-        if len(settings) < 2 or not any(is_disturbed(s, tolerance) for s in taken):
+        settings = {tuple(sorted(fitting[i].parameters.items())) for i in taken}
+        if len(settings) < 2 or not disturbed[taken].any():
             continue
-        shift = misses(taken)
+        shift = miss[taken][usable[taken]]
         if shift.size:
             middle = float(np.median(shift))
             factors[key] = math.exp(middle) if abs(middle) > usual else 1.0
