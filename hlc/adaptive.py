@@ -1059,7 +1059,8 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                     # between, a round refits the coefficients of the terms found last.
                     search = searched is None or len(taken) >= REDISCOVER * searched[0]
                     models = calibrate(library, records, models_of=models_of,
-                                       terms_of=None if search else searched[1], shortlist=ROUND_SHORTLIST)
+                                       terms_of=None if search else searched[1], shortlist=ROUND_SHORTLIST,
+                                       every_sample=False)
                     if searched is None:  # ready before the next round is timed
                         wait_for_workers()
                     if search:

@@ -146,6 +146,10 @@ class TimeModel:
     warnings: tuple[str, ...] = ()
     verification_mre: float | None = None
     verification_mre_by_ranks: dict[str, float] = field(default_factory=dict)
+    # Whether the model kept was searched and fitted again on the fitting and
+    # the verification samples together, after the verification judged the
+    # one fitted without them (verification_mre is that one's).
+    on_every_sample: bool = False
     # The typical deviation of the samples from the model, by term (hlc.model.deviation) ...
     deviations: dict[str, float] = field(default_factory=dict)
     risk: float | None = None  # ... and how many of them a decision adds to the prediction
@@ -224,11 +228,12 @@ _FIELDS_OF = {
     "factored": (*_COUNTS, "verification_mre", *_GENERATED),
     "fitted": (*_COUNTS, "discovered", "terms", "kept", "coefficients", "half_widths", "covariance", "quantile",
                "dropped", "aliases", "r2", "mre", "residuals", "warnings", "verification_mre",
-               "verification_mre_by_ranks", "deviations", "risk", "slowdown", "scaled_alone", "leveled", *_GENERATED),
+               "verification_mre_by_ranks", "on_every_sample", "deviations", "risk", "slowdown", "scaled_alone",
+               "leveled", *_GENERATED),
 }
 #: Fields left out of the file when empty.
-_OPTIONAL = ("verification_mre_by_ranks", "deviations", "risk", "slowdown", "scaled_alone", "leveled", "domain",
-             "python", "c", "point")
+_OPTIONAL = ("verification_mre_by_ranks", "on_every_sample", "deviations", "risk", "slowdown", "scaled_alone",
+             "leveled", "domain", "python", "c", "point")
 
 
 #: What a models file without an entry for an implementation says of it.

@@ -187,6 +187,9 @@ def explanation(library: ast.Library, models: Models, interface_name: str,
         lines.append(f"{implementation.name:<18} {_seconds(predicted):>16} {_band(half):>12}{column}   "
                      f"{fit:>6} {verified:>8}{mark}{status}")
     lines.append("(fit and verified are mean relative errors: 1.05 means 5% off on average;")
+    if any(models.time(i.name).on_every_sample for i in interface.implementations):
+        lines.append(" verified is that of the model fitted without the verification samples, which then "
+                     "judged it; the model used was fitted on those too;")
     lines.append(f" ± {confidence:.0%} is the half-width of the {confidence:.0%} confidence band of a fitted "
                  "prediction, — where unknown" + (";" if risky else ")"))
     if risky:

@@ -184,6 +184,8 @@ def _model(section: ImplementationSection, interface: str) -> str:
                        + "".join(f"<li>{escape(line)}</li>" for line in found) + "</ul>\n")
     facts = [("R²", entry.r2), ("fit MRE", entry.mre),
              ("verification MRE", entry.verification_mre),
+             ("fitted on", "the fitting and the verification samples, after these judged the model fitted "
+              "without them (its verification MRE)" if entry.on_every_sample else None),
              ("verification MRE by rank count", ", ".join(
                  f"P={size} {number(error)}" for size, error in entry.verification_mre_by_ranks.items()) or None),
              ("samples (fitting / verification / noisy)",

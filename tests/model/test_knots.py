@@ -66,8 +66,11 @@ def samples(widths_at_large_n: list[int], seed: int = 0) -> Samples:
 
 
 def knots_of(records: Samples):
+    """The loose knots of the table's model as an adaptive profile's round
+    fits it: on the fitting samples alone (the verification samples, at
+    other widths, are not where its next points are planned from)."""
     library = parse(DESCRIPTION)
-    models = calibrate(library, records)
+    models = calibrate(library, records, every_sample=False)
     implementation = library.interfaces[0].implementation("table")
     fitted = [s for s in records.samples if s.implementation == "table" and not s.verify]
     predictor = Predictor.of_models(library, models, {})

@@ -84,11 +84,13 @@ def epyc_models() -> Models:
 def test_the_models_of_a_second_machine_choose_right_against_its_evaluations(epyc_models, tmp_path, seed):
     """The same on another processor (tests/data/sort-epyc, a two-core AMD
     EPYC): its default build's samples refitted, and the choices replayed
-    against its own two evaluations (measured: 99.5% and 98.5% right,
-    expected penalty 0.05% and 0.13%, worst 4.9% and 13.9%; the worst is
-    a radix sort of three passes chosen over narrow at exactly 2^21 keys:
-    a power of two, where the scatter's write streams share their low
-    address bits, and which the profile never samples).  Before the search
+    against its own two evaluations (measured: 98.5% right at both,
+    expected penalty 0.09% and 0.19%, worst 5.5% and 20.3%; the worst is a
+    radix sort of two passes of 11 bits chosen over narrow at 651,091 keys
+    of 22 bits.  Fitted without the verification samples, the models chose
+    a radix sort of three passes there, and were worst at exactly 2^21
+    keys, 13.5%: a power of two, where the scatter's write streams share
+    their low address bits, and which the profile never samples).  Before the search
     took terms for the choices they make (hlc.model.discover.CHOICE_GAIN):
     97.5% and 98.0%, expected penalty 0.14% and 0.12%, worst 5.5% and 6.8%.
     The radix model's cost per pass in the mean bits
@@ -102,7 +104,7 @@ def test_the_models_of_a_second_machine_choose_right_against_its_evaluations(epy
     assert entry.unmeasured == 0 and entry.summary.points == 200
     assert entry.summary.right_share >= 0.98
     assert entry.summary.expected_penalty <= 0.002
-    assert entry.summary.worst_penalty <= 0.15
+    assert entry.summary.worst_penalty <= 0.25
     assert {name for name, model in epyc_models.fitted().items()} >= {"radix", "counting", "narrow", "numpy"}
 
 
@@ -184,7 +186,9 @@ def test_the_terms_kept_leave_no_term_the_forward_steps_would_add(monkeypatch, t
     (tests/data/sort-zen4/samples-2.jsonl) left out the counters' cost
     rising with the keys, first among the candidates and clearly better
     from its radix sort's final terms; taken, its choices were right at
-    96.0% of the later evaluation's points (measured: 93.0% without)."""
+    96.0% of the later evaluation's points (measured: 93.0% without).  The
+    search on the fitting samples takes it; the model kept, searched again
+    with the verification samples, need not."""
     from hlc.model import calibration
 
     found = []
@@ -203,7 +207,7 @@ def test_the_terms_kept_leave_no_term_the_forward_steps_would_add(monkeypatch, t
                                  options.get("relative", True), None, options.get("families", ()),
                                  options.get("shortlist") or discover.SHORTLIST, options.get("choices"))
         assert again.forward(list(terms)) == list(terms)
-    assert "bins * iter * max(0, log2(n) - 12)" in [term.text for term in models.time("radix").discovered]
+    assert any("bins * iter * max(0, log2(n) - 12)" in [term.text for term in terms] for *_, terms in found)
     path = tmp_path / "models.json"
     models.save(path)
     entry = replay(path, ZEN4 / "evaluation-1-later.json").interfaces["sort"]
@@ -256,15 +260,16 @@ def test_a_pair_of_terms_is_found_where_no_one_term_was_clearly_better(monkeypat
     """A two-core Zen 5 build of the runtime whose all-reduce model found no
     term alone: its cost at two ranks steps up at 2,048 elements and bends
     at the largest vectors, and neither change alone lowered the held-out
-    error clearly.  The pair search finds them together."""
+    error clearly.  The pair search finds them together.  (The models
+    searched on the fitting samples, which the verification judges.)"""
     samples = Samples.read(ROOT / "tests" / "data" / "runtime-epyc" / "samples.jsonl")
     library = parse_file(ROOT / "libraries" / "runtime.hl")
-    paired = calibrate(library, samples).time("CombineVector")
+    paired = calibrate(library, samples, every_sample=False).time("CombineVector")
     assert paired.discovered and paired.verification_mre <= 1.09
     assert any(term.factors[0].variable == "log2(length)" and 10 <= term.factors[0].knot <= 11.5
                for term in paired.discovered)
     monkeypatch.setattr(discover._Search, "best_pair", lambda search, firsts: [])
-    alone = calibrate(library, samples).time("CombineVector")
+    alone = calibrate(library, samples, every_sample=False).time("CombineVector")
     assert not alone.discovered and alone.verification_mre >= paired.verification_mre + 0.03
 
 
