@@ -574,9 +574,8 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
         notes = (_inaccurate_text(error, steadiness, "the formula (or a model it calls)"),) \
             if error is not None and error > VERIFICATION_LIMIT else ()
         return TimeModel("factored", verification_mre=error, warnings=notes, **counts)
-    given = discovered
     judged = _search_and_fit(predictor, implementation, model, fitting, relative, confidence, discovering,
-                             given, shortlist, sites or [])
+                             discovered, shortlist, sites or [])
     held_mre, by_ranks = None, {}
     if verification:
         held_columns, held_times = _columns(predictor, implementation, judged.terms, verification)
@@ -585,7 +584,7 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
     kept = judged
     if every_sample and verification:
         kept = _search_and_fit(predictor, implementation, model, fitting + verification, relative, confidence,
-                               discovering, given, shortlist, sites or [])
+                               discovering, discovered, shortlist, sites or [])
     result, columns, times = kept.result, kept.columns, kept.times
     notes = list(kept.notes)
     if steadiness.kept:
