@@ -176,8 +176,14 @@ def _model(section: ImplementationSection, interface: str) -> str:
             ratio = abs(beta / half) if beta is not None and half else None
             rows.append([term, beta, f"± {number(half)}" if half is not None else None, ratio])
         out.append(_table(["term kept", "coefficient β", "half-width h (95%)", "|β/h|"], rows, numeric=(1, 2, 3)))
-        if entry.dropped:
-            out.append(f"<p>dropped as irrelevant: {escape(', '.join(entry.dropped))}</p>\n")
+        negative = [term for term in entry.dropped
+                    if any(note.startswith(f"left out the written term {term}:") for note in entry.warnings)]
+        irrelevant = [term for term in entry.dropped if term not in negative]
+        if irrelevant:
+            out.append(f"<p>dropped as irrelevant: {escape(', '.join(irrelevant))}</p>\n")
+        if negative:
+            out.append(f"<p>dropped for a negative weight that made the model predict no positive time "
+                       f"somewhere: {escape(', '.join(negative))}</p>\n")
         found = discovered_in_words(entry)
         if found:
             out.append("<p>found by the fitter in the samples:</p><ul>"

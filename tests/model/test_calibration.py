@@ -403,6 +403,82 @@ def test_a_discovered_step_may_not_pull_a_cost_per_unit_below_zero(monkeypatch):
                for term in unchecked.discovered), unchecked.discovered
 
 
+COUNTERS = """
+library counters "A table of 2**width counters beside the values."
+
+from numpy import ones
+
+interface work(values: float64[], extent: int) -> float "Some work."
+    n = len(values)
+    width = extent
+
+    impl table = numpy.sum "clear a table, count the values"
+        time ~ 1 + n + 2 ** width
+
+    profile
+        for i in 4 .. 20 ++
+        for w in 1 .. 16 ++
+        values = ones(1 << i)
+        extent = w
+"""
+
+
+def counters_samples(seed: int = 0) -> Samples:
+    """Samples whose cost falls by 3 ns a counter (as disturbed samples of a
+    table that outgrows a cache can seem to), at every width from 1 to 12
+    bits and every size, and from 13 bits only with a million values and
+    more, whose cost per value keeps their times positive.  A fit follows
+    them: the written term ``2 ** width`` takes a negative weight, and the
+    model predicts less than nothing for few values with wide tables, a
+    part of the domain that no site reached (the sites of 13 bits and more
+    hold a million values)."""
+    rng = np.random.default_rng(seed)
+    records = []
+    points = [(1 << i, w) for i in range(4, 21) for w in range(1, 13)]
+    points += [(1 << i, w) for i in (20, 21) for w in range(13, 17)]
+    for verify in (False, True):
+        for index, (n, width) in enumerate(points if not verify else points[::4]):
+            seconds = 50e-6 + 1e-9 * n - 3e-9 * 2 ** width + (60e-9 * n if width > 12 else 0.0)
+            records.append(Sample("work", "table", verify, 1, index, {},
+                                  {"n": n, "width": width, "P": 1, "logP": 0.0},
+                                  seconds * (1 + rng.normal(0, 0.01)), host=1.0))
+    return taken(0.10, records)
+
+
+def test_a_written_term_of_negative_weight_may_not_pull_a_model_below_zero_between_the_sites(monkeypatch):
+    """The written term ``2 ** width`` fitted at a negative weight makes the
+    model predict no positive time for few values with wide tables, where
+    no sample lay: the lattice over the domain finds it, and the term is
+    left out (listed as dropped, with a note that says why), so that the
+    model predicts a positive time everywhere.  Checked at the sites only,
+    the term stays (what the lattice changes)."""
+    from hlc.model import calibration
+    from hlc.model.predict import Predictor
+
+    library = parse(COUNTERS)
+    samples_ = counters_samples()
+    entry = calibrate(library, samples_).time("table")
+    assert "2 ** width" in entry.terms and "2 ** width" in entry.dropped
+    assert "2 ** width" not in entry.coefficients
+    assert any("left out the written term 2 ** width" in note and "predict no positive time" in note
+               for note in entry.warnings), entry.warnings
+    predictor = Predictor(library, {"table": entry})
+    for n in (16, 1000, 1 << 21):
+        for width in range(1, 17):
+            assert predictor.implementation("table", {"P": 1, "logP": 0.0}, n, width) > 0
+
+    sites = calibration.sites_of(samples_, "work")
+    assert not any(site["width"] > 12 and site["n"] < 1 << 20 for site in sites)
+    lattice = calibration._lattice(sites)
+    assert {p["width"] for p in lattice} == set(range(1, 17))
+    assert min(p["n"] for p in lattice) == 16 and max(p["n"] for p in lattice) == 1 << 21
+
+    monkeypatch.setattr(calibration, "_lattice", lambda sites: [])
+    unchecked = calibrate(library, samples_).time("table")
+    assert unchecked.coefficients.get("2 ** width", 0.0) < 0
+    assert Predictor(library, {"table": unchecked}).implementation("table", {"P": 1, "logP": 0.0}, 16, 16) < 0
+
+
 WIDE = """
 library wide "A chunk size over a range far too long to probe at each value."
 
