@@ -150,6 +150,9 @@ class TimeModel:
     # the verification samples together, after the verification judged the
     # one fitted without them (verification_mre is that one's).
     on_every_sample: bool = False
+    # How many searches on parts of the samples (bags) the model's terms
+    # and coefficients are the mean of, beside the search on them all (hlc.model.calibration._bagged).
+    bags: int = 0
     # The typical deviation of the samples from the model, by term (hlc.model.deviation) ...
     deviations: dict[str, float] = field(default_factory=dict)
     risk: float | None = None  # ... and how many of them a decision adds to the prediction
@@ -228,11 +231,11 @@ _FIELDS_OF = {
     "factored": (*_COUNTS, "verification_mre", *_GENERATED),
     "fitted": (*_COUNTS, "discovered", "terms", "kept", "coefficients", "half_widths", "covariance", "quantile",
                "dropped", "aliases", "r2", "mre", "residuals", "warnings", "verification_mre",
-               "verification_mre_by_ranks", "on_every_sample", "deviations", "risk", "slowdown", "scaled_alone",
-               "leveled", *_GENERATED),
+               "verification_mre_by_ranks", "on_every_sample", "bags", "deviations", "risk", "slowdown",
+               "scaled_alone", "leveled", *_GENERATED),
 }
 #: Fields left out of the file when empty.
-_OPTIONAL = ("verification_mre_by_ranks", "on_every_sample", "deviations", "risk", "slowdown", "scaled_alone",
+_OPTIONAL = ("verification_mre_by_ranks", "on_every_sample", "bags", "deviations", "risk", "slowdown", "scaled_alone",
              "leveled", "domain", "python", "c", "point")
 
 

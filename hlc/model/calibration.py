@@ -60,6 +60,19 @@ PROBES = 2000
 #: PROBES keeps a few settings a site either way, and a chunk size in
 #: 256 .. 65536 at 260 sites made 17 million settings, 13 s of a 17 s fit.
 PROBE_VALUES = 256
+#: The model kept is the mean of its search on every sample and of BAGS
+#: more, each on BAG_SHARE of the points drawn at random (subagging,
+#: Breiman 1996; Bühlmann and Yu 2002): a search that adds terms one at a
+#: time turns on a few samples where the costs change, and builds of the
+#: same host found different terms from samples alike, each choosing wrong
+#: where its own terms missed (:func:`_bagged`).
+BAGS = 5
+BAG_SHARE = 0.8
+#: ... where the samples hold at least this many points (fewer leave the bags too few to search).
+BAG_POINTS = 10
+#: A search whose model strays further than this factor from the median of
+#: the searches' predictions somewhere is left out of the mean (_agreeing).
+BAG_SPREAD = 3.0
 #: Between the measured sites, a model is also checked on a lattice over the
 #: calibrated domain (:func:`_lattice`): every value of a short integer
 #: variable, and a size-like one every LATTICE_STEP octaves.  The evaluation
@@ -527,6 +540,17 @@ class _Search:
     notes: list[str]  # the fit's warnings and what the positivity check left out
 
 
+@dataclass
+class _Fitted:
+    """An implementation's model as :func:`_fit_one` fitted it, with the
+    search that gave its terms and the samples that search saw (None for a
+    model with no terms to fit)."""
+
+    entry: TimeModel
+    kept: _Search | None = None
+    samples: list[Sample] | None = None
+
+
 def _search_and_fit(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
                     samples: list[Sample], relative: bool, confidence: float, discovering: bool,
                     discovered: tuple[Discovered, ...] | None, shortlist: int | None,
@@ -551,12 +575,116 @@ def _search_and_fit(predictor: Predictor, implementation: ast.Implementation, mo
     return _Search(discovered, terms, result, columns, times, notes + left_out)
 
 
+def _bag_points(samples: list[Sample], bag: int) -> list[Sample]:
+    """The samples of BAG_SHARE of the points of ``samples``, drawn at random for bag number ``bag``."""
+    points = sorted({(s.verify, s.P, s.index) for s in samples})
+    drawn = np.random.default_rng(bag).choice(len(points), size=round(BAG_SHARE * len(points)), replace=False)
+    chosen = {points[i] for i in drawn}
+    return [s for s in samples if (s.verify, s.P, s.index) in chosen]
+
+
+def _bag_job(shared: Shared, models_of: dict[str, Path], callees: dict[str, TimeModel], name: str,
+             samples: list[Sample], relative: bool, confidence: float, discovering: bool,
+             shortlist: int | None, bag: int) -> _Search | None:
+    """The search of one bag of an implementation's samples (_bag_points),
+    its model not checked for positive times (:func:`_agreeing` does): a
+    job, as :func:`_fit_job`; None where the bag cannot be fitted."""
+    library = shared.value
+    implementation = next(m for i in library.interfaces for m in i.implementations if m.name == name)
+    predictor = Predictor(library, callees, used_predictors(library, models_of))
+    try:
+        return _search_and_fit(predictor, implementation, implementation.model("time"), _bag_points(samples, bag),
+                               relative, confidence, discovering, None, shortlist, [])
+    except (FitError, EvaluationError, ModelUnavailable):
+        return None
+
+
+def _bagged(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
+            fitted: _Fitted, bags: list[_Search | None], relative: bool, confidence: float,
+            sites: list[dict[str, float]]) -> TimeModel:
+    """The model of ``fitted`` with the mean of its search and of the
+    searches of its ``bags`` (those that agree: :func:`_agreeing`) for its
+    terms: terms found by any, each weighted by the mean of its
+    coefficients (none where a search did not keep it).  Still a sum of
+    terms; its covariance the mean of theirs.
+
+    On 13 default sort builds of a busy Zen 4 host, replayed against five
+    exhaustive evaluations, the one-rank choices with five bags were right
+    0.4 points more often (SE 0.4), their expected penalty 1.13% -> 0.81%
+    (SE 0.17), lower in 9 builds and higher in 4, and the worst choice's
+    penalty 61% -> 46% (the mean over builds): the builds whose search had
+    kept a term that missed wide digits at 2^17 keys, or the table of a
+    counting sort of 2^21 counters, chose as the others did (with three
+    bags, alike: 0.6 points, 0.76%).  The stored builds of three other
+    processors (tests/data) chose as well or better: a Zen 5's 98.5% ->
+    99.0% right, its worst penalty 12.9% -> 9.1%."""
+    full, samples = fitted.kept, fitted.samples
+    assert full is not None and samples is not None
+    searches = _agreeing(predictor, implementation, [full, *(bag for bag in bags if bag is not None)], sites)
+    if searches == [full]:
+        return fitted.entry
+    discovered = tuple(dict.fromkeys(term for search in searches for term in search.discovered))
+    terms = model_terms(model, discovered)
+    columns, times = _columns(predictor, implementation, terms, samples)
+    texts = texts_of(model, discovered, [])
+    coefficients = {}
+    for text in texts:
+        weight = sum(search.result.coefficients.get(text, 0.0) for search in searches) / len(searches)
+        if weight != 0.0:
+            coefficients[text] = weight
+    covariance = {a: {b: sum(search.result.covariance.get(a, {}).get(b, 0.0) for search in searches)
+                      / len(searches) for b in coefficients} for a in coefficients}
+    quantile = full.result.quantile
+    predicted = sum((weight * (columns[text] if text != CONSTANT else np.ones_like(times))
+                     for text, weight in coefficients.items()), np.zeros_like(times))
+    result = Fit(terms=tuple(texts), coefficients=coefficients,
+                 half_widths={text: float(quantile * math.sqrt(max(covariance[text][text], 0.0)))
+                              for text in coefficients},
+                 dropped=[text for text in texts if text not in coefficients], relative=relative,
+                 confidence=confidence, samples=int(times.size), residuals=times - predicted, predicted=predicted,
+                 times=times, weights=times / times.mean() if relative else np.ones_like(times),
+                 covariance=covariance, quantile=quantile, aliases=dict(full.result.aliases))
+    mean = _Search(discovered, terms, result, columns, times, full.notes)
+    return replace(fitted.entry, **_kept_fields(mean, relative), bags=len(searches) - 1)
+
+
+def _agreeing(predictor: Predictor, implementation: ast.Implementation, searches: list[_Search],
+              sites: list[dict[str, float]]) -> list[_Search]:
+    """The ``searches`` whose models predict a positive time everywhere the
+    dispatcher may be asked (_probes, _lattice: the first search, on every
+    sample, was fitted so; the others are not checked as they are fitted),
+    within a factor BAG_SPREAD of the median of those models' predictions
+    (the first alone where none is).  A search on
+    part of the points may take a term that the points left out would
+    have refused, and extrapolate it far: of six counting sort models, two
+    put a cost per counter on a step at 2^20 keys, and predicted 71 and 82
+    ms where the others said 1.8 to 2.1 (and the sort took 2.8).  The mean
+    of the six chose radix sorts at 3 times the counting sort's time."""
+    probes = _probes(predictor, implementation, sites) + _probes(predictor, implementation, _lattice(sites))
+    if not probes:
+        return searches[:1]
+    predicted = []
+    for search in searches:
+        try:
+            predicted.append(search.result.predict(term_columns(predictor, implementation, search.terms, probes)))
+        except (EvaluationError, ModelUnavailable, ArithmeticError, ValueError):
+            return searches[:1]
+    positive = [i for i, row in enumerate(predicted) if bool(np.all(row > 0))]
+    if not positive:
+        return searches[:1]
+    logs = np.log(np.array([predicted[i] for i in positive]))
+    median = np.median(logs, axis=0)
+    kept = [searches[i] for i, row in zip(positive, logs, strict=True)
+            if float(np.max(np.abs(row - median))) <= math.log(BAG_SPREAD)]
+    return kept or searches[:1]
+
+
 def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
              fitting: list[Sample], verification: list[Sample], relative: bool,
              confidence: float, tolerance: HostTolerance = HostTolerance(), discovering: bool = True,
              discovered: tuple[Discovered, ...] | None = None, shortlist: int | None = None,
              sites: list[dict[str, float]] | None = None, slowdown: float | None = None,
-             every_sample: bool = True) -> TimeModel:
+             every_sample: bool = True) -> _Fitted:
     """The implementation's model.  Its terms are searched and fitted on the
     fitting samples and judged on the verification samples (the verification
     MRE).  With ``every_sample``, the model kept is then searched and fitted
@@ -567,7 +695,8 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
     Zen 4 host, replayed against four exhaustive evaluations, the choices
     were right 0.8 points more often (SE 0.3), better in 19 builds and
     worse in 6; refitting only the coefficients on every sample gained
-    0.3 (SE 0.2)."""
+    0.3 (SE 0.2).  Returns the model with the search kept and its samples,
+    which the caller may bag (:func:`_bagged`)."""
     steadiness = _steady(predictor, implementation, model, fitting, verification, tolerance, relative, slowdown)
     fitting, verification, disturbed = steadiness.fitting, steadiness.verification, steadiness.left_out
     pooled = model.fitted and _too_few(model, fitting) and not _too_few(model, fitting + verification)
@@ -584,19 +713,21 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
             error = mean_relative_error(np.array([s.seconds for s in everything]), np.array(predicted))
         notes = (_inaccurate_text(error, steadiness, "the formula (or a model it calls)"),) \
             if error is not None and error > VERIFICATION_LIMIT else ()
-        return TimeModel("factored", verification_mre=error, warnings=notes, **counts)
-    judged = _search_and_fit(predictor, implementation, model, fitting, relative, confidence, discovering,
-                             discovered, shortlist, sites or [])
+        return _Fitted(TimeModel("factored", verification_mre=error, warnings=notes, **counts))
+
+    def search(samples: list[Sample]) -> _Search:
+        return _search_and_fit(predictor, implementation, model, samples, relative, confidence, discovering,
+                               discovered, shortlist, sites or [])
+
+    judged = search(fitting)
     held_mre, by_ranks = None, {}
     if verification:
         held_columns, held_times = _columns(predictor, implementation, judged.terms, verification)
         held_mre = judged.result.mre_on(held_columns, held_times)
         by_ranks = _by_ranks(judged.result, held_columns, held_times, verification)
-    kept = judged
+    kept, kept_samples = judged, fitting
     if every_sample and verification:
-        kept = _search_and_fit(predictor, implementation, model, fitting + verification, relative, confidence,
-                               discovering, discovered, shortlist, sites or [])
-    result, columns, times = kept.result, kept.columns, kept.times
+        kept, kept_samples = search(fitting + verification), fitting + verification
     notes = list(kept.notes)
     if steadiness.kept:
         notes.append(f"{steadiness.kept} of {len(fitting + verification)} samples were taken while the host meter "
@@ -619,17 +750,25 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
                      f"verification samples too ({len(fitting)} in all), and not verified")
     else:
         notes.append("no verification samples")
+    entry = TimeModel("fitted", **counts, **_kept_fields(kept, relative), warnings=tuple(notes),
+                      verification_mre=held_mre, verification_mre_by_ranks=by_ranks or {},
+                      slowdown=steadiness.slowdown if steadiness.scaled else None, scaled_alone=steadiness.alone,
+                      on_every_sample=kept is not judged)
+    return _Fitted(entry, kept, kept_samples)
+
+
+def _kept_fields(kept: _Search, relative: bool) -> dict[str, Any]:
+    """The fields of a fitted model that its terms and their fit give."""
+    result, columns, times = kept.result, kept.columns, kept.times
     fitted = {name: columns[name] if name in columns else np.ones_like(times)
               for name, weight in result.coefficients.items() if weight and (name in columns or name == CONSTANT)}
     deviations = fit_deviation(fitted, times, result.residuals, relative=relative)
-    return TimeModel(
-        "fitted", **counts, discovered=tuple(kept.discovered), terms=tuple(result.terms), kept=tuple(result.kept),
-        coefficients=dict(result.coefficients), half_widths=dict(result.half_widths), covariance=result.covariance,
-        quantile=result.quantile, dropped=tuple(result.dropped), aliases=dict(result.aliases), r2=result.r2,
-        mre=result.mre, residuals=tuple(float(r) for r in result.residuals), warnings=tuple(notes),
-        verification_mre=held_mre, verification_mre_by_ranks=by_ranks or {}, deviations=deviations,
-        risk=RISK if deviations else None, slowdown=steadiness.slowdown if steadiness.scaled else None,
-        scaled_alone=steadiness.alone, on_every_sample=kept is not judged)
+    return dict(discovered=tuple(kept.discovered), terms=tuple(result.terms), kept=tuple(result.kept),
+                coefficients=dict(result.coefficients), half_widths=dict(result.half_widths),
+                covariance=result.covariance, quantile=result.quantile, dropped=tuple(result.dropped),
+                aliases=dict(result.aliases), r2=result.r2, mre=result.mre,
+                residuals=tuple(float(r) for r in result.residuals), deviations=deviations,
+                risk=RISK if deviations else None)
 
 
 def leveled_samples(leveled: Mapping[str, float], fitting: list[Sample]) -> list[Sample]:
@@ -935,6 +1074,8 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
     shared = Shared(library)
     tolerance = host_tolerance(samples)
     callees = _callees(library)
+    implementations = {i.name: i for interface in library.interfaces for i in interface.implementations}
+    interface_of = {i.name: interface.name for interface in library.interfaces for i in interface.implementations}
     for wave in _waves(library, callees):
         jobs, costs, names = [], [], []
         found: dict[str, TimeModel] = {}
@@ -958,11 +1099,27 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
                          shortlist, sites[interface.name], every_sample))
             costs.append(_fit_cost(model, fitting, discovering and previous is None))
             names.append(implementation.name)
-        found.update(zip(names, side_by_side(_fit_job, jobs, costs, workers=_workers_for(costs)), strict=True))
-        for _, implementation in wave:
-            times[implementation.name] = found[implementation.name]
+        fits = dict(zip(names, side_by_side(_fit_job, jobs, costs, workers=_workers_for(costs)), strict=True))
+        # The final fit's searches are bagged (_bagged): the bags of every model of the wave side by side.
+        bagged = [(name, job) for name, job, cost in zip(names, jobs, costs, strict=True)
+                  if every_sample and BAGS and _baggable(fits[name], implementations[name].model("time"),
+                                                         job[10] is None, discovering)]
+        bag_jobs = [(shared, job[1], job[2], name, fits[name].samples, relative, confidence, discovering, shortlist,
+                     bag) for name, job in bagged for bag in range(BAGS)]
+        bag_costs = [_fit_cost(implementations[name].model("time"), fits[name].samples or [], True)
+                     for name, _ in bagged for _ in range(BAGS)]
+        searched = side_by_side(_bag_job, bag_jobs, bag_costs, workers=_workers_for(bag_costs)) if bag_jobs else []
+        for position, (name, _) in enumerate(bagged):
+            fits[name].entry = _bagged(predictor, implementations[name], implementations[name].model("time"),
+                                       fits[name], searched[position * BAGS:(position + 1) * BAGS], relative,
+                                       confidence, sites[interface_of[name]])
+        for interface, implementation in wave:
+            entry = fits[implementation.name].entry if implementation.name in fits else found[implementation.name]
+            if implementation.name in fits and entry.status != "unfitted":
+                entry = replace(entry, python=python_source(interface, implementation, entry),
+                                c=c_source(interface, implementation, entry))
+            times[implementation.name] = entry
     times = {implementation.name: times[implementation.name] for _, implementation in _order(library, callees)}
-    interface_of = {i.name: interface.name for interface in library.interfaces for i in interface.implementations}
     return Models(
         # absolute: a built module finds its description (and its sources) from any folder
         library=library.name, description=str(Path(library.filename).resolve()),
@@ -999,32 +1156,38 @@ def _workers_for(costs: list[float]) -> int | None:
 def _fit_job(shared: Shared, models_of: dict[str, Path], callees: dict[str, TimeModel], name: str,
              fitting: list[Sample], verification: list[Sample], relative: bool, confidence: float,
              tolerance: HostTolerance, discovering: bool, discovered: tuple[Discovered, ...] | None,
-             shortlist: int | None, sites: list[dict[str, float]], every_sample: bool = True) -> TimeModel:
-    """One implementation's fitted model, with its domain and its code: a job
-    that runs in this process or in a worker (hlc.model.workers), given the
-    fitted models its terms call (``callees``)."""
+             shortlist: int | None, sites: list[dict[str, float]], every_sample: bool = True) -> _Fitted:
+    """One implementation's fitted model, with its domain: a job that runs
+    in this process or in a worker (hlc.model.workers), given the fitted
+    models its terms call (``callees``)."""
     library = shared.value
-    interface, implementation = next((i, m) for i in library.interfaces for m in i.implementations
-                                     if m.name == name)
+    implementation = next(m for i in library.interfaces for m in i.implementations if m.name == name)
     model = implementation.model("time")
     predictor = Predictor(library, callees, used_predictors(library, models_of))
     try:
         if model.fitted and not fitting:
             raise FitError("no fitting samples (was the library profiled?)")
-        entry = _fit_one(predictor, implementation, model, fitting, verification, relative, confidence,
-                         tolerance, discovering, discovered, shortlist, sites, every_sample=every_sample)
-        leveled = _leveled(predictor, implementation, entry, fitting, tolerance)
+        fitted = _fit_one(predictor, implementation, model, fitting, verification, relative, confidence,
+                          tolerance, discovering, discovered, shortlist, sites, every_sample=every_sample)
+        leveled = _leveled(predictor, implementation, fitted.entry, fitting, tolerance)
         if leveled:
             # the spells' slowdown, for their other samples, is the one all of them showed
-            entry = _fit_one(predictor, implementation, model, leveled_samples(leveled, fitting), verification,
-                             relative, confidence, tolerance, discovering, discovered, shortlist, sites,
-                             entry.slowdown, every_sample)
-            entry = replace(entry, leveled=leveled, warnings=(*entry.warnings, _leveled_text(leveled, fitting)))
+            fitted = _fit_one(predictor, implementation, model, leveled_samples(leveled, fitting), verification,
+                              relative, confidence, tolerance, discovering, discovered, shortlist, sites,
+                              fitted.entry.slowdown, every_sample)
+            fitted.entry = replace(fitted.entry, leveled=leveled,
+                                   warnings=(*fitted.entry.warnings, _leveled_text(leveled, fitting)))
     except (FitError, EvaluationError, ModelUnavailable) as error:
-        return TimeModel("unfitted", cause=str(error))
-    entry = replace(entry, domain=_domain(fitting + verification))
-    return replace(entry, python=python_source(interface, implementation, entry),
-                   c=c_source(interface, implementation, entry))
+        return _Fitted(TimeModel("unfitted", cause=str(error)))
+    fitted.entry = replace(fitted.entry, domain=_domain(fitting + verification))
+    return fitted
+
+
+def _baggable(fitted: _Fitted, model: ast.CostModel, searched: bool, discovering: bool) -> bool:
+    """Whether the model's terms were searched, on samples of enough points to bag (BAG_POINTS)."""
+    return (searched and (discovering or bool(model.families)) and fitted.entry.status == "fitted"
+            and fitted.samples is not None
+            and len({(s.verify, s.P, s.index) for s in fitted.samples}) >= BAG_POINTS)
 
 
 def host_tolerance(samples: Samples) -> HostTolerance:
