@@ -190,6 +190,9 @@ def explanation(library: ast.Library, models: Models, interface_name: str,
     if any(models.time(i.name).on_every_sample for i in interface.implementations):
         lines.append(" verified is that of the model fitted without the verification samples, which then "
                      "judged it; the model used was fitted on those too;")
+    if any(models.time(i.name).bags for i in interface.implementations):
+        lines.append(" the model used is the mean of the search of its terms on every sample and of searches "
+                     "on parts of their points;")
     lines.append(f" ± {confidence:.0%} is the half-width of the {confidence:.0%} confidence band of a fitted "
                  "prediction, — where unknown" + (";" if risky else ")"))
     if risky:

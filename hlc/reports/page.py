@@ -192,6 +192,8 @@ def _model(section: ImplementationSection, interface: str) -> str:
              ("verification MRE", entry.verification_mre),
              ("fitted on", "the fitting and the verification samples, after these judged the model fitted "
               "without them (its verification MRE)" if entry.on_every_sample else None),
+             ("terms and weights", f"the mean of the search on every sample and of {entry.bags} on parts of "
+              f"their points (bags)" if entry.bags else None),
              ("verification MRE by rank count", ", ".join(
                  f"P={size} {number(error)}" for size, error in entry.verification_mre_by_ranks.items()) or None),
              ("samples (fitting / verification / noisy)",
