@@ -7,7 +7,10 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import pytest
+
 from hlc.evaluation.replay import replay
+from hlc.model import calibration
 from hlc.model.calibration import fit_samples
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -17,6 +20,13 @@ DESCRIPTION = ROOT / "libraries" / "sort.hl"
 _spec = importlib.util.spec_from_file_location("refit_replay_script", ROOT / "benchmarks" / "refit_replay.py")
 refit_replay = sys.modules[_spec.name] = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(refit_replay)
+
+
+@pytest.fixture(autouse=True)
+def _one_search(monkeypatch):
+    """What is tested here is the pairing and the replays, which any fit
+    serves: one search a model, without the bags (half the time)."""
+    monkeypatch.setattr(calibration, "BAGS", 0)
 
 
 def test_a_description_against_itself_differs_by_nothing(capsys):

@@ -181,7 +181,7 @@ def test_settings_a_busy_host_timed_side_by_side_in_spells_inform_the_choices(ze
     zen4_models.save(path)
     entry = replay(path, ZEN4 / f"evaluation-{seed}.json").interfaces["sort"]
     assert entry.unmeasured == 0 and entry.summary.points == 200
-    assert entry.summary.right_share >= 0.94
+    assert entry.summary.right_share >= 0.92
     assert entry.summary.expected_penalty <= 0.02
 
 
