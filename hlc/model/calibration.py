@@ -575,12 +575,18 @@ def _search_and_fit(predictor: Predictor, implementation: ast.Implementation, mo
     return _Search(discovered, terms, result, columns, times, notes + left_out)
 
 
+def _point_of(sample: Sample) -> tuple[bool, int, int]:
+    """The point a sample was taken at, among all of an implementation's
+    (a verification point's index counts the draws, a fitting one's the nest)."""
+    return sample.verify, sample.P, sample.index
+
+
 def _bag_points(samples: list[Sample], bag: int) -> list[Sample]:
     """The samples of BAG_SHARE of the points of ``samples``, drawn at random for bag number ``bag``."""
-    points = sorted({(s.verify, s.P, s.index) for s in samples})
+    points = sorted({_point_of(s) for s in samples})
     drawn = np.random.default_rng(bag).choice(len(points), size=round(BAG_SHARE * len(points)), replace=False)
     chosen = {points[i] for i in drawn}
-    return [s for s in samples if (s.verify, s.P, s.index) in chosen]
+    return [s for s in samples if _point_of(s) in chosen]
 
 
 def _bag_job(shared: Shared, models_of: dict[str, Path], callees: dict[str, TimeModel], name: str,
@@ -626,7 +632,7 @@ def _bagged(predictor: Predictor, implementation: ast.Implementation, model: ast
     discovered = tuple(dict.fromkeys(term for search in searches for term in search.discovered))
     terms = model_terms(model, discovered)
     columns, times = _columns(predictor, implementation, terms, samples)
-    texts = texts_of(model, discovered, [])
+    texts = _texts_of(model, discovered)
     coefficients = {}
     for text in texts:
         weight = sum(search.result.coefficients.get(text, 0.0) for search in searches) / len(searches)
@@ -660,7 +666,7 @@ def _agreeing(predictor: Predictor, implementation: ast.Implementation, searches
     put a cost per counter on a step at 2^20 keys, and predicted 71 and 82
     ms where the others said 1.8 to 2.1 (and the sort took 2.8).  The mean
     of the six chose radix sorts at 3 times the counting sort's time."""
-    probes = _probes(predictor, implementation, sites) + _probes(predictor, implementation, _lattice(sites))
+    probes = _probes_everywhere(predictor, implementation, sites)
     if not probes:
         return searches[:1]
     predicted = []
@@ -859,6 +865,13 @@ def _probes(predictor: Predictor, implementation: ast.Implementation,
     return probes
 
 
+def _probes_everywhere(predictor: Predictor, implementation: ast.Implementation,
+                       sites: list[dict[str, float]]) -> list[dict[str, Any]]:
+    """Where the dispatcher may ask the model: the sites the samples reached
+    and a lattice over the domain they span (each thinned to PROBES)."""
+    return _probes(predictor, implementation, sites) + _probes(predictor, implementation, _lattice(sites))
+
+
 def _lattice(sites: list[dict[str, float]]) -> list[dict[str, float]]:
     """Points spread over the domain the ``sites`` span, for each rank count
     apart: the product of each variable's lattice values (:func:`_axis`),
@@ -941,7 +954,7 @@ def _positive_everywhere(predictor: Predictor, implementation: ast.Implementatio
     its written term for the values present at -4.6 ns each, predicted
     -1.8 us at 13,193 keys of 12 bits, where it ran twice as fast as the
     radix sort chosen.  Returns the notes that say so."""
-    probes = _probes(predictor, implementation, sites) + _probes(predictor, implementation, _lattice(sites))
+    probes = _probes_everywhere(predictor, implementation, sites)
     if not probes:
         return discovered, result, []
     terms = model_terms(model, discovered)
@@ -983,7 +996,7 @@ def _positive_everywhere(predictor: Predictor, implementation: ast.Implementatio
             notes.append(f"left out the fitter's term {term.text}: with it, the model predicted no positive time "
                          f"at {below} of {len(probes)} points where it may be asked")
         if removed:  # offered, and dropped: the written terms stay in the model's account
-            result = replace(result, terms=tuple(texts_of(model, discovered, removed)),
+            result = replace(result, terms=tuple(_texts_of(model, discovered)),
                              dropped=[*result.dropped, *removed])
         below = left
     return discovered, result, notes
@@ -1007,9 +1020,8 @@ def _refit(predictor: Predictor, implementation: ast.Implementation, model: ast.
             return None
 
 
-def texts_of(model: ast.CostModel, discovered: tuple[Discovered, ...], removed: list[str]) -> list[str]:
-    """The texts of the terms a fit of the model with ``discovered`` offers,
-    the constant first, those ``removed`` included."""
+def _texts_of(model: ast.CostModel, discovered: tuple[Discovered, ...]) -> list[str]:
+    """The texts of the terms a fit of the model with ``discovered`` offers, the constant first."""
     texts = [unparse(term) for term in model_terms(model, discovered)]
     return ([CONSTANT] if model.constant else []) + [text for text in texts if text != CONSTANT]
 
@@ -1079,6 +1091,7 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
     for wave in _waves(library, callees):
         jobs, costs, names = [], [], []
         found: dict[str, TimeModel] = {}
+        searching: dict[str, bool] = {}  # whether the model's terms are searched (not given by terms_of)
         for interface, implementation in wave:
             model = implementation.model("time")
             key = (interface.name, implementation.name)
@@ -1093,6 +1106,7 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
                                    samples.of(interface.name, implementation.name, verify=True))
             previous = terms_of.time(implementation.name) if terms_of else None
             called = {name: times[name] for name in _called(callees, implementation.name) if name in times}
+            searching[implementation.name] = previous is None or previous.status != "fitted"
             jobs.append((shared, dict(models_of or {}), called, implementation.name, fitting, verification,
                          relative, confidence, tolerance, discovering,
                          previous.discovered if previous and previous.status == "fitted" else None,
@@ -1101,11 +1115,11 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
             names.append(implementation.name)
         fits = dict(zip(names, side_by_side(_fit_job, jobs, costs, workers=_workers_for(costs)), strict=True))
         # The final fit's searches are bagged (_bagged): the bags of every model of the wave side by side.
-        bagged = [(name, job) for name, job, cost in zip(names, jobs, costs, strict=True)
+        bagged = [(name, job) for name, job in zip(names, jobs, strict=True)
                   if every_sample and BAGS and _baggable(fits[name], implementations[name].model("time"),
-                                                         job[10] is None, discovering)]
-        bag_jobs = [(shared, job[1], job[2], name, fits[name].samples, relative, confidence, discovering, shortlist,
-                     bag) for name, job in bagged for bag in range(BAGS)]
+                                                         searching[name], discovering)]
+        bag_jobs = [(*job[:4], fits[name].samples, relative, confidence, discovering, shortlist, bag)
+                    for name, job in bagged for bag in range(BAGS)]
         bag_costs = [_fit_cost(implementations[name].model("time"), fits[name].samples or [], True)
                      for name, _ in bagged for _ in range(BAGS)]
         searched = side_by_side(_bag_job, bag_jobs, bag_costs, workers=_workers_for(bag_costs)) if bag_jobs else []
@@ -1187,7 +1201,7 @@ def _baggable(fitted: _Fitted, model: ast.CostModel, searched: bool, discovering
     """Whether the model's terms were searched, on samples of enough points to bag (BAG_POINTS)."""
     return (searched and (discovering or bool(model.families)) and fitted.entry.status == "fitted"
             and fitted.samples is not None
-            and len({(s.verify, s.P, s.index) for s in fitted.samples}) >= BAG_POINTS)
+            and len({_point_of(s) for s in fitted.samples}) >= BAG_POINTS)
 
 
 def host_tolerance(samples: Samples) -> HostTolerance:
