@@ -542,13 +542,36 @@ class _Search:
 
 @dataclass
 class _Fitted:
-    """An implementation's model as :func:`_fit_one` fitted it, with the
+    """An implementation's model as :func:`_fit_job` fitted it, with the
     search that gave its terms and the samples that search saw (None for a
-    model with no terms to fit)."""
+    model with no terms to fit).  ``pending``: in a build's final fit, the
+    judged model whose search on every sample is still to run."""
 
     entry: TimeModel
     kept: _Search | None = None
     samples: list[Sample] | None = None
+    pending: _Pending | None = None
+
+
+@dataclass
+class _Pending:
+    """A judged model (:func:`_judge`) whose search on every sample runs as
+    a job of its own, with what its model records besides."""
+
+    judged: _Judged
+    leveled: dict[str, float]
+    leveled_text: str | None
+    domain: dict[str, list[float]]
+
+    def done(self, model: ast.CostModel, kept: _Search | None, relative: bool) -> _Fitted:
+        """The model kept once the search on every sample gave ``kept``
+        (None: the search failed, and the judged model is kept)."""
+        fitted = self.judged.kept(model, kept, relative)
+        entry = fitted.entry
+        if self.leveled:
+            entry = replace(entry, leveled=self.leveled, warnings=(*entry.warnings, self.leveled_text))
+        fitted.entry = replace(entry, domain=self.domain)
+        return fitted
 
 
 def _search_and_fit(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
@@ -587,22 +610,6 @@ def _bag_points(samples: list[Sample], bag: int) -> list[Sample]:
     drawn = np.random.default_rng(bag).choice(len(points), size=round(BAG_SHARE * len(points)), replace=False)
     chosen = {points[i] for i in drawn}
     return [s for s in samples if _point_of(s) in chosen]
-
-
-def _bag_job(shared: Shared, models_of: dict[str, Path], callees: dict[str, TimeModel], name: str,
-             samples: list[Sample], relative: bool, confidence: float, discovering: bool,
-             shortlist: int | None, bag: int) -> _Search | None:
-    """The search of one bag of an implementation's samples (_bag_points),
-    its model not checked for positive times (:func:`_agreeing` does): a
-    job, as :func:`_fit_job`; None where the bag cannot be fitted."""
-    library = shared.value
-    implementation = next(m for i in library.interfaces for m in i.implementations if m.name == name)
-    predictor = Predictor(library, callees, used_predictors(library, models_of))
-    try:
-        return _search_and_fit(predictor, implementation, implementation.model("time"), _bag_points(samples, bag),
-                               relative, confidence, discovering, None, shortlist, [])
-    except (FitError, EvaluationError, ModelUnavailable):
-        return None
 
 
 def _bagged(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
@@ -685,29 +692,80 @@ def _agreeing(predictor: Predictor, implementation: ast.Implementation, searches
     return kept or searches[:1]
 
 
-def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
-             fitting: list[Sample], verification: list[Sample], relative: bool,
-             confidence: float, tolerance: HostTolerance = HostTolerance(), discovering: bool = True,
-             discovered: tuple[Discovered, ...] | None = None, shortlist: int | None = None,
-             sites: list[dict[str, float]] | None = None, slowdown: float | None = None,
-             every_sample: bool = True) -> _Fitted:
-    """The implementation's model.  Its terms are searched and fitted on the
-    fitting samples and judged on the verification samples (the verification
-    MRE).  With ``every_sample``, the model kept is then searched and fitted
-    again the same way on both: the judged model's error is the verdict on
-    the procedure, and the kept one has more to find the costs from.  The
-    verification samples lie at random points between the grid's, where the
-    fitting ones leave gaps a knot may fall in: on 26 sort builds of a busy
-    Zen 4 host, replayed against four exhaustive evaluations, the choices
-    were right 0.8 points more often (SE 0.3), better in 19 builds and
-    worse in 6; refitting only the coefficients on every sample gained
-    0.3 (SE 0.2).  Returns the model with the search kept and its samples,
-    which the caller may bag (:func:`_bagged`)."""
+@dataclass
+class _Judged:
+    """An implementation's model as far as the fitting samples give it: the
+    search on them, judged on the verification samples, with what the
+    model kept records of the samples.  :meth:`kept` makes the model of a
+    search on every sample, once that has run (a job of its own,
+    :func:`_search_job`)."""
+
+    steadiness: Steadiness
+    counts: dict[str, int]
+    pooled: bool
+    judged: _Search
+    held_mre: float | None
+    by_ranks: dict[str, float]
+
+    @property
+    def everything(self) -> list[Sample]:
+        """The samples a search on every sample sees."""
+        return self.steadiness.fitting + self.steadiness.verification
+
+    @property
+    def searched_again(self) -> bool:
+        """Whether a search on every sample would see more than the judged one did."""
+        return bool(self.steadiness.verification)
+
+    def kept(self, model: ast.CostModel, kept: _Search | None, relative: bool) -> _Fitted:
+        """The model of search ``kept`` on every sample, or of the judged
+        search where ``kept`` is None."""
+        steadiness, held_mre = self.steadiness, self.held_mre
+        fitting, verification = steadiness.fitting, steadiness.verification
+        search, samples = (self.judged, fitting) if kept is None else (kept, self.everything)
+        notes = list(search.notes)
+        if steadiness.kept:
+            notes.append(f"{steadiness.kept} of {len(fitting + verification)} samples were taken while the host "
+                         f"meter read a slow spell or never settled: kept, as {steadiness.why}")
+        if steadiness.alone:
+            notes.append(f"{steadiness.scaled} of the {steadiness.scaled + steadiness.left_out} samples taken while "
+                         f"the host meter read a slow spell or never settled had no steady one within "
+                         f"{NEAR_STEADY:g} octaves: kept, their times divided by {steadiness.slowdown:.2f} (how "
+                         f"much longer the spells' samples ran than the others' model predicts); the others left out")
+        elif steadiness.scaled:
+            notes.append(f"{steadiness.scaled} of {len(fitting + verification) + steadiness.left_out} samples were "
+                         f"taken while the host meter read a slow spell or never settled, and ran "
+                         f"{steadiness.slowdown:.2f} times as long as the others' model predicts: kept, as "
+                         f"{steadiness.why}, their times divided by that")
+        if verification:
+            if held_mre is not None and held_mre > VERIFICATION_LIMIT:
+                notes.append(_inaccurate_text(held_mre, steadiness))
+        elif self.pooled:
+            notes.append(f"too few fitting samples for {written_terms(model)} terms: fitted on the "
+                         f"verification samples too ({len(fitting)} in all), and not verified")
+        else:
+            notes.append("no verification samples")
+        entry = TimeModel("fitted", **self.counts, **_kept_fields(search, relative), warnings=tuple(notes),
+                          verification_mre=held_mre, verification_mre_by_ranks=self.by_ranks,
+                          slowdown=steadiness.slowdown if steadiness.scaled else None,
+                          scaled_alone=steadiness.alone, on_every_sample=kept is not None)
+        return _Fitted(entry, search, samples)
+
+
+def _judge(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
+           fitting: list[Sample], verification: list[Sample], relative: bool,
+           confidence: float, tolerance: HostTolerance = HostTolerance(), discovering: bool = True,
+           discovered: tuple[Discovered, ...] | None = None, shortlist: int | None = None,
+           sites: list[dict[str, float]] | None = None, slowdown: float | None = None) -> _Judged | _Fitted:
+    """The implementation's terms searched and fitted on the fitting
+    samples and judged on the verification samples (the verification
+    MRE); a model with no terms to fit is done here (a :class:`_Fitted`)."""
     steadiness = _steady(predictor, implementation, model, fitting, verification, tolerance, relative, slowdown)
     fitting, verification, disturbed = steadiness.fitting, steadiness.verification, steadiness.left_out
     pooled = model.fitted and _too_few(model, fitting) and not _too_few(model, fitting + verification)
     if pooled:  # a model fitted on every sample, unverified, is better than none
         fitting, verification = fitting + verification, []
+        steadiness = replace(steadiness, fitting=fitting, verification=verification)
     counts = {"samples": len(fitting), "verification_samples": len(verification),
               "noisy_samples": sum(1 for s in fitting + verification if s.noisy),
               "disturbed_samples": disturbed}
@@ -720,47 +778,14 @@ def _fit_one(predictor: Predictor, implementation: ast.Implementation, model: as
         notes = (_inaccurate_text(error, steadiness, "the formula (or a model it calls)"),) \
             if error is not None and error > VERIFICATION_LIMIT else ()
         return _Fitted(TimeModel("factored", verification_mre=error, warnings=notes, **counts))
-
-    def search(samples: list[Sample]) -> _Search:
-        return _search_and_fit(predictor, implementation, model, samples, relative, confidence, discovering,
-                               discovered, shortlist, sites or [])
-
-    judged = search(fitting)
+    judged = _search_and_fit(predictor, implementation, model, fitting, relative, confidence, discovering,
+                             discovered, shortlist, sites or [])
     held_mre, by_ranks = None, {}
     if verification:
         held_columns, held_times = _columns(predictor, implementation, judged.terms, verification)
         held_mre = judged.result.mre_on(held_columns, held_times)
-        by_ranks = _by_ranks(judged.result, held_columns, held_times, verification)
-    kept, kept_samples = judged, fitting
-    if every_sample and verification:
-        kept, kept_samples = search(fitting + verification), fitting + verification
-    notes = list(kept.notes)
-    if steadiness.kept:
-        notes.append(f"{steadiness.kept} of {len(fitting + verification)} samples were taken while the host meter "
-                     f"read a slow spell or never settled: kept, as {steadiness.why}")
-    if steadiness.alone:
-        notes.append(f"{steadiness.scaled} of the {steadiness.scaled + steadiness.left_out} samples taken while the "
-                     f"host meter read a slow spell or never settled had no steady one within {NEAR_STEADY:g} "
-                     f"octaves: kept, their times divided by {steadiness.slowdown:.2f} (how much longer the "
-                     f"spells' samples ran than the others' model predicts); the others left out")
-    elif steadiness.scaled:
-        notes.append(f"{steadiness.scaled} of {len(fitting + verification) + steadiness.left_out} samples were "
-                     f"taken while the host meter read a slow spell or never settled, and ran "
-                     f"{steadiness.slowdown:.2f} times as long as the others' model predicts: kept, as "
-                     f"{steadiness.why}, their times divided by that")
-    if verification:
-        if held_mre > VERIFICATION_LIMIT:
-            notes.append(_inaccurate_text(held_mre, steadiness))
-    elif pooled:
-        notes.append(f"too few fitting samples for {written_terms(model)} terms: fitted on the "
-                     f"verification samples too ({len(fitting)} in all), and not verified")
-    else:
-        notes.append("no verification samples")
-    entry = TimeModel("fitted", **counts, **_kept_fields(kept, relative), warnings=tuple(notes),
-                      verification_mre=held_mre, verification_mre_by_ranks=by_ranks or {},
-                      slowdown=steadiness.slowdown if steadiness.scaled else None, scaled_alone=steadiness.alone,
-                      on_every_sample=kept is not judged)
-    return _Fitted(entry, kept, kept_samples)
+        by_ranks = _by_ranks(judged.result, held_columns, held_times, verification) or {}
+    return _Judged(steadiness, counts, pooled, judged, held_mre, by_ranks)
 
 
 def _kept_fields(kept: _Search, relative: bool) -> dict[str, Any]:
@@ -1063,7 +1088,7 @@ def calibrate(library: ast.Library, samples: Samples, *, relative: bool = True, 
     (hlc.model.discover.SHORTLIST; fewer for a quicker, narrower search).
     ``every_sample``: keep models searched and fitted again on the
     verification samples too, once those have judged the ones fitted
-    without them (:func:`_fit_one`); without, the judged ones, in half the
+    without them (:func:`_fit_job`); without, the judged ones, in half the
     time (what an adaptive profile's rounds plan with).
 
     The fitter's matrices are small (samples × terms): BLAS threads gain
@@ -1110,23 +1135,34 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
             jobs.append((shared, dict(models_of or {}), called, implementation.name, fitting, verification,
                          relative, confidence, tolerance, discovering,
                          previous.discovered if previous and previous.status == "fitted" else None,
-                         shortlist, sites[interface.name], every_sample))
+                         shortlist, sites[interface.name], every_sample, every_sample))
             costs.append(_fit_cost(model, fitting, discovering and previous is None))
             names.append(implementation.name)
         fits = dict(zip(names, side_by_side(_fit_job, jobs, costs, workers=_workers_for(costs)), strict=True))
-        # The final fit's searches are bagged (_bagged): the bags of every model of the wave side by side.
-        bagged = [(name, job) for name, job in zip(names, jobs, strict=True)
-                  if every_sample and BAGS and _baggable(fits[name], implementations[name].model("time"),
-                                                         searching[name], discovering)]
-        bag_jobs = [(*job[:4], fits[name].samples, relative, confidence, discovering, shortlist, bag)
-                    for name, job in bagged for bag in range(BAGS)]
-        bag_costs = [_fit_cost(implementations[name].model("time"), fits[name].samples or [], True)
-                     for name, _ in bagged for _ in range(BAGS)]
-        searched = side_by_side(_bag_job, bag_jobs, bag_costs, workers=_workers_for(bag_costs)) if bag_jobs else []
-        for position, (name, _) in enumerate(bagged):
-            fits[name].entry = _bagged(predictor, implementations[name], implementations[name].model("time"),
-                                       fits[name], searched[position * BAGS:(position + 1) * BAGS], relative,
-                                       confidence, sites[interface_of[name]])
+        # The final fit's searches on every sample, and its bags' (_bagged), of every model of the wave side by side.
+        later: list[tuple] = []  # (name, bag or None), the search jobs' owners
+        for name in names:
+            fitted = fits[name]
+            if fitted.pending is not None:
+                later.append((name, None))
+            if every_sample and BAGS and _baggable(fitted, implementations[name].model("time"), searching[name],
+                                                   discovering):
+                later += [(name, bag) for bag in range(BAGS)]
+        job_of = dict(zip(names, jobs, strict=True))
+        search_jobs = [(*job_of[name][:4], _searched_samples(fits[name]), relative, confidence, discovering,
+                        job_of[name][10], shortlist, sites[interface_of[name]], bag) for name, bag in later]
+        search_costs = [_fit_cost(implementations[name].model("time"), _searched_samples(fits[name]) or [], True)
+                        for name, _ in later]
+        searches = dict(zip(later, side_by_side(_search_job, search_jobs, search_costs,
+                                                workers=_workers_for(search_costs)), strict=True))
+        for name in names:
+            model = implementations[name].model("time")
+            if fits[name].pending is not None:
+                fits[name] = fits[name].pending.done(model, searches[(name, None)], relative)
+            bags = [searches[(name, bag)] for bag in range(BAGS) if (name, bag) in searches]
+            if bags:
+                fits[name].entry = _bagged(predictor, implementations[name], model, fits[name], bags, relative,
+                                           confidence, sites[interface_of[name]])
         for interface, implementation in wave:
             entry = fits[implementation.name].entry if implementation.name in fits else found[implementation.name]
             if implementation.name in fits and entry.status != "unfitted":
@@ -1170,10 +1206,29 @@ def _workers_for(costs: list[float]) -> int | None:
 def _fit_job(shared: Shared, models_of: dict[str, Path], callees: dict[str, TimeModel], name: str,
              fitting: list[Sample], verification: list[Sample], relative: bool, confidence: float,
              tolerance: HostTolerance, discovering: bool, discovered: tuple[Discovered, ...] | None,
-             shortlist: int | None, sites: list[dict[str, float]], every_sample: bool = True) -> _Fitted:
+             shortlist: int | None, sites: list[dict[str, float]], every_sample: bool = True,
+             later: bool = False) -> _Fitted:
     """One implementation's fitted model, with its domain: a job that runs
     in this process or in a worker (hlc.model.workers), given the fitted
-    models its terms call (``callees``)."""
+    models its terms call (``callees``).
+
+    Its terms are searched and fitted on the fitting samples and judged on
+    the verification samples (the verification MRE, :func:`_judge`).  With
+    ``every_sample``, the model kept is then searched and fitted again the
+    same way on both: the judged model's error is the verdict on the
+    procedure, and the kept one has more to find the costs from.  The
+    verification samples lie at random points between the grid's, where
+    the fitting ones leave gaps a knot may fall in: on 26 sort builds of a
+    busy Zen 4 host, replayed against four exhaustive evaluations, the
+    choices were right 0.8 points more often (SE 0.3), better in 19 builds
+    and worse in 6; refitting only the coefficients on every sample gained
+    0.3 (SE 0.2).  The caller may bag the search kept (:func:`_bagged`).
+
+    With ``later``, the search on every sample is left to the caller
+    (``pending``), to run as a job of its own beside the bags'
+    (:func:`_search_job`): the final fit of a sort build, whose radix
+    models are searched six times each, took 11.7 s with each model's
+    searches one after the other in its job, 8.4 s so (two cores)."""
     library = shared.value
     implementation = next(m for i in library.interfaces for m in i.implementations if m.name == name)
     model = implementation.model("time")
@@ -1181,27 +1236,70 @@ def _fit_job(shared: Shared, models_of: dict[str, Path], callees: dict[str, Time
     try:
         if model.fitted and not fitting:
             raise FitError("no fitting samples (was the library profiled?)")
-        fitted = _fit_one(predictor, implementation, model, fitting, verification, relative, confidence,
-                          tolerance, discovering, discovered, shortlist, sites, every_sample=every_sample)
-        leveled = _leveled(predictor, implementation, fitted.entry, fitting, tolerance)
+        judged = _judge(predictor, implementation, model, fitting, verification, relative, confidence,
+                        tolerance, discovering, discovered, shortlist, sites)
+        if isinstance(judged, _Fitted):
+            judged.entry = replace(judged.entry, domain=_domain(fitting + verification))
+            return judged
+        # A parameterized model's points are leveled by the model that would be kept (on every sample).
+        kept = None
+        if every_sample and judged.searched_again and implementation.parameters:
+            kept = _search_and_fit(predictor, implementation, model, judged.everything, relative, confidence,
+                                   discovering, discovered, shortlist, sites)
+        leveled = _leveled(predictor, implementation, judged.kept(model, kept, relative).entry, fitting, tolerance)
         if leveled:
             # the spells' slowdown, for their other samples, is the one all of them showed
-            fitted = _fit_one(predictor, implementation, model, leveled_samples(leveled, fitting), verification,
-                              relative, confidence, tolerance, discovering, discovered, shortlist, sites,
-                              fitted.entry.slowdown, every_sample)
-            fitted.entry = replace(fitted.entry, leveled=leveled,
-                                   warnings=(*fitted.entry.warnings, _leveled_text(leveled, fitting)))
+            steadiness = judged.steadiness
+            judged = _judge(predictor, implementation, model, leveled_samples(leveled, fitting), verification,
+                            relative, confidence, tolerance, discovering, discovered, shortlist, sites,
+                            steadiness.slowdown if steadiness.scaled else None)
+            assert isinstance(judged, _Judged)
+            kept = None
+        pending = _Pending(judged, leveled, _leveled_text(leveled, fitting) if leveled else None,
+                           _domain(fitting + verification))
+        if every_sample and judged.searched_again and later and kept is None:
+            return _Fitted(TimeModel("unfitted", cause="its search on every sample is pending"), pending=pending)
+        if every_sample and judged.searched_again and kept is None:
+            kept = _search_and_fit(predictor, implementation, model, judged.everything, relative, confidence,
+                                   discovering, discovered, shortlist, sites)
+        return pending.done(model, kept, relative)
     except (FitError, EvaluationError, ModelUnavailable) as error:
         return _Fitted(TimeModel("unfitted", cause=str(error)))
-    fitted.entry = replace(fitted.entry, domain=_domain(fitting + verification))
-    return fitted
+
+
+def _search_job(shared: Shared, models_of: dict[str, Path], callees: dict[str, TimeModel], name: str,
+                samples: list[Sample], relative: bool, confidence: float, discovering: bool,
+                discovered: tuple[Discovered, ...] | None, shortlist: int | None,
+                sites: list[dict[str, float]], bag: int | None = None) -> _Search | None:
+    """A search of an implementation's terms on ``samples``: a job, as
+    :func:`_fit_job`; None where they cannot be fitted.  With ``bag``, of
+    that bag of their points (_bag_points), its model not checked for
+    positive times (:func:`_agreeing` does); without, of all of them, a
+    judged model's search on every sample (:class:`_Pending`)."""
+    library = shared.value
+    implementation = next(m for i in library.interfaces for m in i.implementations if m.name == name)
+    predictor = Predictor(library, callees, used_predictors(library, models_of))
+    if bag is not None:
+        samples, sites = _bag_points(samples, bag), []
+    try:
+        return _search_and_fit(predictor, implementation, implementation.model("time"), samples, relative,
+                               confidence, discovering, discovered, shortlist, sites)
+    except (FitError, EvaluationError, ModelUnavailable):
+        return None
 
 
 def _baggable(fitted: _Fitted, model: ast.CostModel, searched: bool, discovering: bool) -> bool:
     """Whether the model's terms were searched, on samples of enough points to bag (BAG_POINTS)."""
-    return (searched and (discovering or bool(model.families)) and fitted.entry.status == "fitted"
-            and fitted.samples is not None
-            and len({_point_of(s) for s in fitted.samples}) >= BAG_POINTS)
+    samples = _searched_samples(fitted)
+    return (searched and (discovering or bool(model.families)) and samples is not None
+            and len({_point_of(s) for s in samples}) >= BAG_POINTS)
+
+
+def _searched_samples(fitted: _Fitted) -> list[Sample] | None:
+    """The samples the model kept of ``fitted`` is (or, pending, will be) searched on."""
+    if fitted.pending is not None:
+        return fitted.pending.judged.everything
+    return fitted.samples if fitted.entry.status == "fitted" else None
 
 
 def host_tolerance(samples: Samples) -> HostTolerance:
