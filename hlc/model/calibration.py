@@ -866,35 +866,80 @@ def _probes(predictor: Predictor, implementation: ast.Implementation,
     """Where the dispatcher may ask the model: each site where the
     implementation applies, at each value of its parameters in their ranges
     (of a long one, its share of PROBE_VALUES; none when a parameter has no
-    range), thinned evenly to PROBES."""
+    range), thinned evenly to PROBES.  Only the probes kept are made: a
+    site of a model with two parameters stands for 256 settings, and a
+    lattice of 4,000 sites made a million, to keep 2,000 (the stencil's
+    blocks, 5 s of its fit)."""
     if any(parameter.range is None for parameter in implementation.parameters):
         return []
-    probes = []
     each = max(2, round(PROBE_VALUES ** (1 / max(len(implementation.parameters), 1))))
-    for site in sites:
-        if not _applies(predictor, implementation, site):
-            continue
-        settings: list[dict[str, Any]] = [dict(site)]
-        for parameter in implementation.parameters:
-            grown = []
-            for setting in settings:
-                try:
-                    low, high = integer_bounds(parameter.range, {**predictor.constants, **setting})
-                except (EvaluationError, ArithmeticError, ValueError):
-                    continue
-                grown += [{**setting, parameter.name: value} for value in _probed_values(low, high, each)]
-            settings = grown
-        probes += settings
-    if len(probes) > PROBES:
-        probes = [probes[i] for i in np.linspace(0, len(probes) - 1, PROBES).round().astype(int)]
+    settings = [_SiteSettings(predictor, implementation, site, each) for site in sites
+                if _applies(predictor, implementation, site)]
+    total = sum(len(site) for site in settings)
+    wanted = range(total) if total <= PROBES else np.linspace(0, total - 1, PROBES).round().astype(int).tolist()
+    probes, passed, position = [], 0, 0  # passed: the probes of the sites before settings[position]
+    for index in wanted:
+        while index >= passed + len(settings[position]):
+            passed += len(settings[position])
+            position += 1
+        probes.append(settings[position][index - passed])
     return probes
+
+
+class _SiteSettings:
+    """The settings of an implementation's parameters probed at one site
+    (:func:`_probes`): each value of the first parameter with each of the
+    next, and so on.  A parameter's range names no other parameter (the
+    checker refuses it), so the values of each are found once, and a
+    setting is made only when asked for."""
+
+    def __init__(self, predictor: Predictor, implementation: ast.Implementation, site: dict[str, float],
+                 each: int):
+        self.site = site
+        self.names = [parameter.name for parameter in implementation.parameters]
+        self.values: list[list[int]] = []
+        environment = {**predictor.constants, **site}
+        for parameter in implementation.parameters:
+            try:
+                low, high = integer_bounds(parameter.range, environment)
+            except (EvaluationError, ArithmeticError, ValueError):
+                self.values = [[]]
+                return
+            self.values.append(_probed_values(low, high, each))
+
+    def __len__(self) -> int:
+        return math.prod(len(values) for values in self.values)
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        """The ``index``-th setting, the last parameter's value changing fastest."""
+        chosen = []
+        for values in reversed(self.values):
+            index, digit = divmod(index, len(values))
+            chosen.append(values[digit])
+        return {**self.site, **dict(zip(self.names, reversed(chosen), strict=True))}
 
 
 def _probes_everywhere(predictor: Predictor, implementation: ast.Implementation,
                        sites: list[dict[str, float]]) -> list[dict[str, Any]]:
     """Where the dispatcher may ask the model: the sites the samples reached
-    and a lattice over the domain they span (each thinned to PROBES)."""
-    return _probes(predictor, implementation, sites) + _probes(predictor, implementation, _lattice(sites))
+    and a lattice over the domain they span (each thinned to PROBES).  The
+    searches of one model in one process probe the same places: found once
+    (kept with the library and the sites they were found for, so that no
+    other object takes their identities while they are kept)."""
+    key = (id(predictor.library), implementation.name, id(sites))
+    kept = _PROBED.get(key)
+    if kept is not None and kept[0] is predictor.library and kept[1] is sites:
+        return kept[2]
+    probes = _probes(predictor, implementation, sites) + _probes(predictor, implementation, _lattice(sites))
+    while len(_PROBED) >= PROBED_KEPT:
+        del _PROBED[next(iter(_PROBED))]
+    _PROBED[key] = (predictor.library, sites, probes)
+    return probes
+
+
+#: How many implementations' probes a process keeps (:func:`_probes_everywhere`).
+PROBED_KEPT = 16
+_PROBED: dict[tuple[int, str, int], tuple[ast.Library, list[dict[str, float]], list[dict[str, Any]]]] = {}
 
 
 def _lattice(sites: list[dict[str, float]]) -> list[dict[str, float]]:

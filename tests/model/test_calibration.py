@@ -554,6 +554,41 @@ def test_two_long_parameter_ranges_share_the_settings_probed_at_a_site():
     assert len({p["tall"] for p in probes}) == len({p["wide"] for p in probes}) == 16
 
 
+def _every_setting_thinned(predictor, implementation, sites):
+    """The probes made one by one: each site's every setting, then thinned to PROBES."""
+    from hlc.language.expressions import integer_bounds
+    from hlc.model import calibration
+
+    each = max(2, round(calibration.PROBE_VALUES ** (1 / len(implementation.parameters))))
+    probes = []
+    for site in sites:
+        settings = [dict(site)]
+        for parameter in implementation.parameters:
+            settings = [{**setting, parameter.name: value} for setting in settings
+                         for value in calibration._probed_values(
+                             *integer_bounds(parameter.range, {**predictor.constants, **setting}), each)]
+        probes += settings
+    if len(probes) > calibration.PROBES:
+        probes = [probes[i] for i in np.linspace(0, len(probes) - 1, calibration.PROBES).round().astype(int)]
+    return probes
+
+
+def test_the_probes_are_each_site_s_settings_thinned():
+    """The settings kept of many sites are those that making every setting
+    of every site and thinning them would keep, in the same order, though
+    only the settings kept are made."""
+    from hlc.model import calibration
+    from hlc.model.predict import Predictor
+
+    library = parse(TILED)
+    implementation = library.interfaces[0].implementations[0]
+    predictor = Predictor(library, {})
+    sites = [{"n": float(n), "P": 1.0, "logP": 0.0} for n in range(1, 40)]
+    probes = calibration._probes(predictor, implementation, sites)
+    assert probes == _every_setting_thinned(predictor, implementation, sites)
+    assert len(probes) == calibration.PROBES
+
+
 def test_a_factored_model_far_from_its_samples_says_so():
     """A factored model is not fitted, but its samples judge it as they judge
     a fitted one: off by a factor of three on the line's samples, it gets
