@@ -29,6 +29,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 from collections.abc import Iterator, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -159,11 +160,15 @@ class Background:
 
     Its group is the build's session's, so that it is orphaned when the
     build dies: a stopped group then gets SIGHUP and SIGCONT from the
-    kernel, and ends rather than stays stopped (POSIX)."""
+    kernel, and ends rather than stays stopped (POSIX).  A build run under
+    ``nohup`` ignores SIGHUP, and a child inherits an ignored signal: its
+    compile starts with SIGHUP's default action all the same
+    (:func:`_hangup_reaching_children`)."""
 
     def __init__(self, command: Sequence[str]):
-        self.process = subprocess.Popen(list(command), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                        process_group=0)
+        with _hangup_reaching_children():
+            self.process = subprocess.Popen(list(command), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                            process_group=0)
         self._stops = 0  # nested pauses
 
     def _signal(self, number: int) -> None:
@@ -201,6 +206,30 @@ class Background:
         except subprocess.TimeoutExpired:
             self._signal(signal.SIGKILL)
             self.process.wait()
+
+
+def _ignore(number: int, frame: object) -> None:
+    """SIGHUP's handler while a background compile starts: this process still ignores it."""
+
+
+@contextlib.contextmanager
+def _hangup_reaching_children() -> Iterator[None]:
+    """For the time of the block, SIGHUP handled by doing nothing where this
+    process ignores it: a child started meanwhile then starts with its
+    default action (an exec keeps ignored signals ignored, and resets
+    handled ones), so that an orphaned, stopped compile ends on the
+    kernel's SIGHUP.  Only the main thread may set a handler; elsewhere the
+    child inherits what this process does."""
+    hangup = getattr(signal, "SIGHUP", None)
+    if hangup is None or threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(hangup) is not signal.SIG_IGN:
+        yield
+        return
+    signal.signal(hangup, _ignore)
+    try:
+        yield
+    finally:
+        signal.signal(hangup, signal.SIG_IGN)
 
 
 def _object_entry(source: Path) -> Path | None:

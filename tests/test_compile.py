@@ -236,8 +236,10 @@ def test_a_paused_background_compile_stops_with_its_children_and_goes_on_after(t
 
 #: A build stand-in that starts a background compile, pauses it and waits to be killed.
 ABANDONED = """
-import sys, time
+import signal, sys, time
 from hlc.compile import Background
+if sys.argv[3] == "ignored":  # as under nohup
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
 background = Background([sys.executable, "-c", sys.argv[1], sys.argv[2]])
 time.sleep(0.5)
 with background.paused():
@@ -246,13 +248,16 @@ with background.paused():
 """
 
 
-def test_a_background_compile_paused_by_a_build_that_was_killed_ends(tmp_path):
+@pytest.mark.parametrize("hangup", ["default", "ignored"])
+def test_a_background_compile_paused_by_a_build_that_was_killed_ends(tmp_path, hangup):
     """A killed build cannot resume or end its paused compile; the compile's
     process group is then orphaned with a stopped member, and the kernel ends
-    it (SIGHUP, then SIGCONT) rather than leave it stopped for ever."""
+    it (SIGHUP, then SIGCONT) rather than leave it stopped for ever; also
+    where the build ignored SIGHUP (run under nohup), which its children
+    would inherit."""
     marks = tmp_path / "marks"
-    build = subprocess.Popen([sys.executable, "-c", ABANDONED, COUNTING, str(marks)], stdout=subprocess.PIPE,
-                             text=True, start_new_session=True)
+    build = subprocess.Popen([sys.executable, "-c", ABANDONED, COUNTING, str(marks), hangup],
+                             stdout=subprocess.PIPE, text=True, start_new_session=True)
     compile_pid = int(build.stdout.readline())
     os.killpg(build.pid, signal.SIGKILL)
     build.wait()
