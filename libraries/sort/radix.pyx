@@ -212,11 +212,12 @@ cdef inline uint64_t _offset(key_t key, uint64_t low) noexcept nogil:
     subtraction after the load."""
     if key_t is uint8_t:
         return <uint8_t>(key - <uint8_t>low)
-    if key_t is uint16_t:
+    elif key_t is uint16_t:
         return <uint16_t>(key - <uint16_t>low)
-    if key_t is uint32_t:
+    elif key_t is uint32_t:
         return <uint32_t>(key - <uint32_t>low)
-    return <uint64_t>key - low
+    else:
+        return <uint64_t>key - low
 
 
 cdef int _kind(cnp.ndarray array):
