@@ -28,10 +28,11 @@ points; an adaptive profile measures a part of it, chosen in rounds:
      more, to that miss (``Judge.misfit``) (thesis Fig. 4-8: the wrong
      choices lie at the region boundaries), most uncertain first;
    * the points halfway between neighbouring measured points whose
-     fastest measured alternatives differ (hlc.boundaries): points between
-     the grid's, surveyed when first wanted, so that a boundary the grid
-     brackets is found to the integer, not interpolated across, until every
-     grid point is measured (``BISECT_UNTIL_COVERED``);
+     fastest measured alternatives differ (hlc.boundaries): the grid point
+     nearest halfway where some between them are not measured yet, else
+     points between the grid's, surveyed when first wanted, so that a
+     boundary the grid brackets is found to the integer, not interpolated
+     across, until every grid point is measured (``BISECT_UNTIL_COVERED``);
    * the points farthest from any measured one, halving the largest gaps
      (seed 003's geometric bisection, on the whole nest instead of one
      variable), so that a region the models got wrong without knowing it is
@@ -1194,14 +1195,16 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
         surveyed = [site for site in read_sites(records) if site.P in ranks]
         known = {site.key: site.point for site in sites}
         known.update({site.key: site.point for site in surveyed if site.refined and site.key in taken})
-        found = [(b.interface, b.P, tuple(b.point.items())) for b in
-                 boundaries(library, known, measured_candidates(records.samples))]
+        bisected = boundaries(library, known, measured_candidates(records.samples))
+        # A midpoint is a grid point not measured yet (key), or one between the grid's.
+        found = [(b.interface, b.P, tuple(b.point.items())) if b.key is None else b.key for b in bisected]
         refined = refined_sites(surveyed)
         following: dict[str, int] = defaultdict(int)
         for site in surveyed:
             following[site.interface] = max(following[site.interface], site.index + 1)
         new: dict[int, dict[str, dict[str, dict]]] = defaultdict(lambda: defaultdict(dict))
-        for interface, size, point in dict.fromkeys(where for where in found if where not in refined):
+        for interface, size, point in dict.fromkeys(where for where, b in zip(found, bisected, strict=True)
+                                                    if b.key is None and where not in refined):
             new[size][interface][str(following[interface])] = dict(point)
             following[interface] += 1
         for size, points in new.items():
@@ -1210,7 +1213,8 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
         if new:
             records = follower.read()
             refined = refined_sites([site for site in read_sites(records) if site.P in ranks])
-        return records, [refined[where] for where in found if where in refined and refined[where].key not in taken]
+        at = {**refined, **grid.by_key}
+        return records, [at[where] for where in dict.fromkeys(found) if where in at and at[where].key not in taken]
 
     def affordable(judge: Judge, left: float) -> bool:
         """Whether every candidate at every point not yet measured fits in ``left`` seconds."""

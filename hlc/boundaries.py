@@ -14,8 +14,18 @@ is not yet known, applied to the decision rather than to one speed curve.
 Halfway is in the loop's own scale: the geometric mean of the two values
 for a loop drawn log-uniformly (``*=``, ``<<=``, ``drawn log``), the mean
 otherwise, rounded to an integer; an interval with no integer inside is
-resolved.  A boundary is bisected only where the alternatives it separates
-differ by more than the tolerance at one of its ends at least: between two
+resolved.  An adaptive profile measures part of the grid, so two measured
+points along a loop may have grid points between them not measured yet:
+the boundary is then bisected at the one of those nearest halfway, a grid
+point (GBBP's bisection, over the grid first).  Only where none lies
+between is a point between the grid's made.  A step in one
+implementation's cost that lies between two grid values (numpy.sort
+sorts up to some power of two of keys in a sorting network, and more by
+partitioning) is then bracketed along every line whose ends were
+measured, not only along those whose every grid point was.
+
+A boundary is bisected only where the alternatives it separates differ by
+more than the tolerance at one of its ends at least: between two
 near-equal alternatives a wrong choice costs nothing worth measuring.
 """
 
@@ -73,6 +83,7 @@ class Boundary:
     point: dict[str, int]  # the midpoint
     stake: float  # how much slower the other end's winner is, at the end where it is most
     implementations: bool  # the winners are different implementations, not settings of one
+    key: tuple[str, int, int] | None = None  # the midpoint's key when it is a known point, not measured yet
 
 
 def midpoint(loop: ast.Loop, low: int, high: int) -> int | None:
@@ -82,6 +93,15 @@ def midpoint(loop: ast.Loop, low: int, high: int) -> int | None:
         return None
     middle = round(math.sqrt(low * high)) if loop.drawn == "log" and low > 0 else (low + high) // 2
     return middle if low < middle < high else None
+
+
+def nearest_halfway(loop: ast.Loop, low: int, high: int, between: Sequence[int]) -> int:
+    """Of the values ``between`` ``low`` and ``high``, the one nearest halfway
+    in the loop's scale (the lower of two as near)."""
+    if loop.drawn == "log" and low > 0:
+        middle = (math.log(low) + math.log(high)) / 2
+        return min(between, key=lambda value: (abs(math.log(value) - middle), value))
+    return min(between, key=lambda value: (abs(2 * value - low - high), value))
 
 
 def in_range(loops: Sequence[ast.Loop], point: Mapping[str, int], constants: Mapping[str, Any]) -> bool:
@@ -112,11 +132,13 @@ def stake(winner: Label, other: Label, timed: Mapping[Label, float]) -> float | 
 def boundaries(library: ast.Library, points: Mapping[tuple[str, int, int], dict[str, int]],
                measured: Mapping[tuple[str, int, int], Mapping[Label, float]]) -> list[Boundary]:
     """The boundaries worth bisecting: along each loop of each interface, the
-    pairs of neighbouring points (nothing known between them: ``points``
-    holds every point surveyed, measured or not) that are both measured and
-    have different fastest alternatives, with the alternatives more than
-    STAKE apart at one end; different implementations first, then the
-    largest stake first, each midpoint once."""
+    pairs of neighbouring measured points (``points`` holds every point
+    surveyed, measured or not) that have different fastest alternatives,
+    with the alternatives more than STAKE apart at one end; different
+    implementations first, then the largest stake first, each midpoint
+    once.  Where surveyed points not measured lie between the two, the
+    midpoint is the one nearest halfway (its ``key`` says which), else a
+    new point halfway."""
     constants = constant_values(library)
     loops = {interface.name: list(interface.profile.loops) for interface in library.interfaces
              if interface.profile is not None}
@@ -132,9 +154,8 @@ def boundaries(library: ast.Library, points: Mapping[tuple[str, int, int], dict[
         if loop is None:
             continue
         members.sort()
-        for (low, low_key), (high, high_key) in zip(members, members[1:], strict=False):
-            if not measured.get(low_key) or not measured.get(high_key):
-                continue
+        taken = [(value, key) for value, key in members if measured.get(key)]
+        for (low, low_key), (high, high_key) in zip(taken, taken[1:], strict=False):
             low_timed, high_timed = measured[low_key], measured[high_key]
             low_winner = min(low_timed, key=lambda name: (low_timed[name], name))
             high_winner = min(high_timed, key=lambda name: (high_timed[name], name))
@@ -145,15 +166,21 @@ def boundaries(library: ast.Library, points: Mapping[tuple[str, int, int], dict[
             at_stake = max(stakes) if len(stakes) == 2 else UNKNOWN_STAKE
             if at_stake <= STAKE:
                 continue
-            middle = midpoint(loop, low, high)
-            if middle is None:
-                continue
-            point = {**dict(rest), variable: middle}
-            point = {name: point[name] for name in points[low_key]}  # the nest's order
-            if not in_range(loops[interface], point, constants):
-                continue
+            between = {value: key for value, key in members if low < value < high}
+            if between:  # a surveyed point, not measured yet
+                middle = nearest_halfway(loop, low, high, sorted(between))
+                known: tuple[str, int, int] | None = between[middle]
+                point = dict(points[known])
+            else:
+                middle, known = midpoint(loop, low, high), None
+                if middle is None:
+                    continue
+                point = {**dict(rest), variable: middle}
+                point = {name: point[name] for name in points[low_key]}  # the nest's order
+                if not in_range(loops[interface], point, constants):
+                    continue
             boundary = Boundary(interface, size, variable, low, high, point, at_stake,
-                                low_winner[0] != high_winner[0])
+                                low_winner[0] != high_winner[0], known)
             where = (interface, size, tuple(point.items()))
             if where not in found or (boundary.implementations, boundary.stake) > (
                     found[where].implementations, found[where].stake):

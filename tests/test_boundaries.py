@@ -65,10 +65,27 @@ def test_a_boundary_is_bisected_where_the_winner_changes_and_enough_is_at_stake(
     # near-equal alternatives at both ends: nothing worth a measurement
     points, measured = crossing({20: (1.0, 0.99), 40: (1.0, 1.02)})
     assert boundaries(CROSSING, points, measured) == []
-    # a point between them known but not yet measured: not neighbours
+    # a point between them known but not measured yet: it is the midpoint
     points, measured = crossing({10: (1.0, 0.5), 20: (1.0, 0.9), 30: (1.0, 1.2), 40: (1.0, 1.5)})
     del measured["square_sum", 1, 2]
-    assert boundaries(CROSSING, points, measured) == []
+    found = boundaries(CROSSING, points, measured)
+    assert [(b.low, b.high, b.point, b.key) for b in found] == [(20, 40, {"count": 30}, ("square_sum", 1, 2))]
+
+
+def test_across_points_not_measured_the_one_nearest_halfway_in_the_loops_scale_is_bisected():
+    """Measured at 10 and 80 only: the grid points between are not measured
+    yet, and the one nearest the geometric mean (28.3) is taken, not the
+    arithmetic (45) nor a new point."""
+    counts = {10: (1.0, 0.5), 20: (1.0, 0.9), 25: (1.0, 1.0), 40: (1.0, 1.5), 50: (1.0, 1.9), 80: (1.0, 3.0)}
+    points, measured = crossing(counts)
+    keys = {point["count"]: key for key, point in points.items()}
+    for count in (20, 25, 40, 50):
+        del measured[keys[count]]
+    [found] = boundaries(CROSSING, points, measured)
+    assert (found.low, found.high, found.point, found.key) == (10, 80, {"count": 25}, keys[25])
+    measured[keys[25]] = {label("dot", {}): 1.0, label("loop", {}): 1.0 * 1.2}
+    [found] = boundaries(CROSSING, points, measured)  # dot wins at 25 now: between 10 and 25
+    assert (found.low, found.high, found.point["count"]) == (10, 25, 20)
 
 
 def test_the_boundaries_of_each_loop_are_found_on_a_two_loop_nest():

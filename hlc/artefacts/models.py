@@ -92,6 +92,19 @@ class Discovered:
     base: str
     factors: tuple[Factor, ...]
 
+    def __post_init__(self) -> None:
+        # The fitter's search keys its caches by terms and tuples of terms,
+        # and hashes them millions of times: the hash is computed once.
+        object.__setattr__(self, "_hash", hash((self.base, self.factors)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple[type, tuple[str, tuple[Factor, ...]]]:
+        # A string's hash differs from one process to the next: the fit's
+        # workers compute their own.
+        return Discovered, (self.base, self.factors)
+
     @property
     def text(self) -> str:
         factors = " * ".join(f.text for f in self.factors)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,6 +57,23 @@ def test_a_discovered_term_reads_as_the_description_language():
     assert Discovered.from_json(term.to_json()) == term
     with pytest.raises(ValueError, match="a step, a hinge or a tent"):
         Factor.from_json({"kind": "ramp", "variable": "n", "knot": 1, "log": False})
+
+
+def test_a_discovered_term_sent_to_another_process_hashes_as_that_process_s_own():
+    """A term keeps its hash, computed once; a string's hash differs from
+    one process to the next (PYTHONHASHSEED), so a term pickled to a fit's
+    worker must hash there as one made there, or the worker's caches miss
+    it and its searches go otherwise."""
+    term = Discovered("n * iter", (Factor("step", "digit", 9.0, False), Factor("hinge", "n", 18.25, True)))
+    assert hash(term) == hash(Discovered(term.base, term.factors)) and {term: 1}[Discovered.from_json(term.to_json())]
+    program = ("import pickle, sys\n"
+               "from hlc.artefacts.models import Discovered\n"
+               "term = pickle.loads(sys.stdin.buffer.read())\n"
+               "print(hash(term) == hash(Discovered(term.base, term.factors)))")
+    for seed in ("1", "2"):
+        shown = subprocess.run([sys.executable, "-c", program], input=pickle.dumps(term), capture_output=True,
+                               env={**os.environ, "PYTHONHASHSEED": seed}, check=True)
+        assert shown.stdout.decode().strip() == "True"
 
 
 def test_a_damaged_models_file_is_refused_naming_the_file(tmp_path):
