@@ -25,7 +25,8 @@ there, counts as wrong) and the expected penalty over the points judged;
 then whether adaptive sampling at each budget chose right at least as
 often as the grid with twice the time, over all the stored evaluations
 (the expected penalties are over the points judged, which a build without
-models at a rank count leaves out).  Where twice the time reached the
+models at a rank count leaves out; so each comparison also gives both
+kinds' expected penalties over the points that every build of both judged).  Where twice the time reached the
 whole grid, the grid's figure is that of every build at a budget that
 reached it, pooled in the row ``whole``: they are one kind of build, whose
 budgets differ only in time they did not need.  Where adaptive sampling's
@@ -99,6 +100,9 @@ class Judged:
     # per build: its right share, every stored evaluation weighed alike
     builds: list[float] = field(default_factory=list)
     complete: bool = False  # every build measured every point of the grid
+    #: per build, per stored evaluation: the penalty at each point it judged,
+    #: by (interface, rank count, index), to compare kinds on common points
+    penalties: list[list[dict[tuple[str, int, int], float]]] = field(default_factory=list)
 
 
 def evaluations(library: str) -> list[Path]:
@@ -191,9 +195,12 @@ def built_and_judged(library: str, method: str, budget: float | None, seed: int,
                    adaptive=method == "adaptive")
     spent = result.breakdown
     profiling = spent.wall - sum(spent.seconds.get(activity, 0.0) for activity in NOT_PROFILING)
-    right, expected = [], []
+    right, expected, penalties = [], [], []
     for evaluation in stored:
-        entries = replay(out, evaluation).interfaces.values()
+        interfaces = replay(out, evaluation).interfaces
+        entries = interfaces.values()
+        penalties.append({(name, point.P, point.index): point.penalty
+                          for name, entry in interfaces.items() for point in entry.points})
         # Every interface's points together.  A point where the build chose
         # nothing (no model there), or something the evaluation did not
         # time, counts as a wrong choice.
@@ -208,7 +215,7 @@ def built_and_judged(library: str, method: str, budget: float | None, seed: int,
         keep_build(out, keep / library / kind_name(method, budget, seed))
     shutil.rmtree(out.parent)
     return Judged(method, budget, spent.wall, profiling, spent.measuring_share, right, expected,
-                  [statistics.mean(right)], complete=result.coverage is None)
+                  [statistics.mean(right)], complete=result.coverage is None, penalties=[penalties])
 
 
 def judged_interleaved(library: str, kinds: list[tuple[str, float | None]], folder: Path, stored: list[Path],
@@ -241,7 +248,30 @@ def pooled(method: str, budget: float | None, groups: list[Judged]) -> Judged:
                   mean([g.measuring for g in groups]),
                   [mean(list(values)) for values in zip(*(g.right for g in groups), strict=True)],
                   [mean(list(values)) for values in zip(*(g.expected for g in groups), strict=True)],
-                  [share for g in groups for share in g.builds], all(g.complete for g in groups))
+                  [share for g in groups for share in g.builds], all(g.complete for g in groups),
+                  [each for g in groups for each in g.penalties])
+
+
+def common_penalties(first: Judged, second: Judged) -> tuple[float, float, int]:
+    """The expected penalties of two kinds of build over the points that
+    every build of both judged, each stored evaluation weighed alike, and
+    how many points that is.  A build without models at a rank count judges
+    none of its points; its expected penalty over the points it judged is
+    then over the easier part of the evaluations, and cannot be set beside
+    that of a build that judged them all."""
+    builds = first.penalties + second.penalties
+    firsts, seconds, counted = [], [], 0
+    for place in range(len(builds[0]) if builds else 0):
+        common = set.intersection(*(set(build[place]) for build in builds))
+        if not common:
+            continue
+        counted += len(common)
+        for kind, values in ((first, firsts), (second, seconds)):
+            values.append(statistics.mean(statistics.mean(build[place][key] for key in common)
+                                          for build in kind.penalties))
+    if not counted:
+        return math.nan, math.nan, 0
+    return statistics.mean(firsts), statistics.mean(seconds), counted
 
 
 def whole_grid(grid: Mapping[float, Judged]) -> Judged | None:
@@ -330,10 +360,12 @@ def main() -> None:
         for budget in budgets:
             a, g = adaptive[budget], judging[2 * budget]
             which = f"{2 * budget:g} s" + (" (the whole grid)" if g is whole else "")
+            mine, theirs, common = common_penalties(a, g)
             print(f"  at {budget:g} s: adaptive right {100 * statistics.mean(a.right):.1f}%, expected "
                   f"{100 * statistics.mean(a.expected):.2f}%; grid at {which} right "
                   f"{100 * statistics.mean(g.right):.1f}%, expected {100 * statistics.mean(g.expected):.2f}%"
-                  f" -> {verdict(a, g, noise)}")
+                  f"; expected over the {common} points both judged {100 * mine:.2f}% against "
+                  f"{100 * theirs:.2f}% -> {verdict(a, g, noise)}")
         reaching = [b for b, g in sorted(judging.items()) if g.right[0] >= default.right[0]]
         needs = f"{grid[reaching[0]].profiling:.0f}" if reaching else f"more than {max(grid):g}"
         last.append(f"{library}: build {default.seconds:.0f} s, measuring {100 * default.measuring:.0f}% of it, "

@@ -65,6 +65,25 @@ def test_the_builds_that_reached_the_whole_grid_are_pooled_whatever_their_budget
     assert cost.whole_grid({15: grid[15], 30: grid[30]}) is None  # one budget alone: nothing to pool
 
 
+
+def test_expected_penalties_are_set_side_by_side_on_the_points_every_build_of_both_judged():
+    """A grid build without a two-rank model judges only the one-rank points;
+    beside an adaptive build that judged both, the comparison is over those."""
+    one_rank = {("sort", 1, i): 0.01 * i for i in range(4)}  # 0, 1, 2, 3%
+    two_ranks = {("sort", 2, i): 0.20 for i in range(4)}
+    adaptive = cost.Judged("adaptive", 15, 0, 0, 0, [0.9], [0.1], [0.9], penalties=[[{**one_rank, **two_ranks}]])
+    grid = cost.Judged("grid", 30, 0, 0, 0, [0.5], [0.015], [0.5],
+                       penalties=[[{key: 0.0 for key in one_rank}], [{**one_rank, ("sort", 1, 0): 0.04}]])
+    mine, theirs, common = cost.common_penalties(adaptive, grid)
+    assert common == 4
+    assert mine == pytest.approx(0.015)  # its one-rank points only
+    assert theirs == pytest.approx((0.0 + (0.04 + 0.01 + 0.02 + 0.03) / 4) / 2)  # the mean of its two builds
+    pooled = cost.pooled("grid", 30, [grid, grid])
+    assert len(pooled.penalties) == 4 and cost.common_penalties(adaptive, pooled)[2] == 4
+    lone = cost.Judged("grid", 30, 0, 0, 0, [0.0], [0.0], [0.0], penalties=[[{("sort", 2, 9): 0.5}]])
+    assert cost.common_penalties(adaptive, lone)[2] == 0  # nothing in common: no figure
+
+
 def test_keep_leaves_what_a_refit_reads_and_nothing_compiled(tmp_path, monkeypatch):
     """With --keep, a judged build's samples, models and description copy stay
     (named by kind and seed); its compiled module goes with the scratch."""
