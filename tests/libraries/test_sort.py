@@ -115,6 +115,21 @@ def test_radix_sort_with_padded_runs(sorts, bpd, extra, dtype, shape, seed):
 
 
 
+def test_one_kept_scratch_serves_the_keys_at_every_digit_width(sorts):
+    """The scratch kept after a sort is reused by sorts of the same keys at
+    wider digits, whose padded runs need more of it (up to n/64 items more):
+    the slack it was made with covers that, and nothing is allocated anew."""
+    radix, _ = sorts
+    radix._kept.buffers = {}
+    keys = np.random.default_rng(0).integers(0, 1 << 24, 300_000, dtype=np.int64)
+    assert np.array_equal(radix.radix_sort(keys, bpd=5), np.sort(keys))  # five passes: both scratch arrays
+    kept = dict(radix._kept.buffers)
+    for bpd in range(6, 13):
+        assert np.array_equal(radix.radix_sort(keys, bpd=bpd), np.sort(keys))
+        assert radix._kept.buffers["first"] is kept["first"], bpd
+        assert radix._kept.buffers["second"] is kept["second"], bpd
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(keys=keys(), bpd=st.integers(1, 16))
 def test_keys_in_the_other_byte_order(sorts, keys, bpd):
