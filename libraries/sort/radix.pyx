@@ -424,8 +424,8 @@ _kept = threading.local()
 def _kept_array(str name, Py_ssize_t count, dtype):
     """An array of ``count`` items of ``dtype`` for this thread's working memory
     ``name``: the kept buffer of that name when it is large enough, else a new
-    one, kept while all kept buffers together fit in SCRATCH_KEPT bytes.  Its
-    contents are undefined."""
+    one with SCRATCH_SLACK's room to spare, kept while all kept buffers
+    together fit in SCRATCH_KEPT bytes.  Its contents are undefined."""
     cdef Py_ssize_t size = count * np.dtype(dtype).itemsize
     buffers = getattr(_kept, "buffers", None)
     if buffers is None:
