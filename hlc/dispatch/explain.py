@@ -157,6 +157,22 @@ def extrapolations(interface: ast.Interface, models: Models, variables: Mapping[
     return notes
 
 
+def searches(predictor: Predictor, implementation: ast.Implementation, variables: Mapping[str, float],
+             settings: Mapping[str, int], marked: str) -> list[str]:
+    """A line per searched parameter of ``implementation``: the values its
+    search weighs with their predicted times, the one of ``settings`` marked
+    (``marked``: "chosen", or "best" for an implementation not chosen)."""
+    lines = []
+    for parameter in implementation.parameters:
+        weighed = weighed_values(predictor, implementation, parameter, variables, settings)
+        if len(weighed) > 1:
+            value_set = settings.get(parameter.name)
+            lines.append(f"  {parameter.name} weighed: " + ", ".join(
+                f"{value} → {_seconds(seconds)}{f' ({marked})' if value == value_set else ''}"
+                for value, seconds in weighed))
+    return lines
+
+
 def explanation(library: ast.Library, models: Models, interface_name: str,
                 variables: Mapping[str, float], choice: Choice,
                 used_models: Mapping[str, Models] | None = None) -> str:
@@ -184,8 +200,12 @@ def explanation(library: ast.Library, models: Models, interface_name: str,
             half = band_of(predictor, implementation, {**variables, **settings}, entry)
             planned = planned_time(predictor, implementation, {**variables, **settings}, predicted)
         column = f" {_seconds(planned):>12}" if risky else ""
+        best = ""  # where another implementation's search ended: what its prediction is at
+        if implementation.name != choice.implementation and math.isfinite(predicted) \
+                and choice.settings.get(implementation.name):
+            best = "  at " + ", ".join(f"{k} = {v}" for k, v in choice.settings[implementation.name].items())
         lines.append(f"{implementation.name:<18} {_seconds(predicted):>16} {_band(half):>12}{column}   "
-                     f"{fit:>6} {verified:>8}{mark}{status}")
+                     f"{fit:>6} {verified:>8}{mark}{status}{best}")
     lines.append("(fit and verified are mean relative errors: 1.05 means 5% off on average;")
     if any(models.time(i.name).on_every_sample for i in interface.implementations):
         lines.append(" verified is that of the model fitted without the verification samples, which then "
@@ -209,13 +229,15 @@ def explanation(library: ast.Library, models: Models, interface_name: str,
                          "implementation that applies")
         if choice.parameters:
             lines.append("\nparameters: " + ", ".join(f"{k} = {v}" for k, v in choice.parameters.items()))
-            for parameter in winner.parameters:
-                weighed = weighed_values(predictor, winner, parameter, variables, choice.parameters)
-                if len(weighed) > 1:
-                    chosen = choice.parameters.get(parameter.name)
-                    lines.append(f"  {parameter.name} weighed: " + ", ".join(
-                        f"{value} → {_seconds(seconds)}{' (chosen)' if value == chosen else ''}"
-                        for value, seconds in weighed))
+            lines += searches(predictor, winner, variables, choice.parameters, "chosen")
+        others = [(name, settings) for name, settings in choice.settings.items()
+                  if name != winner.name and settings and math.isfinite(choice.predicted.get(name, math.inf))]
+        if others:
+            lines.append("\nthe other searches, at the values they ended at:")
+            for name, settings in others:
+                found = searches(predictor, interface.implementation(name), variables, settings, "best")
+                lines += [f"  {name}: {line.strip()}" for line in found] or \
+                    [f"  {name}: " + ", ".join(f"{k} = {v}" for k, v in settings.items())]
         try:
             shares = contributions(predictor, winner, {**variables, **choice.parameters}, entry)
         except (EvaluationError, ModelUnavailable):

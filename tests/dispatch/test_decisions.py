@@ -212,6 +212,30 @@ def test_explain_shows_the_values_spread_over_a_wide_range_that_its_search_compa
     assert f"{choice.parameters['chunk']} → " in weighed and "(chosen)" in weighed
 
 
+
+def test_explain_shows_where_the_searches_of_the_implementations_not_chosen_ended(compiled):
+    """Why not the radix sort, and at which digit width would it have run: an
+    implementation not chosen shows the values its search ended at in the
+    table, and the values it weighed, its best marked."""
+    library, module, decider = compiled
+    interface = library.interface("work")
+    variables = {"n": 300_000, "width": 29, "P": 1, "logP": 0.0}
+    decided = decider.decide(interface, variables)
+    choice = Choice("chunks", decided.settings["chunks"], decided.predicted, decided.settings)
+    text = explanation(library, module.__models__, "work", variables, choice, {})
+    best = decided.settings["digits"]["bpd"]
+    row = next(line for line in text.splitlines() if line.startswith("digits "))
+    assert row.endswith(f"at bpd = {best}")
+    assert next(line for line in text.splitlines() if line.startswith("chunks ")).endswith("← chosen")
+    searched = next(line for line in text.splitlines() if line.strip().startswith("digits: bpd weighed:"))
+    entries = searched.split("weighed: ", 1)[1].split(", ")
+    assert [entry for entry in entries if entry.endswith(" (best)")] == \
+        [entry for entry in entries if entry.startswith(f"{best} → ")]
+    assert len(entries) > 1
+    # the chosen implementation's own search is the one without a name before it
+    own = next(line for line in text.splitlines() if line.strip().startswith("chunk weighed:"))
+    assert "(chosen)" in own
+
 def test_terms_equal_at_the_point_are_shown_as_one():
     """A base term and its steps that hold here are one term here: their
     shares summed under the base's name; a step that does not hold is left
