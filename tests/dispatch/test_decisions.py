@@ -198,13 +198,18 @@ def test_explain_shows_the_search_the_make_up_and_what_lies_beyond_the_samples(c
     assert "%" in text and "-" not in "".join(line.split()[-1] for line in text.splitlines() if line.endswith("%"))
 
 
-def test_explain_shows_the_values_spread_over_a_wide_range_that_its_search_compares_first(compiled):
+def explained_as_if_chunks_won(compiled) -> tuple[Choice, Choice, str]:
+    """The dispatcher's decision at 300,000 keys of 29 bits, the choice as if
+    chunks had won at the parameters its search set, and its explanation."""
     library, module, decider = compiled
-    interface = library.interface("work")
     variables = {"n": 300_000, "width": 29, "P": 1, "logP": 0.0}
-    decided = decider.decide(interface, variables)
+    decided = decider.decide(library.interface("work"), variables)
     choice = Choice("chunks", decided.settings["chunks"], decided.predicted, decided.settings)
-    text = explanation(library, module.__models__, "work", variables, choice, {})
+    return decided, choice, explanation(library, module.__models__, "work", variables, choice, {})
+
+
+def test_explain_shows_the_values_spread_over_a_wide_range_that_its_search_compares_first(compiled):
+    decided, choice, text = explained_as_if_chunks_won(compiled)
     weighed = next(line for line in text.splitlines() if line.strip().startswith("chunk weighed:"))
     shown = [int(part.split(" → ")[0]) for part in weighed.split(": ", 1)[1].split(", ")]
     spread_values = {spread(8, 4096, j) for j in range(COARSE)}
@@ -212,17 +217,11 @@ def test_explain_shows_the_values_spread_over_a_wide_range_that_its_search_compa
     assert f"{choice.parameters['chunk']} → " in weighed and "(chosen)" in weighed
 
 
-
 def test_explain_shows_where_the_searches_of_the_implementations_not_chosen_ended(compiled):
     """Why not the radix sort, and at which digit width would it have run: an
     implementation not chosen shows the values its search ended at in the
     table, and the values it weighed, its best marked."""
-    library, module, decider = compiled
-    interface = library.interface("work")
-    variables = {"n": 300_000, "width": 29, "P": 1, "logP": 0.0}
-    decided = decider.decide(interface, variables)
-    choice = Choice("chunks", decided.settings["chunks"], decided.predicted, decided.settings)
-    text = explanation(library, module.__models__, "work", variables, choice, {})
+    decided, choice, text = explained_as_if_chunks_won(compiled)
     best = decided.settings["digits"]["bpd"]
     row = next(line for line in text.splitlines() if line.startswith("digits "))
     assert row.endswith(f"at bpd = {best}")
@@ -235,6 +234,7 @@ def test_explain_shows_where_the_searches_of_the_implementations_not_chosen_ende
     # the chosen implementation's own search is the one without a name before it
     own = next(line for line in text.splitlines() if line.strip().startswith("chunk weighed:"))
     assert "(chosen)" in own
+
 
 def test_terms_equal_at_the_point_are_shown_as_one():
     """A base term and its steps that hold here are one term here: their
