@@ -340,6 +340,51 @@ def held_out_predictions(columns: Sequence[np.ndarray], times: np.ndarray, weigh
     return predicted
 
 
+class HeldOutBase:
+    """A model's columns ready for candidates of one more term to join: the
+    whitened design scaled as :func:`held_out_predictions` scales it, and
+    each fold's Gram matrix and moment without that fold.  A search weighs
+    eight candidates beside the same terms at each step; each one's fit
+    then costs its own column's products and the solve, not the whole
+    design's again (the sort library's fit spent half its time there)."""
+
+    def __init__(self, columns: Sequence[np.ndarray], times: np.ndarray, weights: np.ndarray):
+        self.design = _unit_columns(_whitened_design(columns, weights))
+        self.target = times / weights
+        self.weights = weights
+        self.folds = _folds(times.size)
+        self.parts = [self.design[held] for held in self.folds]
+        gram, moment = self.design.T @ self.design, self.design.T @ self.target
+        self.grams = np.stack([gram - part.T @ part for part in self.parts])
+        self.moments = np.stack([moment - part.T @ self.target[held]
+                                 for part, held in zip(self.parts, self.folds, strict=True)])
+
+    def predictions_with(self, extra: np.ndarray) -> np.ndarray:
+        """Each sample's held-out prediction (:func:`held_out_predictions`) by
+        the base's columns and one more, for each row of ``extra`` (one
+        column a row): a row of predictions each."""
+        added = _unit_columns((extra / self.weights).T).T
+        count, size = added.shape[0], self.design.shape[1]
+        crossed, squares, moved = added @ self.design, np.einsum("ij,ij->i", added, added), added @ self.target
+        grams = np.empty((count, len(self.folds), size + 1, size + 1))
+        moments = np.empty((count, len(self.folds), size + 1))
+        grams[:, :, :size, :size] = self.grams
+        moments[:, :, :size] = self.moments
+        for fold, (held, part) in enumerate(zip(self.folds, self.parts, strict=True)):
+            left_out = added[:, held]
+            cross = crossed - left_out @ part
+            grams[:, fold, :size, size] = cross
+            grams[:, fold, size, :size] = cross
+            grams[:, fold, size, size] = squares - np.einsum("ij,ij->i", left_out, left_out)
+            moments[:, fold, size] = moved - left_out @ self.target[held]
+        betas = _solve_small(grams, moments)
+        predicted = np.empty((count, self.target.size))
+        for fold, (held, part) in enumerate(zip(self.folds, self.parts, strict=True)):
+            beta = betas[:, fold]
+            predicted[:, held] = (beta[:, :size] @ part.T + beta[:, size:] * added[:, held]) * self.weights[held]
+        return predicted
+
+
 def held_out_errors(columns: Sequence[np.ndarray], times: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """log(1 + |relative error|) of each sample's held-out prediction (:func:`held_out_predictions`)."""
     return log_errors(times, held_out_predictions(columns, times, weights))
@@ -472,7 +517,7 @@ def discover(written: Mapping[str, np.ndarray], times: np.ndarray, variables: Ma
     if not written or not (search.factors or search.members) or search.limit == 0:
         return result
     firsts = search.ranked([])
-    result.candidates = len(firsts)
+    result.candidates = search.offered([])
     found, errors = _searched(search, firsts)
     if offers_tents:
         search, found, errors = _polished(_Search(written, times, found_by, integers, relative, most, families,
@@ -539,6 +584,8 @@ class _Search:
         self.factors = {factor: factor_values(factor, variables)
                         for factor in (factors_of(variables, integers) if enough else [])}
         self.values = dict(self.factors)
+        # the factors' values one a row: a term's offers are its column times each row
+        self._factor_rows = np.array(list(self.factors.values())).reshape(len(self.factors), times.size)
         self.bases = dict(self.written)
         self.members: list[Discovered] = []
         for family in families:
@@ -567,7 +614,7 @@ class _Search:
         self._errors: dict[tuple[Discovered, ...], np.ndarray] = {}
         self._predictions: dict[tuple[Discovered, ...], np.ndarray] = {}
         self._penalties: dict[tuple[Discovered, ...], float] = {}
-        self._ranked: dict[tuple[Discovered, ...], list[Discovered]] = {}
+        self._ranked: dict[tuple[Discovered, ...], tuple[list[Discovered], int]] = {}
         self._written_marks = [_fingerprint(column) for column in self.written.values()]
 
     def column(self, term: Discovered) -> np.ndarray:
@@ -584,16 +631,17 @@ class _Search:
         self._mark_all([term])
         return self._marks[term]
 
-    def _mark_all(self, terms: Sequence[Discovered]) -> None:
+    def _mark_all(self, terms: Sequence[Discovered], columns: np.ndarray | None = None) -> None:
         """The fingerprints of the terms' columns not taken yet (None for a
         constant column, else the bytes :func:`_fingerprint` makes), in one
-        pass over a matrix of the columns: a term offers a few hundred
-        candidates, and their fingerprints one by one took a fifth of a
-        search."""
-        missing = [term for term in terms if term not in self._marks]
+        pass over a matrix of the columns (``columns``: the terms', one a
+        row, when at hand): a term offers a few hundred candidates, and
+        their fingerprints one by one took a fifth of a search."""
+        missing = [k for k, term in enumerate(terms) if term not in self._marks]
         if not missing:
             return
-        columns = np.array([self.column(term) for term in missing])
+        columns = columns[missing] if columns is not None else np.array([self.column(terms[k]) for k in missing])
+        missing = [terms[k] for k in missing]
         constant = np.ptp(columns, axis=1) == 0
         scale = np.max(np.abs(columns), axis=1)
         normalized = np.round(columns / np.where(scale > 0, scale, 1.0)[:, None], 9)
@@ -607,17 +655,20 @@ class _Search:
         another variable (None: the family members)."""
         found = self._offers.get(parent)
         if found is None:
-            if parent is None:
-                terms = self.members
-            elif len(parent.factors) >= MAX_DEGREE:
-                terms = []
-            else:
-                terms = [Discovered(parent.base, (*parent.factors, factor)) for factor in self.factors
-                         if not any(f.variable == factor.variable for f in parent.factors)]
-            rows = np.array([self.column(term) / self.weights for term in terms]) if terms \
-                else np.empty((0, self.times.size))
-            self._mark_all(terms)
-            marks = np.array([self._mark_id(self._mark(term)) for term in terms], dtype=np.intp)
+            if parent is None or len(parent.factors) >= MAX_DEGREE:
+                terms = self.members if parent is None else []
+                columns = np.array([self.column(term) for term in terms]).reshape(len(terms), self.times.size)
+            else:  # the parent's column times each factor's, as column() multiplies them
+                held = {f.variable for f in parent.factors}
+                picked = [k for k, factor in enumerate(self.factors) if factor.variable not in held]
+                factors = list(self.factors)
+                terms = [Discovered(parent.base, (*parent.factors, factors[k])) for k in picked]
+                columns = self.column(parent) * self._factor_rows[picked]
+                for term, column in zip(terms, columns, strict=True):
+                    self._columns.setdefault(term, column)
+            rows = columns / self.weights
+            self._mark_all(terms, columns)
+            marks = np.array([self._mark_id(self._marks[term]) for term in terms], dtype=np.intp)
             found = self._offers[parent] = (terms, marks, rows, np.einsum("ij,ij->i", rows, rows))
         return found
 
@@ -645,6 +696,22 @@ class _Search:
         if predicted is None:
             predicted = self._predictions[key] = held_out_predictions(self.columns(found), self.times, self.weights)
         return predicted
+
+    def weigh(self, others: Sequence[Discovered], candidates: Sequence[Discovered], at: int) -> None:
+        """The held-out predictions of the terms ``others`` with each of the
+        ``candidates`` put in at position ``at``, those not known yet, in one
+        pass over the samples (:class:`HeldOutBase`)."""
+        missing: dict[tuple[Discovered, ...], Discovered] = {}
+        for candidate in candidates:
+            key = (*others[:at], candidate, *others[at:])
+            if candidate not in others and key not in self._predictions:
+                missing.setdefault(key, candidate)
+        if len(missing) < 2 or not self.written:
+            return
+        base = HeldOutBase(self.columns(others), self.times, self.weights)
+        predicted = base.predictions_with(np.array([self.column(term) for term in missing.values()]))
+        for key, row in zip(missing, predicted, strict=True):
+            self._predictions[key] = row
 
     def penalty_of(self, found: Sequence[Discovered]) -> float:
         """The mean penalty of the choices the terms' held-out predictions make
@@ -682,17 +749,23 @@ class _Search:
         return float(np.mean(self.errors_of(found))) if self.written else math.nan
 
     def ranked(self, found: Sequence[Discovered]) -> list[Discovered]:
-        """The candidates for one more term, by the share of the weighted
-        residual each explains, most first: each term of the model (its
-        written base and the factors it holds) times a factor of another
-        variable; screened: not constant, not a duplicate of a column in or
-        offered, not explained by the model's columns."""
+        """The best candidates for one more term (as many as a step
+        weighs: the shortlist, PAIRS), by the share of the weighted residual
+        each explains, most first: each term of the model (its written base
+        and the factors it holds) times a factor of another variable;
+        screened: not constant, not a duplicate of a column in or offered,
+        not explained by the model's columns."""
         key = tuple(found)
         if key not in self._ranked:
             self._ranked[key] = self._screened_ranking(found)
-        return self._ranked[key]
+        return self._ranked[key][0]
 
-    def _screened_ranking(self, found: Sequence[Discovered]) -> list[Discovered]:
+    def offered(self, found: Sequence[Discovered]) -> int:
+        """How many candidates passed the screening beside the terms ``found`` (:meth:`ranked`)."""
+        self.ranked(found)
+        return self._ranked[tuple(found)][1]
+
+    def _screened_ranking(self, found: Sequence[Discovered]) -> tuple[list[Discovered], int]:
         columns = self.columns(found)
         held = [Discovered(name, ()) for name in self.written] + list(found)
         offers = [self.offers(parent) for parent in [None, *held]]
@@ -711,7 +784,7 @@ class _Search:
             offered += [terms[i] for i in picked]
             if picked.size:
                 blocks.append((whitened, norms, picked))
-        return _rank(offered, blocks, columns, self.times, self.weights)
+        return _rank(offered, blocks, columns, self.times, self.weights, max(self.shortlist, PAIRS))
 
     def best_pair(self, firsts: Sequence[Discovered]) -> list[Discovered]:
         """Two terms that together beat the written ones where no one term
@@ -724,7 +797,9 @@ class _Search:
         base = self.errors_of([])
         best: tuple[np.ndarray, list[Discovered]] | None = None
         for first in firsts:
-            for second in self.ranked([first])[:PAIRS]:
+            seconds = self.ranked([first])[:PAIRS]
+            self.weigh([first], seconds, 1)
+            for second in seconds:
                 trial = self.errors_of([first, second])
                 if best is None or _lower(float(np.mean(trial)), float(np.mean(best[0]))):
                     best = (trial, [first, second])
@@ -748,6 +823,7 @@ class _Search:
         while len(found) < self.limit:
             best = None
             shortlist = self.ranked(found)[:self.shortlist]
+            self.weigh(found, shortlist, len(found))
             for term in shortlist:
                 trial = self.errors_of([*found, term])
                 if best is None or _lower(float(np.mean(trial)), float(np.mean(best[0]))):
@@ -793,6 +869,7 @@ class _Search:
         """``found`` with its k-th term replaced by each of ``candidates`` in
         turn where that lowers the cross-validated ``error`` (with ``first``,
         by the first that does): the terms and their error."""
+        self.weigh(found[:k] + found[k + 1:], candidates, k)
         for candidate in candidates:
             if candidate in found:
                 continue
@@ -850,16 +927,18 @@ def _fingerprint(column: np.ndarray) -> bytes:
 
 
 def _rank(candidates: list[Discovered], blocks: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
-          columns: Sequence[np.ndarray], times: np.ndarray, weights: np.ndarray) -> list[Discovered]:
-    """The candidates by the share of the weighted residual each explains,
-    most first; those the model's terms explain already are left out.
+          columns: Sequence[np.ndarray], times: np.ndarray, weights: np.ndarray,
+          most: int) -> tuple[list[Discovered], int]:
+    """The ``most`` candidates that explain the largest share of the weighted
+    residual, most first, and how many the model's terms do not explain
+    already (the others are left out).
     ``blocks``: per term that offers candidates, its offers' columns divided
     by the weights (one a row), their squared norms, and the rows of the
     candidates, in their order.  The rows are used in place: copying the
     candidates of a model with twenty terms into one matrix, a few
     thousand columns of 800 samples, took a quarter of its search."""
     if not candidates or not blocks:
-        return []
+        return [], 0
     target = times / weights
     basis = _span(_whitened_design(columns, weights))
     residual = target - basis @ (basis.T @ target)
@@ -879,8 +958,13 @@ def _rank(candidates: list[Discovered], blocks: Sequence[tuple[np.ndarray, np.nd
     top = float(np.max(scores))
     if top > 0:
         scores = np.round(scores / (top * TIES)) * (top * TIES)
-    order = np.argsort(-scores, kind="stable")
-    return [candidates[i] for i in order if usable[i]]
+    count = int(np.count_nonzero(usable))
+    if count > most:  # the same first ``most`` as a stable sort of all of them
+        kept = np.flatnonzero(scores >= np.partition(scores, scores.size - most)[scores.size - most])
+        order = kept[np.argsort(-scores[kept], kind="stable")][:most]
+    else:
+        order = np.argsort(-scores, kind="stable")
+    return [candidates[i] for i in order if usable[i]], count
 
 
 def _span(design: np.ndarray) -> np.ndarray:

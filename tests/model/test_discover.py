@@ -8,9 +8,21 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hlc.artefacts.models import Discovered
-from hlc.model.discover import KNOT_STEP, FamilyCandidates, discover, factor_values, factors_of, family_factors
+from hlc.model.discover import (
+    KNOT_STEP,
+    FamilyCandidates,
+    HeldOutBase,
+    _rank,
+    discover,
+    factor_values,
+    factors_of,
+    family_factors,
+    held_out_predictions,
+)
 from hlc.model.fit import fit, mean_relative_error
 
 NOISE = 0.03  # multiplicative: each time is the cost times 1 + N(0, 0.03)
@@ -459,3 +471,50 @@ def test_a_jump_a_bisection_brackets_closer_than_the_half_octave_grid_is_found_i
 def test_sizes_sampled_finely_everywhere_get_no_step_between_them_on_smooth_costs_in_19_of_20_runs():
     added = [seed for seed in SEEDS if _bisected(seed, jump=False, eighths=True).terms]
     assert len(added) <= 1, added
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), count=st.integers(6, 120), width=st.integers(1, 8),
+       extra=st.integers(1, 6), copy=st.booleans())
+def test_a_candidate_joining_a_base_is_predicted_as_the_whole_design_predicts_it(seed, count, width, extra, copy):
+    """HeldOutBase's predictions with one more column are those of the whole
+    design's held-out fit, with dependent columns (a copy, a zero column,
+    a column zero on all but one fold) too."""
+    rng = np.random.default_rng(seed)
+    times = rng.uniform(0.5, 2.0, count)
+    weights = times / times.mean()
+    base = [rng.uniform(0, 1, count) for _ in range(width)]
+    if copy:
+        base.append(2.0 * base[0])
+    rows = rng.uniform(0, 1, (extra, count))
+    rows[0] = 3.0 * base[-1]  # explained by the base
+    if extra > 1:
+        rows[1] = 0.0
+    if extra > 2:
+        rows[2] = np.where(np.arange(count) % 5 == 1, rows[2], 0.0)  # one fold's samples only
+    predicted = HeldOutBase(base, times, weights).predictions_with(rows)
+    for row, prediction in zip(rows, predicted, strict=True):
+        whole = held_out_predictions([*base, row], times, weights)
+        assert np.allclose(prediction, whole, rtol=1e-7, atol=1e-9 * np.max(np.abs(whole)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), count=st.integers(1, 60), most=st.integers(1, 10), ties=st.booleans())
+def test_the_best_candidates_ranked_are_the_first_of_a_stable_ranking_of_all(seed, count, most, ties):
+    """_rank keeps only the first ``most``: they are the first of the whole
+    ranking, ties in their order, and the count is of every usable one."""
+    rng = np.random.default_rng(seed)
+    size = 40
+    columns = [np.ones(size), rng.uniform(1, 2, size)]
+    times = rng.uniform(1, 3, size)
+    weights = np.ones(size)
+    candidates = rng.uniform(0, 1, (count, size))
+    if ties:
+        candidates[count // 2:] = candidates[0]  # equal scores
+    candidates[::7] = columns[1]  # explained already
+    terms = [Discovered(f"t{k}", ()) for k in range(count)]
+    blocks = [(candidates, np.einsum("ij,ij->i", candidates, candidates), np.arange(count))]
+    every, usable = _rank(terms, blocks, columns, times, weights, count + 1)
+    first, counted = _rank(terms, blocks, columns, times, weights, most)
+    assert first == every[:most]
+    assert counted == usable == len(every)
