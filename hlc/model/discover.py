@@ -615,6 +615,7 @@ class _Search:
         self._predictions: dict[tuple[Discovered, ...], np.ndarray] = {}
         self._penalties: dict[tuple[Discovered, ...], float] = {}
         self._ranked: dict[tuple[Discovered, ...], tuple[list[Discovered], int]] = {}
+        self._meetings: dict[Discovered | None, dict[str | Discovered | None, np.ndarray]] = {}
         self._written_marks = [_fingerprint(column) for column in self.written.values()]
 
     def column(self, term: Discovered) -> np.ndarray:
@@ -775,7 +776,8 @@ class _Search:
                 seen[self._mark_ids[mark]] = True
         offered: list[Discovered] = []
         blocks = []
-        for terms, marks, whitened, norms in offers:  # each fingerprint's first offer, if not in the model
+        for parent, (terms, marks, _, norms) in zip([None, *held], offers, strict=True):
+            # each fingerprint's first offer, if not in the model
             usable = np.flatnonzero(marks >= 0)
             usable = usable[~seen[marks[usable]]]
             _, first = np.unique(marks[usable], return_index=True)
@@ -783,8 +785,26 @@ class _Search:
             seen[marks[picked]] = True
             offered += [terms[i] for i in picked]
             if picked.size:
-                blocks.append((whitened, norms, picked))
+                blocks.append((*self._products(parent, [*self.written, *found]), norms, picked))
         return _rank(offered, blocks, columns, self.times, self.weights, max(self.shortlist, PAIRS))
+
+    def _products(self, parent: Discovered | None, keys: Sequence[str | Discovered]) -> tuple[np.ndarray, np.ndarray]:
+        """The products of the parent's offers (whitened, one a row) with the
+        model's whitened columns (``keys``: the written terms' names and the
+        terms found; one column each) and with the whitened times.  The
+        model grows by a term at a time, and a ranking needs its products
+        with every offer: each is computed once."""
+        _, _, rows, _ = self.offers(parent)
+        known = self._meetings.setdefault(parent, {})
+        missing = [key for key in keys if key not in known]
+        if missing:
+            columns = [self.written[key] if isinstance(key, str) else self.column(key) for key in missing]
+            for key, product in zip(missing, (rows @ (np.column_stack(columns) / self.weights[:, None])).T,
+                                    strict=True):
+                known[key] = product
+        if None not in known:
+            known[None] = rows @ (self.times / self.weights)
+        return np.column_stack([known[key] for key in keys]), known[None]
 
     def best_pair(self, firsts: Sequence[Discovered]) -> list[Discovered]:
         """Two terms that together beat the written ones where no one term
@@ -926,31 +946,36 @@ def _fingerprint(column: np.ndarray) -> bytes:
     return np.round(column / scale, 9).tobytes() if scale > 0 else b"zero"
 
 
-def _rank(candidates: list[Discovered], blocks: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
+def _rank(candidates: list[Discovered], blocks: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
           columns: Sequence[np.ndarray], times: np.ndarray, weights: np.ndarray,
           most: int) -> tuple[list[Discovered], int]:
     """The ``most`` candidates that explain the largest share of the weighted
     residual, most first, and how many the model's terms do not explain
     already (the others are left out).
-    ``blocks``: per term that offers candidates, its offers' columns divided
-    by the weights (one a row), their squared norms, and the rows of the
-    candidates, in their order.  The rows are used in place: copying the
-    candidates of a model with twenty terms into one matrix, a few
-    thousand columns of 800 samples, took a quarter of its search."""
+    ``blocks``: per term that offers candidates, its offers' (whitened, one
+    a row) products with the model's whitened ``columns`` and with the
+    whitened times, their squared norms, and the rows of the candidates, in
+    their order.  Products rather than the offers themselves: a ranking
+    then costs a few operations per offer and term, not per sample too."""
     if not candidates or not blocks:
         return [], 0
     target = times / weights
-    basis = _span(_whitened_design(columns, weights))
-    residual = target - basis @ (basis.T @ target)
-    # With Q orthonormal, a column's part outside the model's span has the
-    # squared norm |b|² - |Qᵀb|², and the residual (orthogonal to Q) meets
-    # it as it meets b: no need to form the projected columns.
+    design = _whitened_design(columns, weights)
+    scale = np.linalg.norm(design, axis=0)
+    scale[scale == 0] = 1.0
+    vectors, singular, turns = _spanning(design / scale)
+    # The model's span has the orthonormal basis Q = D·T (D the whitened
+    # design), so an offer b meets it as bᵀD·T, its part outside the span has
+    # the squared norm |b|² - |Qᵀb|², and the residual (orthogonal to Q) meets
+    # that part as it meets b: bᵀt - (Qᵀb)·(Qᵀt), t the whitened times.
+    through = turns.T / singular / scale[:, None]
+    along = vectors.T @ target
     totals, norms, met = [], [], []
-    for rows, total, picked in blocks:
-        inside = rows @ basis
+    for products, meeting, total, picked in blocks:
+        inside = products[picked] @ through
         totals.append(total[picked])
-        norms.append(total[picked] - np.einsum("ij,ij->i", inside, inside)[picked])
-        met.append((rows @ residual)[picked])
+        norms.append(total[picked] - np.einsum("ij,ij->i", inside, inside))
+        met.append(meeting[picked] - inside @ along)
     total, norm, meeting = np.concatenate(totals), np.concatenate(norms), np.concatenate(met)
     usable = norm > EXPLAINED * total
     scores = np.where(usable, meeting ** 2 / np.where(usable, norm, 1.0), -1.0)
@@ -974,10 +999,15 @@ def _span(design: np.ndarray) -> np.ndarray:
     one rank count was profiled) holds a direction made of rounding, which
     differs from one processor's BLAS kernels to another's, and the
     residual it leaves ranked the candidates differently on each."""
-    vectors, singular, _ = np.linalg.svd(_unit_columns(design), full_matrices=False)
-    if not singular.size:
-        return vectors
-    return vectors[:, singular > math.sqrt(GRAM_TOLERANCE) * singular[0]]
+    return _spanning(_unit_columns(design))[0]
+
+
+def _spanning(design: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The design's singular vectors and values (U, S, Vᵀ), but for the
+    directions that rounding alone makes (:func:`_span`)."""
+    vectors, singular, turns = np.linalg.svd(design, full_matrices=False)
+    kept = singular > math.sqrt(GRAM_TOLERANCE) * singular[0] if singular.size else np.zeros(0, dtype=bool)
+    return vectors[:, kept], singular[kept], turns[kept]
 
 
 def _neighbours(factor: Factor, factors: Mapping[Factor, np.ndarray]) -> list[Factor]:

@@ -499,22 +499,41 @@ def test_a_candidate_joining_a_base_is_predicted_as_the_whole_design_predicts_it
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), count=st.integers(1, 60), most=st.integers(1, 10), ties=st.booleans())
-def test_the_best_candidates_ranked_are_the_first_of_a_stable_ranking_of_all(seed, count, most, ties):
-    """_rank keeps only the first ``most``: they are the first of the whole
-    ranking, ties in their order, and the count is of every usable one."""
+@given(seed=st.integers(0, 2**32 - 1), count=st.integers(1, 60), most=st.integers(1, 10), ties=st.booleans(),
+       dependent=st.booleans())
+def test_the_best_candidates_ranked_are_those_whose_part_outside_the_model_meets_its_residual_most(
+        seed, count, most, ties, dependent):
+    """_rank, from the candidates' products with the model's columns, ranks
+    as the projections themselves do (a candidate's part outside the
+    model's span, squared, against the residual), keeps the first ``most``
+    in that order (equal candidates in theirs), and counts every one the
+    model does not explain already, with dependent columns in the model too."""
     rng = np.random.default_rng(seed)
     size = 40
     columns = [np.ones(size), rng.uniform(1, 2, size)]
+    if dependent:
+        columns.append(3.0 * columns[1])  # as 1 and logP where one rank count was profiled
     times = rng.uniform(1, 3, size)
-    weights = np.ones(size)
+    weights = times / times.mean()
     candidates = rng.uniform(0, 1, (count, size))
     if ties:
-        candidates[count // 2:] = candidates[0]  # equal scores
-    candidates[::7] = columns[1]  # explained already
+        candidates[count // 2:] = candidates[0]
+    candidates[::7] = 2.0 * columns[1]  # explained already
     terms = [Discovered(f"t{k}", ()) for k in range(count)]
-    blocks = [(candidates, np.einsum("ij,ij->i", candidates, candidates), np.arange(count))]
-    every, usable = _rank(terms, blocks, columns, times, weights, count + 1)
-    first, counted = _rank(terms, blocks, columns, times, weights, most)
-    assert first == every[:most]
-    assert counted == usable == len(every)
+    whitened = candidates / weights
+    design = np.column_stack(columns) / weights[:, None]
+    products = whitened @ design
+    squares = np.einsum("ij,ij->i", whitened, whitened)
+    block = (products, whitened @ (times / weights), squares, np.arange(count))
+    ranked, usable = _rank(terms, [block], columns, times, weights, most)
+
+    basis, _ = np.linalg.qr(design[:, :2])
+    target = times / weights
+    residual = target - basis @ (basis.T @ target)
+    outside = whitened - (whitened @ basis) @ basis.T
+    norms = np.einsum("ij,ij->i", outside, outside)
+    explained = norms <= 1e-6 * squares
+    scores = np.where(explained, -1.0, (outside @ residual) ** 2 / np.where(explained, 1.0, norms))
+    expected = [terms[k] for k in np.argsort(-np.round(scores, 9), kind="stable") if not explained[k]]
+    assert usable == len(expected)
+    assert ranked == expected[:most]
