@@ -1153,6 +1153,9 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
     predictor = Predictor(library, times, used_predictors(library, models_of or {}))
     excluded = {(f.interface, f.implementation): f for f in samples.failures}
     sites = {interface.name: sites_of(samples, interface.name) for interface in library.interfaces}
+    # Each job passes its interface's sites on as one object per process,
+    # which the probes of its model's searches are kept by (_probes_everywhere).
+    shared_sites = {name: Shared(value) for name, value in sites.items()}
     shared = Shared(library)
     tolerance = host_tolerance(samples)
     callees = _callees(library)
@@ -1180,7 +1183,7 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
             jobs.append((shared, dict(models_of or {}), called, implementation.name, fitting, verification,
                          relative, confidence, tolerance, discovering,
                          previous.discovered if previous and previous.status == "fitted" else None,
-                         shortlist, sites[interface.name], every_sample, every_sample))
+                         shortlist, shared_sites[interface.name], every_sample, every_sample))
             costs.append(_fit_cost(model, fitting, discovering and previous is None))
             names.append(implementation.name)
         fits = dict(zip(names, side_by_side(_fit_job, jobs, costs, workers=_workers_for(costs)), strict=True))
@@ -1195,7 +1198,8 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
                 later += [(name, bag) for bag in range(BAGS)]
         job_of = dict(zip(names, jobs, strict=True))
         search_jobs = [(*job_of[name][:4], _searched_samples(fits[name]), relative, confidence, discovering,
-                        job_of[name][10], shortlist, sites[interface_of[name]], bag) for name, bag in later]
+                        job_of[name][10], shortlist, shared_sites[interface_of[name]], bag)
+                       for name, bag in later]
         search_costs = [_fit_cost(implementations[name].model("time"), _searched_samples(fits[name]) or [], True)
                         for name, _ in later]
         searches = dict(zip(later, side_by_side(_search_job, search_jobs, search_costs,
@@ -1251,7 +1255,7 @@ def _workers_for(costs: list[float]) -> int | None:
 def _fit_job(shared: Shared, models_of: dict[str, Path], callees: dict[str, TimeModel], name: str,
              fitting: list[Sample], verification: list[Sample], relative: bool, confidence: float,
              tolerance: HostTolerance, discovering: bool, discovered: tuple[Discovered, ...] | None,
-             shortlist: int | None, sites: list[dict[str, float]], every_sample: bool = True,
+             shortlist: int | None, shared_sites: Shared, every_sample: bool = True,
              later: bool = False) -> _Fitted:
     """One implementation's fitted model, with its domain: a job that runs
     in this process or in a worker (hlc.model.workers), given the fitted
@@ -1274,7 +1278,7 @@ def _fit_job(shared: Shared, models_of: dict[str, Path], callees: dict[str, Time
     (:func:`_search_job`): the final fit of a sort build, whose radix
     models are searched six times each, took 11.7 s with each model's
     searches one after the other in its job, 8.4 s so (two cores)."""
-    library = shared.value
+    library, sites = shared.value, shared_sites.value
     implementation = next(m for i in library.interfaces for m in i.implementations if m.name == name)
     model = implementation.model("time")
     predictor = Predictor(library, callees, used_predictors(library, models_of))
@@ -1315,13 +1319,13 @@ def _fit_job(shared: Shared, models_of: dict[str, Path], callees: dict[str, Time
 def _search_job(shared: Shared, models_of: dict[str, Path], callees: dict[str, TimeModel], name: str,
                 samples: list[Sample], relative: bool, confidence: float, discovering: bool,
                 discovered: tuple[Discovered, ...] | None, shortlist: int | None,
-                sites: list[dict[str, float]], bag: int | None = None) -> _Search | None:
+                shared_sites: Shared, bag: int | None = None) -> _Search | None:
     """A search of an implementation's terms on ``samples``: a job, as
     :func:`_fit_job`; None where they cannot be fitted.  With ``bag``, of
     that bag of their points (_bag_points), its model not checked for
     positive times (:func:`_agreeing` does); without, of all of them, a
     judged model's search on every sample (:class:`_Pending`)."""
-    library = shared.value
+    library, sites = shared.value, shared_sites.value
     implementation = next(m for i in library.interfaces for m in i.implementations if m.name == name)
     predictor = Predictor(library, callees, used_predictors(library, models_of))
     if bag is not None:

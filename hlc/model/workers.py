@@ -33,6 +33,7 @@ one fewer than the cores this process may use.
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import hashlib
 import importlib
@@ -42,6 +43,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -245,65 +247,82 @@ def close_workers() -> None:
         _workers.pop().close()
 
 
-def lanes(costs: Sequence[float], count: int) -> list[list[int]]:
-    """The positions of ``costs`` dealt to ``count`` lanes, the most costly
-    first, each to the lane with the least so far (the first of equals):
-    lane 0 is this process's."""
-    dealt: list[list[int]] = [[] for _ in range(count)]
-    loads = [0.0] * count
-    for position in sorted(range(len(costs)), key=lambda i: (-costs[i], i)):
-        lane = min(range(count), key=lambda k: (loads[k], k))
-        dealt[lane].append(position)
-        loads[lane] += costs[position]
-    return dealt
+def queue_order(costs: Sequence[float]) -> list[int]:
+    """The positions of ``costs``, the most costly first (the first of equals):
+    the order in which :func:`side_by_side`'s lanes take their jobs."""
+    return sorted(range(len(costs)), key=lambda i: (-costs[i], i))
 
 
 def side_by_side(function: Callable[..., Any], arguments: Sequence[tuple], costs: Sequence[float],
                  workers: int | None = None) -> list[Any]:
     """``function(*a)`` for each of ``arguments``, in this process and up to
-    ``workers`` (default: :func:`worker_count`) worker processes, the jobs
-    dealt by their ``costs`` (:func:`lanes`); the results in the order of
-    ``arguments``.  ``function`` must be defined at a module's top level,
+    ``workers`` (default: :func:`worker_count`) worker processes; the
+    results in the order of ``arguments``.  The jobs wait in one queue, the
+    most costly first by their ``costs`` (:func:`queue_order`), and each
+    lane takes the next one whenever it is free: a cost is an estimate (a
+    model's samples times its terms), and a model whose search runs long
+    then delays no job dealt to its lane beforehand.  This process takes
+    the first job.  ``function`` must be defined at a module's top level,
     and the arguments and results picklable."""
     workers = worker_count() if workers is None else workers
     count = min(workers, len(arguments) - 1) if _failures < MOST_FAILURES else 0
     if count <= 0:
         return [function(*a) for a in arguments]
-    dealt = lanes(costs, count + 1)
-    busy: list[tuple[_Worker, list[int]]] = []
-    for worker, positions in zip(_started(count), dealt[1:], strict=True):
-        if not positions:
-            continue
-        try:
-            message = pickle.dumps([(function, arguments[i]) for i in positions], protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception:  # noqa: BLE001 - jobs that cannot travel (a local function) are done here
-            dealt[0] += positions
-            continue
-        try:
-            worker.send(message)
-            busy.append((worker, positions))
-        except WorkerGone:
-            _failed(worker)
-            dealt[0] += positions
-    waiting = list(busy)  # workers whose answers have not been read
-    try:
-        results: dict[int, Any] = {i: function(*arguments[i]) for i in dealt[0]}
-        for worker, positions in busy:
+    waiting = collections.deque(queue_order(costs))
+    lock = threading.Lock()
+    results: dict[int, Any] = {}
+    here: list[int] = []  # jobs a worker could not do, done here
+    stopping = threading.Event()  # set when this process stops the workers (an error or an interrupt here)
+    first = waiting.popleft()
+
+    def take() -> int | None:
+        with lock:
+            return waiting.popleft() if waiting else None
+
+    def feed(worker: _Worker) -> None:
+        """Pass the worker one job at a time until none is left or it fails."""
+        while (position := take()) is not None:
             try:
-                answers = worker.receive()
-            except WorkerGone:
-                _failed(worker)
-                answers = [(False, None)] * len(positions)
-            waiting.remove((worker, positions))
-            for position, (done, value) in zip(positions, answers, strict=True):
-                # a job that raised there raises here, as it would have without workers
-                results[position] = value if done else function(*arguments[position])
+                message = pickle.dumps([(function, arguments[position])], protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:  # noqa: BLE001 - a job that cannot travel (a local function) is done here
+                here.append(position)
+                continue
+            try:
+                worker.send(message)
+                [(done, value)] = worker.receive()
+            except (WorkerGone, ValueError):  # ValueError: its pipes closed as it was stopped
+                if not stopping.is_set():
+                    _failed(worker)
+                    here.append(position)
+                return
+            if done:
+                results[position] = value
+            else:  # a job that raised there raises here, as it would have without workers
+                here.append(position)
+
+    started = _started(count)
+    feeders = [threading.Thread(target=feed, args=(worker,), daemon=True) for worker in started]
+    for feeder in feeders:
+        feeder.start()
+    try:
+        position: int | None = first
+        while position is not None:
+            results[position] = function(*arguments[position])
+            position = take()
+        for feeder in feeders:
+            feeder.join()
     except BaseException:
         # An error here, or an interrupt: an answer still on its way would
         # answer the next jobs sent to its worker, which goes instead.
-        for worker, _ in waiting:
-            worker.stop()
+        stopping.set()
+        with lock:
+            waiting.clear()
+        for worker, feeder in zip(started, feeders, strict=True):
+            if feeder.is_alive():
+                worker.stop()
         raise
+    for position in sorted(here):
+        results[position] = function(*arguments[position])
     return [results[i] for i in range(len(arguments))]
 
 

@@ -13,17 +13,28 @@ import pytest
 from hlc.language.parse import parse_file
 from hlc.model import calibration, workers
 from hlc.model.calibration import Samples, calibrate
-from hlc.model.workers import lanes, side_by_side, worker_count
+from hlc.model.workers import queue_order, side_by_side, worker_count
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
 
 
-def test_lanes_deal_the_costliest_first_to_the_least_loaded():
-    assert lanes([5, 1, 1, 1, 1, 1], 2) == [[0], [1, 2, 3, 4, 5]]
-    assert lanes([1, 4, 2, 3], 2) == [[1, 0], [3, 2]]
-    assert lanes([3, 3, 3], 3) == [[0], [1], [2]]
-    assert lanes([], 2) == [[], []]
+def test_jobs_wait_the_costliest_first_the_first_of_equals_first():
+    assert queue_order([5, 1, 1, 1, 1, 1]) == [0, 1, 2, 3, 4, 5]
+    assert queue_order([1, 4, 2, 3]) == [1, 3, 2, 0]
+    assert queue_order([]) == []
+
+
+def test_a_lane_free_early_takes_the_next_jobs_whatever_their_costs_said():
+    """Costs are estimates: the costliest job, here, runs long, and the
+    worker, done with the next ones, takes the rest too (dealt by their
+    costs alone, the last two would have waited for this process)."""
+    side_by_side(os.getpid, [(), ()], [1.0, 1.0], workers=1)  # a worker started and ready
+    sleep_then_pid = "__import__('time').sleep({}) or __import__('os').getpid()"
+    pids = side_by_side(eval, [(sleep_then_pid.format(seconds),) for seconds in (1.5, 0.01, 0.01, 0.01, 0.01)],
+                        [5.0, 4.0, 3.0, 2.0, 1.0], workers=1)
+    assert pids[0] == os.getpid()
+    assert os.getpid() not in pids[1:]
 
 
 def test_jobs_run_in_other_processes_and_come_back_in_order():
