@@ -4,8 +4,8 @@ The fitter's jobs (one implementation's model each) run while nothing is
 timed: between an adaptive build's rounds, at the end of a build, in
 ``hlc fit`` and in replays.  The profiling programs wait meanwhile, and
 every core but the fitter's is idle.  On two cores the fit of the sort
-library's seven models from 2,622 stored samples took 7.7 s where it
-took 11.4 s one after the other (``benchmarks/fit_workers.py``): about
+library's seven models from 2,622 stored samples took 6.2 s where it
+took 9.5 s one after the other (``benchmarks/fit_workers.py``): about
 the time of its longest chain of models, the radix sort's and the
 two-rank one's that calls it.
 
