@@ -87,7 +87,7 @@ from typing import Any
 
 from hlc.artefacts.models import NOT_CALIBRATED, Models, load_each
 from hlc.artefacts.samples import Follower, Sample, Samples
-from hlc.boundaries import boundaries, measured_candidates
+from hlc.boundaries import STAKE, boundaries, measured_candidates
 from hlc.calibrate.breakdown import Breakdown
 from hlc.calibrate.generate import pyx_sources
 from hlc.calibrate.harness import OWN_INDEX
@@ -674,11 +674,16 @@ class Judge:
 
 
 def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float,
-               bisecting: Sequence[Site] = (), most: float = math.inf) -> tuple[list[Site], dict[str, int]]:
+               bisecting: Sequence[Site] = (), most: float = math.inf,
+               stakes: Mapping[tuple, tuple[bool, float]] | None = None) -> tuple[list[Site], dict[str, int]]:
     """The sites of the next round, within about ``seconds`` of predicted
     profiling: half of it for uncertain decisions (most uncertain first),
     up to three quarters with the midpoints of the boundaries the
-    measurements show (``bisecting``, in their order: hlc.boundaries),
+    measurements show (``bisecting``, in their order: hlc.boundaries; given
+    each one's ``stakes``, whether its winners are different
+    implementations and how much a wrong choice there costs, the boundaries
+    between implementations first, then the cheapest per stake:
+    :func:`bisection_order`),
     then the widest gaps (farthest first, sites with no measured neighbour
     within one step), then more uncertain decisions, then, while the round
     has room, the decisions that would be uncertain were the models twice,
@@ -724,7 +729,7 @@ def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float,
     for site in strict:
         take(site, seconds / 2)
     before = len(chosen)
-    for site in bisecting:
+    for site in bisection_order(bisecting, judge, stakes) if stakes else bisecting:
         if site.key not in keys and site.key not in taken:
             take(site, BISECTING_SHARE * seconds)
     bisected = len(chosen) - before
@@ -745,6 +750,30 @@ def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float,
             take(site, seconds)
     return chosen, {"uncertain": uncertain_or_gaps - in_gaps - bisected, "gaps": in_gaps,
                     "spread": len(chosen) - uncertain_or_gaps, "boundaries": bisected}
+
+
+def bisection_order(bisecting: Sequence[Site], judge: Judge,
+                    stakes: Mapping[tuple, tuple[bool, float]]) -> list[Site]:
+    """The midpoints of the boundaries, those between implementations first,
+    then by their predicted seconds per stake, least first (equals in the
+    order given).  Each boundary's interval holds about as many of the
+    points a decision is asked at, and the midpoint of a boundary between
+    small arguments costs milliseconds where one of millions of keys costs
+    seconds.  By stake alone, a two-core sort build's last rounds
+    bisected boundaries among many keys and left numpy.sort against the
+    narrow sort between 362 and 724 keys open at every digit width, where
+    all five of its wrong choices at two evaluations' 400 points lay.
+    Cheapest first, three builds measured 512 keys at four to eight
+    widths.  Their choices there stayed as they were: numpy.sort takes one
+    of two times above 256 keys, depending on the keys (1.43 or 1.70 us
+    for 449 keys of 12 bits, four inputs), so one input's timing can find
+    either choice wrong."""
+
+    def order(site: Site) -> tuple[bool, float]:
+        implementations, stake = stakes.get(site.key, (False, STAKE))
+        return not implementations, judge.cost(site) / max(stake, STAKE)
+
+    return sorted(bisecting, key=order)
 
 
 def own_points(library: ast.Library, judge: Judge, records: Samples, seconds: float,
@@ -1073,8 +1102,9 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                 # program's work, which it accounts for itself (inputs).  Once
                 # every grid point is measured, no more (BISECT_UNTIL_COVERED).
                 bisecting: list[Site] = []
+                stakes: dict[tuple, tuple[bool, float]] = {}
                 if not BISECT_UNTIL_COVERED or not grid.by_key.keys() <= taken:
-                    records, bisecting = midpoints(records)
+                    records, bisecting, stakes = midpoints(records)
                 with spent.spending("planning"):
                     judge = Judge(library, models, used_models, values, records, grid)
                     observe_pace(judge)
@@ -1094,7 +1124,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                                                  if site.key not in taken and judge.uncertainty(site) > 0), 0.0)
                     own, own_counts, own_cost = own_points(library, judge, records, seconds, room)
                     seconds -= sum(own_cost.values())
-                    batch, by_rule = next_round(grid, taken, judge, max(seconds, 0.0), bisecting, most)
+                    batch, by_rule = next_round(grid, taken, judge, max(seconds, 0.0), bisecting, most, stakes)
                     plan = {site.key: judge.worth_timing(site) for site in batch}
                     if affordable(judge, left):  # narrowing would only save time there is room for
                         plan = {site.key: site.settings for site in batch}
@@ -1187,11 +1217,12 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
         """The refined sites among ``surveyed``, by (interface, P, point)."""
         return {(site.interface, site.P, tuple(site.point.items())): site for site in surveyed if site.refined}
 
-    def midpoints(records: Samples) -> tuple[Samples, list[Site]]:
+    def midpoints(records: Samples) -> tuple[Samples, list[Site], dict[tuple, tuple[bool, float]]]:
         """The sites halfway across the boundaries the measurements show
         (hlc.boundaries), in its order; the new ones are surveyed first, each
         under the next free index of its interface.  Returns the samples
-        file's records too, read again when a survey added to them."""
+        file's records too, read again when a survey added to them, and each
+        midpoint's stakes (:func:`bisection_order`)."""
         surveyed = [site for site in read_sites(records) if site.P in ranks]
         known = {site.key: site.point for site in sites}
         known.update({site.key: site.point for site in surveyed if site.refined and site.key in taken})
@@ -1214,7 +1245,12 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
             records = follower.read()
             refined = refined_sites([site for site in read_sites(records) if site.P in ranks])
         at = {**refined, **grid.by_key}
-        return records, [at[where] for where in dict.fromkeys(found) if where in at and at[where].key not in taken]
+        sites_found = [at[where] for where in dict.fromkeys(found) if where in at and at[where].key not in taken]
+        stakes: dict[tuple, tuple[bool, float]] = {}
+        for where, boundary in zip(found, bisected, strict=True):  # each midpoint's first: its largest stake
+            if where in at:
+                stakes.setdefault(at[where].key, (boundary.implementations, boundary.stake))
+        return records, sites_found, stakes
 
     def affordable(judge: Judge, left: float) -> bool:
         """Whether every candidate at every point not yet measured fits in ``left`` seconds."""

@@ -135,7 +135,8 @@ def boundaries(library: ast.Library, points: Mapping[tuple[str, int, int], dict[
     pairs of neighbouring measured points (``points`` holds every point
     surveyed, measured or not) that have different fastest alternatives,
     with the alternatives more than STAKE apart at one end; different
-    implementations first, then the largest stake first, each midpoint
+    implementations first, then the largest stake first (the rounds take
+    them cheapest per stake: hlc.adaptive.bisection_order), each midpoint
     once.  Where surveyed points not measured lie between the two, the
     midpoint is the one nearest halfway (its ``key`` says which), else a
     new point halfway."""

@@ -17,6 +17,7 @@ from hlc.adaptive import (
     Grid,
     Judge,
     Site,
+    bisection_order,
     covering,
     measured_keys,
     next_round,
@@ -636,3 +637,23 @@ def test_the_planner_values_the_terms_at_every_site_at_once_to_the_same_predicti
         assert at_once.alternatives(site) == one_by_one.alternatives(site)
         assert at_once.worth_timing(site) == one_by_one.worth_timing(site)
     assert {key: at_once.values[key] for key in one_by_one.values} == one_by_one.values
+
+
+def test_boundaries_between_implementations_are_bisected_first_then_the_cheapest_per_stake():
+    """A midpoint among a few hundred keys costs milliseconds, one among
+    millions seconds: with the same stake, the cheap one first; a boundary
+    between settings of one implementation after those between
+    implementations; equals in the order given (the stakes')."""
+    costly, cheap, cheap_too, setting, unknown = (site(k, n=k) for k in range(5))
+    costs = {costly.key: 2.0, cheap.key: 0.01, cheap_too.key: 0.01, setting.key: 0.001, unknown.key: 0.05}
+
+    class Costs:
+        def cost(self, where):
+            return costs[where.key]
+
+    stakes = {costly.key: (True, 0.6), cheap.key: (True, 0.3), cheap_too.key: (True, 0.3),
+              setting.key: (False, 0.5)}
+    ordered = bisection_order([costly, setting, cheap, unknown, cheap_too], Costs(), stakes)
+    assert ordered == [cheap, cheap_too, costly, setting, unknown]
+    assert bisection_order([costly, cheap], Costs(), {costly.key: (True, 60.0), cheap.key: (True, 0.1)}) \
+        == [costly, cheap]  # 2 s for a stake 600 times as large
