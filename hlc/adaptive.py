@@ -763,7 +763,7 @@ def bisection_order(bisecting: Sequence[Site], judge: Judge,
     bisected boundaries among many keys and left numpy.sort against the
     narrow sort between 362 and 724 keys open at every digit width, where
     all five of its wrong choices at two evaluations' 400 points lay.
-    Cheapest first, three builds measured 512 keys at four to eight
+    Cheapest first, three builds measured 512 keys at four to seven
     widths.  Their choices there stayed as they were: numpy.sort takes one
     of two times above 256 keys, depending on the keys (1.43 or 1.70 us
     for 449 keys of 12 bits, four inputs), so one input's timing can find
