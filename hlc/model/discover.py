@@ -306,9 +306,14 @@ def _whitened_design(columns: Sequence[np.ndarray], weights: np.ndarray) -> np.n
 def _unit_columns(design: np.ndarray) -> np.ndarray:
     """The design with each nonzero column scaled to unit norm: its span is
     the same, and its conditioning no longer holds the terms' units."""
+    return design / _column_norms(design)
+
+
+def _column_norms(design: np.ndarray) -> np.ndarray:
+    """Each column's norm, 1 for a zero column (:func:`_unit_columns` divides by them)."""
     scale = np.linalg.norm(design, axis=0)
     scale[scale == 0] = 1.0
-    return design / scale
+    return scale
 
 
 def _folds(count: int) -> list[slice]:
@@ -327,17 +332,7 @@ def held_out_predictions(columns: Sequence[np.ndarray], times: np.ndarray, weigh
     columns are harmless): one pass over the samples for all folds.  The
     columns are scaled to unit norm first, which the solution does not
     depend on and the conditioning does."""
-    design = _unit_columns(_whitened_design(columns, weights))
-    target = times / weights
-    gram, moment = design.T @ design, design.T @ target
-    folds = _folds(times.size)
-    parts = [design[held] for held in folds]
-    betas = _solve_small(np.stack([gram - part.T @ part for part in parts]),
-                         np.stack([moment - part.T @ target[held] for part, held in zip(parts, folds, strict=True)]))
-    predicted = np.empty_like(times)
-    for held, part, beta in zip(folds, parts, betas, strict=True):
-        predicted[held] = (part @ beta) * weights[held]
-    return predicted
+    return HeldOutBase(columns, times, weights).predictions()
 
 
 class HeldOutBase:
@@ -358,6 +353,14 @@ class HeldOutBase:
         self.grams = np.stack([gram - part.T @ part for part in self.parts])
         self.moments = np.stack([moment - part.T @ self.target[held]
                                  for part, held in zip(self.parts, self.folds, strict=True)])
+
+    def predictions(self) -> np.ndarray:
+        """Each sample's held-out prediction by the base's columns alone (:func:`held_out_predictions`)."""
+        betas = _solve_small(self.grams, self.moments)
+        predicted = np.empty_like(self.target)
+        for held, part, beta in zip(self.folds, self.parts, betas, strict=True):
+            predicted[held] = (part @ beta) * self.weights[held]
+        return predicted
 
     def predictions_with(self, extra: np.ndarray) -> np.ndarray:
         """Each sample's held-out prediction (:func:`held_out_predictions`) by
@@ -961,8 +964,7 @@ def _rank(candidates: list[Discovered], blocks: Sequence[tuple[np.ndarray, np.nd
         return [], 0
     target = times / weights
     design = _whitened_design(columns, weights)
-    scale = np.linalg.norm(design, axis=0)
-    scale[scale == 0] = 1.0
+    scale = _column_norms(design)
     vectors, singular, turns = _spanning(design / scale)
     # The model's span has the orthonormal basis Q = D·T (D the whitened
     # design), so an offer b meets it as bᵀD·T, its part outside the span has
