@@ -261,8 +261,10 @@ def side_by_side(function: Callable[..., Any], arguments: Sequence[tuple], costs
     most costly first by their ``costs`` (:func:`queue_order`), and each
     lane takes the next one whenever it is free: a cost is an estimate (a
     model's samples times its terms), and a model whose search runs long
-    then delays no job dealt to its lane beforehand.  This process takes
-    the first job.  ``function`` must be defined at a module's top level,
+    then delays no job dealt to its lane beforehand.  Every lane starts
+    with one job, this process with the first, each worker with the next
+    (a worker still starting would otherwise leave its share to the
+    others).  ``function`` must be defined at a module's top level,
     and the arguments and results picklable."""
     workers = worker_count() if workers is None else workers
     count = min(workers, len(arguments) - 1) if _failures < MOST_FAILURES else 0
@@ -279,13 +281,14 @@ def side_by_side(function: Callable[..., Any], arguments: Sequence[tuple], costs
         with lock:
             return waiting.popleft() if waiting else None
 
-    def feed(worker: _Worker) -> None:
-        """Pass the worker one job at a time until none is left or it fails."""
-        while (position := take()) is not None:
+    def feed(worker: _Worker, position: int | None) -> None:
+        """Pass the worker one job at a time, ``position`` first, until none is left or it fails."""
+        while position is not None:
             try:
                 message = pickle.dumps([(function, arguments[position])], protocol=pickle.HIGHEST_PROTOCOL)
             except Exception:  # noqa: BLE001 - a job that cannot travel (a local function) is done here
                 here.append(position)
+                position = take()
                 continue
             try:
                 worker.send(message)
@@ -299,9 +302,10 @@ def side_by_side(function: Callable[..., Any], arguments: Sequence[tuple], costs
                 results[position] = value
             else:  # a job that raised there raises here, as it would have without workers
                 here.append(position)
+            position = take()
 
     started = _started(count)
-    feeders = [threading.Thread(target=feed, args=(worker,), daemon=True) for worker in started]
+    feeders = [threading.Thread(target=feed, args=(worker, take()), daemon=True) for worker in started]
     for feeder in feeders:
         feeder.start()
     try:
