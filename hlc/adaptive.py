@@ -673,6 +673,25 @@ class Judge:
         return total
 
 
+def uncertain_share(grid: Grid, judge: Judge) -> float:
+    """The share of the nest's points (every site of the grid, measured or
+    not) whose decision the models leave uncertain: two alternatives' bands
+    overlap there (``Judge.uncertainty``), or an alternative that may be
+    chosen there has no model yet.  An implementation excluded for failing,
+    or whose model calls another's and has no band of its own, has nothing
+    to be uncertain about."""
+    if not grid.sites:
+        return 0.0
+    uncertain = 0
+    for site in grid.sites:
+        unknown = any(judge.entries.get(name, NOT_CALIBRATED).status in ("unfitted", NOT_CALIBRATED.status)
+                      or (judge.entries[name].status == "fitted"
+                          and judge.widened(name, {**site.variables, **settings}) is None)
+                      for name, settings_list in site.choices.items() for settings in settings_list)
+        uncertain += unknown or judge.uncertainty(site) > 0
+    return uncertain / len(grid.sites)
+
+
 def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float,
                bisecting: Sequence[Site] = (), most: float = math.inf,
                stakes: Mapping[tuple, tuple[bool, float]] | None = None) -> tuple[list[Site], dict[str, int]]:
@@ -978,13 +997,19 @@ def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, rank
                        models_of: Mapping[str, Path] | None = None,
                        report: Callable[[str], None] | None = None,
                        meanwhile: Background | None = None,
-                       build_started: float | None = None) -> tuple[ProfileResult, list[Round]]:
+                       build_started: float | None = None,
+                       uncertain: float | None = None) -> tuple[ProfileResult, list[Round]]:
     """Profile ``library`` into ``samples`` adaptively (module doc), within
     ``budget`` seconds of profiling (None: :func:`default_budget` of the
     seconds since ``build_started``, a ``time.monotonic`` reading, else
     BUDGET); resumes from what ``samples`` holds.  ``meanwhile``: a compile
     that runs beside the profile's own, then between the rounds: it is
-    paused while the serving programs start, survey and time."""
+    paused while the serving programs start, survey and time.
+    ``uncertain``: the fitting rounds stop once the models leave at most
+    this share of the nest's decisions uncertain (:func:`uncertain_share`)
+    and every point has a measured neighbour, whatever budget is left."""
+    if uncertain is not None and not 0.0 <= uncertain <= 1.0:
+        raise ValueError(f"uncertain: a share of the decisions, from 0 to 1, not {uncertain!r}")
     spent = Breakdown()
     compile_started = time.monotonic()
     if not all(is_cached(source) for source in pyx_sources(library)):
@@ -1003,7 +1028,7 @@ def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, rank
     servers = {size: Server(program, samples, size, seed, timeout, progress, spent) for size in ranks}
     try:
         rounds = _profile(library, samples, result, servers, ranks=ranks, budget=budget, started=started,
-                          models_of=models_of, say=report or (lambda line: None),
+                          models_of=models_of, say=report or (lambda line: None), uncertain=uncertain,
                           quiet=meanwhile.paused if meanwhile is not None else contextlib.nullcontext)
     finally:
         for server in servers.values():
@@ -1016,7 +1041,8 @@ def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, rank
 def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers: Mapping[int, Server],
              *, ranks: Sequence[int], budget: float, started: float, models_of: Mapping[str, Path] | None,
              say: Callable[[str], None],
-             quiet: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext) -> list[Round]:
+             quiet: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
+             uncertain: float | None = None) -> list[Round]:
     """The survey, the rounds and the verification (module doc), each rank
     count's points taken by its own serving program, each command in a
     ``quiet()`` block, and the programs' start too (their clock's calibration)."""
@@ -1070,6 +1096,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
         nonlocal records, taken, searched, overhead, previous, thought
         while True:
             left = until - (time.monotonic() - started)
+            unsure = None  # the share of the decisions uncertain, as the round's plan saw them
             if not taken:
                 batch = grid.farthest_first(taken, START_POINTS * len(grid.groups), frugal=True)
                 by_rule = {"uncertain": 0, "gaps": len(batch), "spread": 0}
@@ -1108,6 +1135,13 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                 with spent.spending("planning"):
                     judge = Judge(library, models, used_models, values, records, grid)
                     observe_pace(judge)
+                    unsure = uncertain_share(grid, judge)
+                    covered = all(grid.covered(site.key, taken) for site in grid.sites)
+                    if uncertain is not None and unsure <= uncertain and covered:
+                        say(f"{unsure:.1%} of the decisions uncertain, at most the {uncertain:.1%} asked, and "
+                            f"every point of the grid has a measured neighbour: the fitting rounds stop "
+                            f"with {left:.1f} s of their budget left")
+                        return False
                     timed = timed_settings(records, grid)
                     planned = min(max(portion * left, overhead), left)
                     limit = ROUND_OVERRUN * planned
@@ -1119,7 +1153,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                     # (before, the gaps are where the models learn), with what the
                     # uncertain decisions leave of the round.
                     room = 0.0
-                    if all(grid.covered(site.key, taken) for site in grid.sites):
+                    if covered:
                         room = max(seconds - sum(judge.cost(site) for site in grid.sites
                                                  if site.key not in taken and judge.uncertainty(site) > 0), 0.0)
                     own, own_counts, own_cost = own_points(library, judge, records, seconds, room)
@@ -1204,8 +1238,9 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                         f"{by_rule['gaps']} in gaps{spread}){covered}")
             stopped = f" (stopped at {ROUND_OVERRUN:g} times the {limit / ROUND_OVERRUN:.1f} s planned)" \
                 if overran else ""
+            planned_with = "" if unsure is None else f"; {unsure:.1%} of the decisions uncertain before it"
             say(f"round {len(rounds)}: {what}, {time.monotonic() - round_started:.1f} s{stopped}; "
-                f"{len(taken & grid.by_key.keys())} of {len(sites)} grid points measured")
+                f"{len(taken & grid.by_key.keys())} of {len(sites)} grid points measured{planned_with}")
             if cut:
                 return True
             # nothing measured: the same round again would be no better

@@ -157,6 +157,11 @@ def _build_options(command: argparse.ArgumentParser) -> None:
                               "win there, then measuring the uncertain decisions again, until nothing is left "
                               "to take or --budget (default: 45 s of profiling; a build that compiles first "
                               "profiles for what keeps it within 55 s in all, 30 s at least) is spent")
+    command.add_argument("--uncertain", metavar="SHARE", type=_share,
+                         help="stop profiling once the models leave at most this share of the loop nest's "
+                              "decisions uncertain (two choices' confidence bands overlap, or one has no model "
+                              "yet) and every point has a measured neighbour, with budget left or not: 0.05 or "
+                              "5%%; an adaptive build's, not --grid's or --quick's")
     command.add_argument("--quick", action="store_true", default=None,
                          help="a reduced loop nest, for a smoke build (recorded in the fingerprint)")
     command.add_argument("--seed", type=int, help="seed of the random inputs (default 0)")
@@ -186,6 +191,19 @@ def _rank_list(text: str) -> list[int]:
     if not ranks or min(ranks) < 1:
         raise argparse.ArgumentTypeError(f"rank counts must be positive integers, not {text!r}")
     return ranks
+
+
+def _share(text: str) -> float:
+    """A share from 0 to 1, written as a fraction (0.05) or a percentage (5%)."""
+    number = text.strip()
+    percent = number.endswith("%")
+    try:
+        share = float(number[:-1] if percent else number) / (100.0 if percent else 1.0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share like 0.05 or 5%, not {text!r}") from None
+    if not 0.0 <= share <= 1.0:
+        raise argparse.ArgumentTypeError(f"a share lies from 0 to 1 (0% to 100%), not {text!r}")
+    return share
 
 
 def _build_folder(args: argparse.Namespace, library_name: str):
@@ -305,15 +323,25 @@ def _check_resume(args: argparse.Namespace) -> None:
         raise UserError(f"--resume goes on with the interrupted build's own settings: leave out {', '.join(given)}")
 
 
+def _check_uncertain(args: argparse.Namespace) -> None:
+    """--uncertain stops an adaptive profile: a grid or quick one measures its whole nest."""
+    if args.uncertain is not None and (args.grid or args.quick):
+        from hlc.errors import UserError
+
+        raise UserError(f"--uncertain stops an adaptive profile; {'--grid' if args.grid else '--quick'} "
+                        f"measures the whole loop nest: leave out one of them")
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     from hlc.calibrate.breakdown import process_started
     from hlc.calibrate.progress import ProgressBar
     from hlc.dispatch.build import build
 
     _check_resume(args)
+    _check_uncertain(args)
     with ProgressBar("profiling") as bar:
         result = build(args.description, out=args.out, ranks=args.procs, budget=args.budget,
-                       adaptive=not (args.grid or args.quick),
+                       adaptive=not (args.grid or args.quick), uncertain=args.uncertain,
                        quick=bool(args.quick), seed=args.seed or 0, timeout=args.timeout, progress=bar.update,
                        static=dict(args.static) if args.static else None, strict=args.strict, resume=args.resume,
                        started=process_started())
@@ -327,7 +355,9 @@ def cmd_recalibrate(args: argparse.Namespace) -> int:
     from hlc.dispatch.build import recalibrate
 
     _check_resume(args)
+    _check_uncertain(args)
     options = {"ranks": args.procs, "budget": args.budget, "adaptive": not (args.grid or args.quick),
+               "uncertain": args.uncertain,
                "seed": args.seed or 0, "timeout": args.timeout, "strict": args.strict, "resume": args.resume,
                "started": process_started()}
     if args.out:

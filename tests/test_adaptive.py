@@ -25,6 +25,7 @@ from hlc.adaptive import (
     profile_adaptively,
     read_sites,
     retakes,
+    uncertain_share,
     untimed_rivals,
     within_seconds,
 )
@@ -432,6 +433,54 @@ def test_an_implementation_with_too_few_samples_for_a_model_is_measured_first(ad
     full = Judge(library, calibrate(library, records), records=records, grid=grid)
     assert full.unmodelled() == {}
     assert Judge(library, models).unmodelled() == {}  # no samples to count: nothing is taken for unmodelled
+
+
+def test_the_share_of_uncertain_decisions_counts_overlapping_bands_and_models_missing(adaptive):
+    """Of the nest's points, those where two alternatives' bands overlap, and
+    those where an alternative that may be chosen has no model yet; an
+    implementation excluded for failing leaves nothing uncertain."""
+    library, samples, _, _, _ = adaptive
+    records = Samples.read(samples)
+    grid = Grid([site for site in read_sites(records) if not site.refined])
+    models = calibrate(library, records)
+
+    def judged(**entries: TimeModel) -> Judge:
+        judge = Judge(library, models)
+        judge.entries = {**judge.entries, **entries}
+        return judge
+
+    judge = judged()
+    overlapping = [site for site in grid.sites if judge.uncertainty(site) > 0]
+    assert uncertain_share(grid, judge) == len(overlapping) / len(grid.sites) < 0.5
+    # dot without a model: every point where it may be chosen is uncertain
+    unfitted = judged(dot=TimeModel("unfitted", cause="too few samples"))
+    assert uncertain_share(grid, unfitted) == sum("dot" in site.choices for site in grid.sites) / len(grid.sites) == 1.0
+    # dot failed: loop alone is left, and nothing is uncertain
+    assert uncertain_share(grid, judged(dot=TimeModel("excluded", cause="raised"))) == 0.0
+    assert uncertain_share(Grid([]), judge) == 0.0
+
+
+def test_a_profile_stops_once_no_more_decisions_are_uncertain_than_asked(tmp_path):
+    """With every decision allowed to be uncertain, the fitting rounds stop as
+    soon as every point of the grid has a measured neighbour, long before
+    the budget; the verification samples are taken all the same."""
+    library = hlc.parse_file(DESCRIPTIONS / "crossing.hl")
+    lines: list[str] = []
+    samples = tmp_path / "samples.jsonl"
+    result, rounds = profile_adaptively(library, samples, tmp_path, ranks=[1], budget=60.0, report=lines.append,
+                                        uncertain=1.0)
+    [stop] = [line for line in lines if "the fitting rounds stop with" in line]
+    assert stop.endswith("s of their budget left") and "at most the 100.0% asked" in stop
+    assert lines.index(stop) == len(rounds)  # right after the last round, which planned it
+    assert not any("budget is spent" in line or "every point of the grid is measured" in line for line in lines)
+    records = Samples.read(samples)
+    grid = Grid([site for site in read_sites(records) if not site.refined])
+    taken = measured_keys(records)
+    assert all(grid.covered(site.key, taken) for site in grid.sites)
+    assert lines[-1].startswith("verification: ") and any(s.verify for s in records.samples)
+    assert all("of the decisions uncertain before it" in line for line in lines[1:len(rounds)])
+    with pytest.raises(ValueError, match="uncertain"):
+        profile_adaptively(library, samples, tmp_path, ranks=[1], budget=1.0, uncertain=1.5)
 
 
 def test_a_model_less_accurate_than_the_timings_gets_random_points_of_its_own(adaptive):

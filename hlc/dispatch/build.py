@@ -338,7 +338,7 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
           timeout: float | None = None, static: dict[str, float] | None = None,
           refit: Sequence[str] | None = None, previous: Models | None = None,
           strict: bool = False, adaptive: bool = True, origin: str | None = None,
-          resume: bool = False, started: float | None = None) -> BuildResult:
+          resume: bool = False, started: float | None = None, uncertain: float | None = None) -> BuildResult:
     """Build the library described in ``description`` on this machine.
 
     An implementation that fails while profiling (or cannot be fitted) is
@@ -349,7 +349,9 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
     models from ``previous`` (a models artefact).  With ``adaptive`` (the
     default, as for `hlc build` without --grid), the profile measures where
     decisions are uncertain (hlc.adaptive), within ``budget`` seconds
-    (by default hlc.adaptive.default_budget); a quick build and a refit measure
+    (by default hlc.adaptive.default_budget), or until the models leave at
+    most ``uncertain`` (a share) of the decisions uncertain
+    (hlc.adaptive.uncertain_share); a quick build and a refit measure
     their whole nest.  ``origin``: where the description came from, when it
     is a build's own copy (a recalibration).
 
@@ -366,6 +368,10 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
     this call too; by default, this call's start."""
     entered = time.monotonic()
     started = entered if started is None else min(started, entered)
+    if uncertain is not None and not 0.0 <= uncertain <= 1.0:
+        raise ValueError(f"uncertain: a share of the decisions, from 0 to 1, not {uncertain!r}")
+    if uncertain is not None and (quick or not adaptive) and not resume:
+        raise ValueError("uncertain: stops an adaptive profile, and a grid or quick build measures its whole nest")
     library = parse_file(description)
     worker_count()  # a bad HLC_FIT_WORKERS is refused now, not after the compile and the first round
     link = Path(out) if out else Path("build") / library.name
@@ -404,7 +410,7 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
         elif adaptive and refit is None and not quick:
             result = _profile_adaptively(profiled, samples, version, link, ranks=ranks, budget=budget, seed=seed,
                                          timeout=timeout, progress=progress, report=rounds.append,
-                                         meanwhile=meanwhile, started=started)
+                                         meanwhile=meanwhile, started=started, uncertain=uncertain)
         else:
             result = profile(profiled, samples, version, ranks=ranks, budget=budget, seed=seed, timeout=timeout,
                              progress=progress, implementations=refit, meanwhile=meanwhile, smoke=quick,
@@ -462,13 +468,15 @@ def _measured(samples: Path) -> bool:
 def _profile_adaptively(library: ast.Library, samples: Path, version: Path, link: Path, *,
                         ranks: Sequence[int] | None, budget: float | None, seed: int, timeout: float | None,
                         progress: Progress | None, report: Callable[[str], None],
-                        meanwhile: Background | None, started: float) -> ProfileResult:
+                        meanwhile: Background | None, started: float,
+                        uncertain: float | None = None) -> ProfileResult:
     from hlc import adaptive
 
     ranks, timeout = profile_defaults(library, ranks, timeout)
     result, _ = adaptive.profile_adaptively(
         library, samples, version, ranks=ranks, budget=budget, seed=seed, timeout=timeout, progress=progress,
-        models_of=_used_models(library, link.parent), report=report, meanwhile=meanwhile, build_started=started)
+        models_of=_used_models(library, link.parent), report=report, meanwhile=meanwhile, build_started=started,
+        uncertain=uncertain)
     return result
 
 

@@ -172,6 +172,20 @@ def test_resume_refuses_settings_of_its_own(capsys):
     assert "leave out --seed, --grid" in capsys.readouterr().err
 
 
+def test_uncertain_is_a_share_that_stops_an_adaptive_build_only(capsys, tmp_path):
+    crossing = str(DESCRIPTIONS / "crossing.hl")
+    for bad in ("150%", "-0.1", "some"):
+        with pytest.raises(SystemExit) as exited:
+            cli.main(["build", crossing, "--uncertain", bad])
+        assert exited.value.code == 2 and "--uncertain" in capsys.readouterr().err
+    assert cli.main(["build", crossing, "--uncertain", "5%", "--grid"]) == cli.USER_ERROR
+    assert "--grid measures the whole loop nest" in capsys.readouterr().err
+    for options in ({"uncertain": 1.5}, {"uncertain": 0.05, "quick": True}, {"uncertain": 0.05, "adaptive": False}):
+        with pytest.raises(ValueError, match="uncertain"):
+            build(crossing, out=tmp_path / "crossing", **options)
+    assert not (tmp_path / "crossing").exists()
+
+
 def test_the_command_says_where_the_measurements_are_kept(monkeypatch, capsys, tmp_path):
     def interrupted(*args, **options):
         raise BuildInterrupted(tmp_path / ".crossing.interrupted")
