@@ -70,6 +70,12 @@ class BuildError(UserError):
     """A library cannot be built as asked (a library it uses is not built)."""
 
 
+class UncertainError(UserError, ValueError):
+    """A share of uncertain decisions to stop at, asked of a build that
+    cannot stop at one (``uncertain``): a ValueError to a caller, a message
+    without a traceback to a command (a recalibration of a quick build)."""
+
+
 @dataclass
 class BuildResult:
     library: str
@@ -369,9 +375,10 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
     entered = time.monotonic()
     started = entered if started is None else min(started, entered)
     if uncertain is not None and not 0.0 <= uncertain <= 1.0:
-        raise ValueError(f"uncertain: a share of the decisions, from 0 to 1, not {uncertain!r}")
+        raise UncertainError(f"uncertain: a share of the decisions, from 0 to 1, not {uncertain!r}")
     if uncertain is not None and (quick or not adaptive) and not resume:
-        raise ValueError("uncertain: stops an adaptive profile, and a grid or quick build measures its whole nest")
+        raise UncertainError(f"uncertain (--uncertain) stops an adaptive profile, and a "
+                             f"{'quick' if quick else 'grid'} build measures its whole loop nest")
     library = parse_file(description)
     worker_count()  # a bad HLC_FIT_WORKERS is refused now, not after the compile and the first round
     link = Path(out) if out else Path("build") / library.name
