@@ -830,15 +830,7 @@ def own_points(library: ast.Library, judge: Judge, records: Samples, seconds: fl
         if not sample.verify:
             fitting[sample.interface, sample.implementation, sample.P].append(sample.seconds)
             taken[sample.interface, sample.implementation, sample.P] += sample.index >= OWN_INDEX
-    excess: dict[tuple[str, str], float] = {}
-    for interface in library.interfaces:
-        for implementation in interface.implementations:
-            entry = judge.entries.get(implementation.name, NOT_CALIBRATED)
-            model = implementation.model("time")
-            if entry.status != "fitted" or entry.mre is None or model is None or not model.fitted:
-                continue
-            if entry.mre > ACCURATE and entry.samples < DENSE * written_terms(model):
-                excess[interface.name, implementation.name] = math.log(entry.mre / ACCURATE)
+    excess = less_accurate_than_the_timings(library, judge)
     wanted: dict[int, dict[str, dict[str, int]]] = defaultdict(lambda: defaultdict(dict))
     counts: dict[str, int] = {}
     cost: dict[int, float] = defaultdict(float)
@@ -855,6 +847,24 @@ def own_points(library: ast.Library, judge: Judge, records: Samples, seconds: fl
                 counts[name] = counts.get(name, 0) + new
                 cost[P] += new * each
     return {P: dict(by_interface) for P, by_interface in wanted.items()}, counts, dict(cost)
+
+
+def less_accurate_than_the_timings(library: ast.Library, judge: Judge) -> dict[tuple[str, str], float]:
+    """The models that miss their own fitting samples by more than the
+    timings vary (fit MRE above ACCURATE) while they have fewer than DENSE
+    fitting samples per written term, by (interface, implementation): the
+    log of each one's MRE over ACCURATE.  More samples would make them more
+    accurate, whatever the decisions (:func:`own_points`)."""
+    excess: dict[tuple[str, str], float] = {}
+    for interface in library.interfaces:
+        for implementation in interface.implementations:
+            entry = judge.entries.get(implementation.name, NOT_CALIBRATED)
+            model = implementation.model("time")
+            if entry.status != "fitted" or entry.mre is None or model is None or not model.fitted:
+                continue
+            if entry.mre > ACCURATE and entry.samples < DENSE * written_terms(model):
+                excess[interface.name, implementation.name] = math.log(entry.mre / ACCURATE)
+    return excess
 
 
 def covering(grid: Grid, batch: Sequence[Site], plan: Mapping[tuple, Candidates | None],
@@ -1006,8 +1016,11 @@ def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, rank
     that runs beside the profile's own, then between the rounds: it is
     paused while the serving programs start, survey and time.
     ``uncertain``: the fitting rounds stop once the models leave at most
-    this share of the nest's decisions uncertain (:func:`uncertain_share`)
-    and every point has a measured neighbour, whatever budget is left."""
+    this share of the nest's decisions uncertain (:func:`uncertain_share`),
+    every point has a measured neighbour and no model is less accurate than
+    the timings while sparsely sampled (:func:`less_accurate_than_the_timings`:
+    a library whose models others call may have no decision of its own to
+    settle), whatever budget is left."""
     if uncertain is not None and not 0.0 <= uncertain <= 1.0:
         raise ValueError(f"uncertain: a share of the decisions, from 0 to 1, not {uncertain!r}")
     spent = Breakdown()
@@ -1137,10 +1150,12 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                     observe_pace(judge)
                     unsure = uncertain_share(grid, judge)
                     covered = all(grid.covered(site.key, taken) for site in grid.sites)
-                    if uncertain is not None and unsure <= uncertain and covered:
-                        say(f"{unsure:.1%} of the decisions uncertain, at most the {uncertain:.1%} asked, and "
-                            f"every point of the grid has a measured neighbour: the fitting rounds stop "
-                            f"with {left:.1f} s of their budget left")
+                    if uncertain is not None and unsure <= uncertain and covered \
+                            and not less_accurate_than_the_timings(library, judge):
+                        say(f"{unsure:.1%} of the decisions uncertain, at most the {uncertain:.1%} asked, every "
+                            f"point of the grid with a measured neighbour and every model as accurate as the "
+                            f"timings or densely sampled: the fitting rounds stop with {left:.1f} s of their "
+                            f"budget left")
                         return False
                     timed = timed_settings(records, grid)
                     planned = min(max(portion * left, overhead), left)

@@ -160,8 +160,9 @@ def _build_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--uncertain", metavar="SHARE", type=_share,
                          help="stop profiling once the models leave at most this share of the loop nest's "
                               "decisions uncertain (two choices' confidence bands overlap, or one has no model "
-                              "yet) and every point has a measured neighbour, with budget left or not: 0.05 or "
-                              "5%%; an adaptive build's, not --grid's or --quick's")
+                              "yet), every point has a measured neighbour and every model is as accurate as "
+                              "the timings or densely sampled, with budget left or not: 0.05 or 5%%; an "
+                              "adaptive build's, not --grid's or --quick's")
     command.add_argument("--quick", action="store_true", default=None,
                          help="a reduced loop nest, for a smoke build (recorded in the fingerprint)")
     command.add_argument("--seed", type=int, help="seed of the random inputs (default 0)")

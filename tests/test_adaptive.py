@@ -462,8 +462,9 @@ def test_the_share_of_uncertain_decisions_counts_overlapping_bands_and_models_mi
 
 def test_a_profile_stops_once_no_more_decisions_are_uncertain_than_asked(tmp_path):
     """With every decision allowed to be uncertain, the fitting rounds stop as
-    soon as every point of the grid has a measured neighbour, long before
-    the budget; the verification samples are taken all the same."""
+    soon as every point of the grid has a measured neighbour and the models
+    are as accurate as the timings or densely sampled, long before the
+    budget; the verification samples are taken all the same."""
     library = hlc.parse_file(DESCRIPTIONS / "crossing.hl")
     lines: list[str] = []
     samples = tmp_path / "samples.jsonl"
@@ -471,6 +472,7 @@ def test_a_profile_stops_once_no_more_decisions_are_uncertain_than_asked(tmp_pat
                                         uncertain=1.0)
     [stop] = [line for line in lines if "the fitting rounds stop with" in line]
     assert stop.endswith("s of their budget left") and "at most the 100.0% asked" in stop
+    assert "every model as accurate as the timings or densely sampled" in stop
     assert lines.index(stop) == len(rounds)  # right after the last round, which planned it
     assert not any("budget is spent" in line or "every point of the grid is measured" in line for line in lines)
     records = Samples.read(samples)
