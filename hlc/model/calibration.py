@@ -7,8 +7,9 @@ description says what the model is, so changing a model's terms needs only
 
 Implementations are fitted in dependency order, so that a hybrid term calling
 another implementation's model (thesis ch. 8) sees that model calibrated:
-in waves, each after the models its terms call, and the fits of a wave side
-by side in worker processes (hlc.model.workers) where it is large enough.
+each model's fit, its searches and its bags are jobs that run side by side
+in worker processes (hlc.model.workers) where the library is large enough,
+a model's fit as soon as the models its terms call are done.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from hlc.model.fit import CONSTANT, Fit, FitError, RankWarning, aliased_text, fi
 from hlc.model.predict import ModelUnavailable, Predictor, term_columns
 from hlc.model.render import c_source, python_source
 from hlc.model.terms import model_terms
-from hlc.model.workers import Shared, side_by_side, worker_count
+from hlc.model.workers import Job, Shared, run_jobs, worker_count
 
 # Verification MRE above which a model is reported as inaccurate (thesis: 10%).
 VERIFICATION_LIMIT = 1.10
@@ -100,9 +101,9 @@ FAST_QUANTILE = 0.1
 #: Fitting a model whose terms are searched for (hlc.model.discover) costs
 #: about this many times a fit of known terms, per sample and term.
 SEARCH_COST = 10.0
-#: A wave of fits runs side by side in worker processes from this cost on
-#: (_fit_cost): below, the passing of samples and models to the workers
-#: costs more than it saves.
+#: A library's fits run side by side in worker processes from this cost on
+#: (_fit_cost, summed over its models): below, the passing of samples and
+#: models to the workers costs more than it saves.
 FIT_SIDE_BY_SIDE = 20_000.0
 #: Samples taken in spells are kept, scaled back, when fewer than this many
 #: others per written term and family would be left to fit and discover from.
@@ -1161,63 +1162,87 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
     callees = _callees(library)
     implementations = {i.name: i for interface in library.interfaces for i in interface.implementations}
     interface_of = {i.name: interface.name for interface in library.interfaces for i in interface.implementations}
-    for wave in _waves(library, callees):
-        jobs, costs, names = [], [], []
-        found: dict[str, TimeModel] = {}
-        searching: dict[str, bool] = {}  # whether the model's terms are searched (not given by terms_of)
-        for interface, implementation in wave:
-            model = implementation.model("time")
-            key = (interface.name, implementation.name)
-            if key in excluded:
-                failure = excluded[key]
-                found[implementation.name] = TimeModel("excluded", cause=failure.cause, ranks=failure.P,
-                                                       point=failure.point)
-                continue
-            fitting = _within(predictor, implementation,
-                              samples.of(interface.name, implementation.name, verify=False))
-            verification = _within(predictor, implementation,
-                                   samples.of(interface.name, implementation.name, verify=True))
-            previous = terms_of.time(implementation.name) if terms_of else None
-            called = {name: times[name] for name in _called(callees, implementation.name) if name in times}
-            searching[implementation.name] = previous is None or previous.status != "fitted"
-            jobs.append((shared, dict(models_of or {}), called, implementation.name, fitting, verification,
-                         relative, confidence, tolerance, discovering,
-                         previous.discovered if previous and previous.status == "fitted" else None,
-                         shortlist, shared_sites[interface.name], every_sample, every_sample))
-            costs.append(_fit_cost(model, fitting, discovering and previous is None))
-            names.append(implementation.name)
-        fits = dict(zip(names, side_by_side(_fit_job, jobs, costs, workers=_workers_for(costs)), strict=True))
-        # The final fit's searches on every sample, and its bags' (_bagged), of every model of the wave side by side.
-        later: list[tuple] = []  # (name, bag or None), the search jobs' owners
-        for name in names:
-            fitted = fits[name]
-            if fitted.pending is not None:
-                later.append((name, None))
-            if every_sample and BAGS and _baggable(fitted, implementations[name].model("time"), searching[name],
-                                                   discovering):
-                later += [(name, bag) for bag in range(BAGS)]
-        job_of = dict(zip(names, jobs, strict=True))
-        search_jobs = [(*job_of[name][:4], _searched_samples(fits[name]), relative, confidence, discovering,
-                        job_of[name][10], shortlist, shared_sites[interface_of[name]], bag)
-                       for name, bag in later]
-        search_costs = [_fit_cost(implementations[name].model("time"), _searched_samples(fits[name]) or [], True)
-                        for name, _ in later]
-        searches = dict(zip(later, side_by_side(_search_job, search_jobs, search_costs,
-                                                workers=_workers_for(search_costs)), strict=True))
-        for name in names:
-            model = implementations[name].model("time")
-            if fits[name].pending is not None:
-                fits[name] = fits[name].pending.done(model, searches[(name, None)], relative)
-            bags = [searches[(name, bag)] for bag in range(BAGS) if (name, bag) in searches]
-            if bags:
-                fits[name].entry = _bagged(predictor, implementations[name], model, fits[name], bags, relative,
-                                           confidence, sites[interface_of[name]])
-        for interface, implementation in wave:
-            entry = fits[implementation.name].entry if implementation.name in fits else found[implementation.name]
-            if implementation.name in fits and entry.status != "unfitted":
-                entry = replace(entry, python=python_source(interface, implementation, entry),
-                                c=c_source(interface, implementation, entry))
-            times[implementation.name] = entry
+    # The models' fits, their searches and their bags run as jobs side by side
+    # (hlc.model.workers.run_jobs), each model's as soon as the models its
+    # terms call are done: a two-rank radix model is fitted while the other
+    # one-rank models are still searched, not after them all.
+    order = _order(library, callees)
+    fits: dict[str, _Fitted] = {}
+    searches: dict[tuple[str, int | None], _Search | None] = {}
+    left: dict[str, int] = {}  # searches of a model not back yet
+    searching: dict[str, bool] = {}  # whether the model's terms are searched (not given by terms_of)
+    fit_jobs: dict[str, tuple] = {}
+    started: set[str] = set()
+
+    def start(interface: ast.Interface, implementation: ast.Implementation) -> list[Job]:
+        """The fit of a model whose callees are done; an excluded one is done at once."""
+        name = implementation.name
+        started.add(name)
+        failure = excluded.get((interface.name, name))
+        if failure is not None:
+            times[name] = TimeModel("excluded", cause=failure.cause, ranks=failure.P, point=failure.point)
+            return ready()
+        fitting = _within(predictor, implementation, samples.of(interface.name, name, verify=False))
+        verification = _within(predictor, implementation, samples.of(interface.name, name, verify=True))
+        previous = terms_of.time(name) if terms_of else None
+        called = {callee: times[callee] for callee in _called(callees, name) if callee in times}
+        fit_jobs[name] = (shared, dict(models_of or {}), called, name, fitting, verification, relative, confidence,
+                          tolerance, discovering,
+                          previous.discovered if previous and previous.status == "fitted" else None,
+                          shortlist, shared_sites[interface.name], every_sample, every_sample)
+        cost = _fit_cost(implementation.model("time"), fitting, discovering and searching[name])
+        return [Job(_fit_job, fit_jobs[name], cost, then=lambda fitted: fitted_back(name, fitted))]
+
+    def fitted_back(name: str, fitted: _Fitted) -> list[Job]:
+        """The final fit's search on every sample, and its bags' (_bagged), as jobs of their own."""
+        fits[name] = fitted
+        model = implementations[name].model("time")
+        later: list[int | None] = [None] if fitted.pending is not None else []
+        if every_sample and BAGS and _baggable(fitted, model, searching[name], discovering):
+            later += list(range(BAGS))
+        if not later:
+            return [Job(finish, (name,), 0.0, then=ready, here=True)]
+        left[name] = len(later)
+        searched = _searched_samples(fitted)
+        cost = _fit_cost(model, searched or [], True)
+        return [Job(_search_job, (*fit_jobs[name][:4], searched, relative, confidence, discovering,
+                                  fit_jobs[name][10], shortlist, shared_sites[interface_of[name]], bag),
+                    cost, then=lambda result, bag=bag: searched_back(name, bag, result)) for bag in later]
+
+    def searched_back(name: str, bag: int | None, result: _Search | None) -> list[Job]:
+        searches[name, bag] = result
+        left[name] -= 1
+        return [] if left[name] else [Job(finish, (name,), 0.0, then=ready, here=True)]
+
+    def finish(name: str) -> str:
+        """The model of ``name`` from its fit, its search on every sample and its bags."""
+        model = implementations[name].model("time")
+        if fits[name].pending is not None:
+            fits[name] = fits[name].pending.done(model, searches[name, None], relative)
+        bags = [searches[name, bag] for bag in range(BAGS) if (name, bag) in searches]
+        if bags:
+            fits[name].entry = _bagged(predictor, implementations[name], model, fits[name], bags, relative,
+                                       confidence, sites[interface_of[name]])
+        entry = fits[name].entry
+        if entry.status != "unfitted":
+            interface = next(i for i, m in order if m.name == name)
+            entry = replace(entry, python=python_source(interface, implementations[name], entry),
+                            c=c_source(interface, implementations[name], entry))
+        times[name] = entry
+        return name
+
+    def ready(_: object = None) -> list[Job]:
+        """The fits of the models not started whose callees are all done."""
+        return [job for interface, implementation in order
+                if implementation.name not in started and callees[implementation.name] <= times.keys()
+                for job in start(interface, implementation)]
+
+    for name in implementations:
+        previous = terms_of.time(name) if terms_of else None
+        searching[name] = previous is None or previous.status != "fitted"
+    costs = [_fit_cost(implementation.model("time"), samples.of(interface.name, implementation.name, verify=False),
+                       discovering and searching[implementation.name]) for interface, implementation in order]
+    run_jobs(ready(), workers=_workers_for(costs))
     times = {implementation.name: times[implementation.name] for _, implementation in _order(library, callees)}
     return Models(
         # absolute: a built module finds its description (and its sources) from any folder
@@ -1247,8 +1272,9 @@ def _fit_cost(model: ast.CostModel, fitting: list[Sample], searching: bool) -> f
 
 
 def _workers_for(costs: list[float]) -> int | None:
-    """The worker processes a wave of fits may use: none where the wave is
-    too small for their passing of samples and results to pay (FIT_SIDE_BY_SIDE)."""
+    """The worker processes the fits of ``costs`` (each model's) may use: none
+    where they are too small for the passing of samples and results to pay
+    (FIT_SIDE_BY_SIDE)."""
     return None if sum(costs) >= FIT_SIDE_BY_SIDE else 0
 
 

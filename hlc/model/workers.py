@@ -1,13 +1,16 @@
-"""Independent jobs run side by side: this process and worker processes.
+"""Jobs run side by side: this process and worker processes.
 
-The fitter's jobs (one implementation's model each) run while nothing is
-timed: between an adaptive build's rounds, at the end of a build, in
-``hlc fit`` and in replays.  The profiling programs wait meanwhile, and
-every core but the fitter's is idle.  On two cores the fit of the sort
-library's seven models from 2,622 stored samples took 6.2 s where it
-took 9.5 s one after the other (``benchmarks/fit_workers.py``): about
-the time of its longest chain of models, the radix sort's and the
-two-rank one's that calls it.
+The fitter's jobs (a model's fit, its searches and its bags) run while
+nothing is timed: between an adaptive build's rounds, at the end of a
+build, in ``hlc fit`` and in replays.  The profiling programs wait
+meanwhile, and every core but the fitter's is idle.  A job's result may
+make others ready (a model's bags wait for its fit, a model whose terms
+call another for that one's): they join the queue at once.  On two cores
+the fit of the sort library's seven models from 2,622 stored samples
+took 5.3 s where it took 9.1 s one after the other
+(``benchmarks/fit_workers.py``): about the time of its longest chain of
+jobs, the radix sort's fit, its bags, and the two-rank model's that calls
+it.
 
 A worker is a plain child process, ``python -m hlc.model.workers``, that
 reads pickled jobs (a module-level function and its arguments) on its
@@ -36,7 +39,9 @@ import atexit
 import collections
 import contextlib
 import hashlib
+import heapq
 import importlib
+import itertools
 import os
 import pickle
 import struct
@@ -45,6 +50,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -259,75 +265,178 @@ def side_by_side(function: Callable[..., Any], arguments: Sequence[tuple], costs
     ``workers`` (default: :func:`worker_count`) worker processes; the
     results in the order of ``arguments``.  The jobs wait in one queue, the
     most costly first by their ``costs`` (:func:`queue_order`), and each
-    lane takes the next one whenever it is free: a cost is an estimate (a
-    model's samples times its terms), and a model whose search runs long
-    then delays no job dealt to its lane beforehand.  Every lane starts
-    with one job, this process with the first, each worker with the next
-    (a worker still starting would otherwise leave its share to the
-    others).  ``function`` must be defined at a module's top level,
-    and the arguments and results picklable."""
-    workers = worker_count() if workers is None else workers
-    count = min(workers, len(arguments) - 1) if _failures < MOST_FAILURES else 0
-    if count <= 0:
-        return [function(*a) for a in arguments]
-    waiting = collections.deque(queue_order(costs))
-    lock = threading.Lock()
+    lane takes the next one whenever it is free (:func:`run_jobs`).
+    ``function`` must be defined at a module's top level, and the arguments
+    and results picklable."""
     results: dict[int, Any] = {}
-    here: list[int] = []  # jobs a worker could not do, done here
+
+    def keeping(position: int) -> Callable[[Any], Sequence[Job]]:
+        def keep(value: Any) -> Sequence[Job]:
+            results[position] = value
+            return ()
+        return keep
+
+    workers = worker_count() if workers is None else workers
+    run_jobs([Job(function, a, cost, keeping(position))
+              for position, (a, cost) in enumerate(zip(arguments, costs, strict=True))],
+             workers=min(workers, len(arguments) - 1))
+    return [results[i] for i in range(len(arguments))]
+
+
+@dataclass
+class Job:
+    """``function(*arguments)``, an estimate of its ``cost``, and what is done
+    with its result once it is back: ``then(result)``, called in this
+    process, one at a time, returns the jobs the result makes ready (the
+    searches of a model once its fit is back; the models whose terms call
+    it once its own is done).  A ``then`` may run in a thread beside a job
+    of this process: it should do little, and hand anything more to a job
+    that runs ``here``, in this process's own lane, one after another with
+    its other jobs."""
+
+    function: Callable[..., Any]
+    arguments: tuple
+    cost: float
+    then: Callable[[Any], Sequence[Job]] | None = None
+    here: bool = False
+
+
+def run_jobs(jobs: Sequence[Job], workers: int | None = None) -> None:
+    """Run ``jobs`` and the jobs their ``then`` makes ready, in this process
+    and up to ``workers`` (default: :func:`worker_count`) worker processes.
+
+    The ready jobs wait in one queue, the most costly first (the first
+    ready of equals first), and each lane takes the next one whenever it is
+    free: a cost is an estimate (a model's samples times its terms), and a
+    model whose search runs long then delays no job.  Every lane starts with
+    one job, this process with the first, each worker with the next (a
+    worker still starting would otherwise leave its share to the others).
+    A job made ready while the lanes work joins the queue at once, so a
+    model that calls another is fitted as soon as that one is done, beside
+    the searches of the others, not after all of them.
+
+    A job that cannot travel (a local function), or whose worker failed,
+    or that raised in a worker, is done here, where it raises as it would
+    have without workers.  An error or an interrupt here, in a job or in a
+    ``then``, stops the workers that are busy: their answers would
+    otherwise meet the next jobs."""
+    workers = worker_count() if workers is None else workers
+    count = workers if _failures < MOST_FAILURES else 0
+    order = itertools.count()
+    # a heap: the costliest first, then the first ready
+    waiting = [(-job.cost, next(order), job) for job in jobs if not job.here]
+    heapq.heapify(waiting)
+    here = collections.deque(job for job in jobs if job.here)  # jobs for this process alone, first
+
+    def join(ready: Sequence[Job]) -> None:
+        for each in ready:
+            if each.here:
+                here.append(each)
+            else:
+                heapq.heappush(waiting, (-each.cost, next(order), each))
+
+    if count <= 0:
+        while here or waiting:
+            job = here.popleft() if here else heapq.heappop(waiting)[2]
+            join(_then(job, job.function(*job.arguments)))
+        return
+    outstanding = len(waiting) + len(here)  # jobs not done: waiting, here, or running
+    condition = threading.Condition()
+    continuing = threading.Lock()  # the thens, one at a time
+    failed: list[BaseException] = []  # a then that raised in a feeder's thread
     stopping = threading.Event()  # set when this process stops the workers (an error or an interrupt here)
-    first = waiting.popleft()
 
-    def take() -> int | None:
-        with lock:
-            return waiting.popleft() if waiting else None
+    def take(mine: bool) -> Job | None:
+        """The next job for a lane (``mine``: this process's, which takes those
+        meant for it first); None once every job is done, or on an error."""
+        with condition:
+            while not (failed or stopping.is_set()):
+                if mine and here:
+                    return here.popleft()
+                if waiting:
+                    return heapq.heappop(waiting)[2]
+                if not outstanding:
+                    return None
+                condition.wait()  # a running job may make more ready
+            return None
 
-    def feed(worker: _Worker, position: int | None) -> None:
-        """Pass the worker one job at a time, ``position`` first, until none is left or it fails."""
-        while position is not None:
+    def done(job: Job, result: Any) -> None:
+        nonlocal outstanding
+        with continuing:
+            ready = _then(job, result)
+        with condition:
+            join(ready)
+            outstanding += len(ready) - 1
+            condition.notify_all()
+
+    def hand_back(job: Job) -> None:
+        with condition:
+            here.append(job)
+            condition.notify_all()
+
+    def feed(worker: _Worker, job: Job | None) -> None:
+        """Pass the worker one job at a time, ``job`` first (else the first made
+        ready), until none is left or it fails."""
+        if job is None:
+            job = take(mine=False)
+        while job is not None:
             try:
-                message = pickle.dumps([(function, arguments[position])], protocol=pickle.HIGHEST_PROTOCOL)
+                message = pickle.dumps([(job.function, job.arguments)], protocol=pickle.HIGHEST_PROTOCOL)
             except Exception:  # noqa: BLE001 - a job that cannot travel (a local function) is done here
-                here.append(position)
-                position = take()
+                hand_back(job)
+                job = take(mine=False)
                 continue
             try:
                 worker.send(message)
-                [(done, value)] = worker.receive()
+                [(finished, value)] = worker.receive()
             except (WorkerGone, ValueError):  # ValueError: its pipes closed as it was stopped
                 if not stopping.is_set():
                     _failed(worker)
-                    here.append(position)
+                    hand_back(job)
                 return
-            if done:
-                results[position] = value
-            else:  # a job that raised there raises here, as it would have without workers
-                here.append(position)
-            position = take()
+            if not finished:  # a job that raised there raises here, as it would have without workers
+                hand_back(job)
+            else:
+                try:
+                    done(job, value)
+                except BaseException as error:  # noqa: BLE001 - raised here, in this process's lane
+                    with condition:
+                        failed.append(error)
+                        condition.notify_all()
+                    return
+            job = take(mine=False)
 
+    first = here.popleft() if here else heapq.heappop(waiting)[2]
     started = _started(count)
-    feeders = [threading.Thread(target=feed, args=(worker, take()), daemon=True) for worker in started]
+    feeders = [threading.Thread(target=feed, args=(worker, heapq.heappop(waiting)[2] if waiting else None),
+                                daemon=True) for worker in started]
     for feeder in feeders:
         feeder.start()
     try:
-        position: int | None = first
-        while position is not None:
-            results[position] = function(*arguments[position])
-            position = take()
+        job: Job | None = first
+        while job is not None:
+            done(job, job.function(*job.arguments))
+            job = take(mine=True)
+        if failed:
+            raise failed[0]
         for feeder in feeders:
             feeder.join()
     except BaseException:
         # An error here, or an interrupt: an answer still on its way would
         # answer the next jobs sent to its worker, which goes instead.
         stopping.set()
-        with lock:
+        with condition:
             waiting.clear()
+            here.clear()
+            condition.notify_all()
         for worker, feeder in zip(started, feeders, strict=True):
             if feeder.is_alive():
                 worker.stop()
         raise
-    for position in sorted(here):
-        results[position] = function(*arguments[position])
-    return [results[i] for i in range(len(arguments))]
+
+
+def _then(job: Job, result: Any) -> Sequence[Job]:
+    return job.then(result) if job.then is not None else ()
 
 
 def _failed(worker: _Worker) -> None:

@@ -13,7 +13,7 @@ import pytest
 from hlc.language.parse import parse_file
 from hlc.model import calibration, workers
 from hlc.model.calibration import Samples, calibrate
-from hlc.model.workers import queue_order, side_by_side, worker_count
+from hlc.model.workers import Job, queue_order, run_jobs, side_by_side, worker_count
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
@@ -35,6 +35,39 @@ def test_a_lane_free_early_takes_the_next_jobs_whatever_their_costs_said():
                         [5.0, 4.0, 3.0, 2.0, 1.0], workers=1)
     assert pids[0] == os.getpid()
     assert os.getpid() not in pids[1:]
+
+
+def test_jobs_made_ready_by_a_result_join_the_queue_at_once():
+    """A chain of three jobs, each made ready by the one before, runs in the
+    worker while this process works on a longer job that was ready first;
+    a job meant for this process runs here, after the chain."""
+    side_by_side(os.getpid, [(), ()], [1.0, 1.0], workers=1)  # a worker started and ready
+    ran: dict[str, int] = {}
+
+    def then(name: str, following: list[Job]):
+        def record(pid: int) -> list[Job]:
+            ran[name] = pid
+            return following
+        return record
+
+    pid_after = "__import__('time').sleep({}) or __import__('os').getpid()"
+    here = Job(os.getpid, (), 0.0, then("here", []), here=True)
+    chain = [here]
+    for name in ("third", "second", "first"):
+        chain = [Job(eval, (pid_after.format(0.01),), 1.0, then(name, chain))]
+    run_jobs([Job(eval, (pid_after.format(1.5),), 5.0, then("long", [])), *chain], workers=1)
+    assert ran["long"] == ran["here"] == os.getpid()
+    assert os.getpid() not in (ran["first"], ran["second"], ran["third"])
+    assert list(ran) == ["first", "second", "third", "long", "here"]  # the chain done while "long" ran
+
+
+def test_a_then_that_raises_in_a_feeders_thread_raises_here():
+    def broken(value):
+        raise ValueError(f"no room for {value}")
+
+    with pytest.raises(ValueError, match="no room for 2"):  # the cheaper job is the worker's
+        run_jobs([Job(operator.neg, (-1,), 5.0), Job(operator.neg, (-2,), 1.0, broken)], workers=1)
+    assert side_by_side(operator.neg, [(1,), (2,)], [5.0, 1.0], workers=1) == [-1, -2]
 
 
 def test_jobs_run_in_other_processes_and_come_back_in_order():
