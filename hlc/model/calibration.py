@@ -160,8 +160,9 @@ def fit_workers_wanted(library: ast.Library) -> int:
 def _waves(library: ast.Library,
            callees: Mapping[str, set[str]] | None = None) -> list[list[tuple[ast.Interface, ast.Implementation]]]:
     """The implementations in dependency order (``_order``), in waves: each
-    after the waves that hold the models its terms call, so that those of
-    one wave can be fitted side by side."""
+    after the waves that hold the models its terms call.  The models of one
+    wave can be fitted at once, beside one another: the widest says how
+    many workers a fit can keep busy (:func:`fit_workers_wanted`)."""
     callees = _callees(library) if callees is None else callees
     wave_of: dict[str, int] = {}
     waves: list[list[tuple[ast.Interface, ast.Implementation]]] = []
