@@ -194,7 +194,12 @@ def adaptive(tmp_path_factory):
     library = hlc.parse_file(DESCRIPTIONS / "crossing.hl")
     lines: list[str] = []
     samples = folder / "samples.jsonl"
-    result, rounds = profile_adaptively(library, samples, folder, ranks=[1], budget=60.0, report=lines.append)
+    # Its whole grid costs a second: the rules that choose among its points
+    # are what these tests see, not the round that takes them all at once.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(adaptive_profile, "WHOLE_GRID_FIRST", False)
+        result, rounds = profile_adaptively(library, samples, folder, ranks=[1], budget=60.0,
+                                            report=lines.append)
     return library, samples, result, rounds, lines
 
 
@@ -238,6 +243,25 @@ def test_a_round_past_its_limit_stops_and_the_next_is_planned(tmp_path, monkeypa
     assert "the fitting share of the budget is spent" in lines \
         or any("less than a round's fit and planning took" in line for line in lines) \
         or result.coverage == f"the budget ran out: {rounds[0].sites} of 57 grid points measured"
+
+
+def test_a_budget_that_affords_the_whole_grid_takes_it_in_the_first_round_after_the_start(tmp_path):
+    """The crossing library's grid costs a second: once the start's models
+    predict that, the next round takes every point not measured yet, at every
+    candidate; the rounds after it measure uncertain decisions again."""
+    library = hlc.parse_file(DESCRIPTIONS / "crossing.hl")
+    lines: list[str] = []
+    samples = tmp_path / "samples.jsonl"
+    result, rounds = profile_adaptively(library, samples, tmp_path, ranks=[1], budget=30.0, report=lines.append)
+    assert lines[1].startswith(f"round 2: {57 - rounds[0].sites} points, every grid point not measured yet, "
+                               f"at every candidate (affordable)")
+    records = Samples.read(samples)
+    grid = Grid([site for site in read_sites(records) if not site.refined])
+    assert {site.key for site in grid.sites} <= measured_keys(records)
+    refined = {site.index for site in read_sites(records) if site.refined}
+    assert not any(s.index in refined for s in records.samples)  # no boundary was bisected between the grid's
+    timed = {(s.index, s.implementation) for s in records.samples if not s.verify}
+    assert all((site.index, name) in timed for site in grid.sites for name in site.settings)
 
 
 def test_an_adaptive_profile_stops_when_the_grid_is_measured_or_the_budget_spent(adaptive):
