@@ -14,7 +14,10 @@ points; an adaptive profile measures a part of it, chosen in rounds:
    at the largest sizes alone could spend a small budget);
 3. then, round after round, fit the samples so far (searching the terms
    again whenever the points have doubled, else refitting the
-   coefficients of the terms found last) and add
+   coefficients of the terms found last); once the budget left affords
+   every candidate at every grid point not measured yet, as the models
+   predict them at the pace the rounds showed, take them all in one round
+   (``WHOLE_GRID_FIRST``); until then add
    * the points measured before whose decision is uncertain between
      alternatives one of which was never timed there (the models of that
      round thought it could not win), at those alternatives only;
