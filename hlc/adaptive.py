@@ -704,7 +704,10 @@ def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float,
                bisecting: Sequence[Site] = (), most: float = math.inf,
                stakes: Mapping[tuple, tuple[bool, float]] | None = None) -> tuple[list[Site], dict[str, int]]:
     """The sites of the next round, within about ``seconds`` of predicted
-    profiling: half of it for uncertain decisions (most uncertain first),
+    profiling: half of it for uncertain decisions (the most uncertain per
+    predicted second first: each grid point stands for as many of the
+    points a decision is asked at, and a cheap one is settled in a fraction
+    of an expensive one's time),
     up to three quarters with the midpoints of the boundaries the
     measurements show (``bisecting``, in their order: hlc.boundaries; given
     each one's ``stakes``, whether its winners are different
@@ -738,7 +741,8 @@ def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float,
 
     def uncertain(widening: float) -> list[Site]:
         scored = [(judge.uncertainty(site, widening), site) for site in open_sites if site.key not in keys]
-        return [site for score, site in sorted(scored, key=lambda pair: -pair[0]) if score > 0]
+        per_second = [(score / max(judge.cost(site), MINIMUM_TIMING), site) for score, site in scored if score > 0]
+        return [site for _, site in sorted(per_second, key=lambda pair: -pair[0])]
 
     # An implementation too little sampled for a model: the sites where it
     # applies that lie farthest from the measured ones, the largest
