@@ -29,7 +29,8 @@ points; an adaptive profile measures a part of it, chosen in rounds:
      add or take away where the samples leave their knots loose
      (hlc.model.knots), and around a sample the model missed by half or
      more, to that miss (``Judge.misfit``) (thesis Fig. 4-8: the wrong
-     choices lie at the region boundaries), most uncertain first;
+     choices lie at the region boundaries), the most uncertain per
+     predicted second first;
    * the points halfway between neighbouring measured points whose
      fastest measured alternatives differ (hlc.boundaries): the grid point
      nearest halfway where some between them are not measured yet, else
