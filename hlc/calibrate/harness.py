@@ -88,6 +88,9 @@ OWN_INDEX = 1 << 30
 OWN_STRIDE = 1 << 20
 # The tag of the commands rank 0 passes on to the other ranks under --serve.
 COMMAND_TAG = 7301
+#: Seconds the ranks of a serving program exchange messages after a pause,
+#: before a command's timings (``Profiler.settle``).
+SETTLE = 0.1
 
 
 # ---- loading the implementations ------------------------------------------------------
@@ -412,6 +415,7 @@ class Profiler:
         count, not one per round."""
         while (command := self.next_command()) is not None:
             self.program_run.restart_account()
+            self.settle()
             chosen = command.get("select")
             self.selected = None if chosen is None else {name: set(indices) for name, indices in chosen.items()}
             # settings: {interface: {index: {implementation: [settings, ...]}}}, the
@@ -436,6 +440,21 @@ class Profiler:
             self.program_run.deadline = command.get("deadline")
             self.take()
         return 0
+
+    def settle(self) -> None:
+        """Exchange messages between the ranks for SETTLE seconds before a
+        command's timings.  The ranks slept while the parent fitted, and
+        the first points of a round then timed the layouts that exchange
+        halos slower, against those that do not, than the same points
+        later in a round (hlc.adaptive's rounds are short, so most of a
+        short build's points were early in theirs).  Every rank leaves
+        after the same number of rounds: each sees the same maximum."""
+        if self.context.size == 1:
+            return
+        with self.program_run.spent.spending("warm-up"):
+            started = time.perf_counter()
+            while self.context.maximum(time.perf_counter() - started) < SETTLE:
+                pass
 
     def next_command(self) -> dict | None:
         """The next command, read by rank 0 and sent to every rank; None at the
