@@ -1163,6 +1163,7 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
     callees = _callees(library)
     implementations = {i.name: i for interface in library.interfaces for i in interface.implementations}
     interface_of = {i.name: interface.name for interface in library.interfaces for i in interface.implementations}
+    interfaces = {interface.name: interface for interface in library.interfaces}
     # The models' fits, their searches and their bags run as jobs side by side
     # (hlc.model.workers.run_jobs), each model's as soon as the models its
     # terms call are done: a two-rank radix model is fitted while the other
@@ -1226,7 +1227,7 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
                                        confidence, sites[interface_of[name]])
         entry = fits[name].entry
         if entry.status != "unfitted":
-            interface = next(i for i, m in order if m.name == name)
+            interface = interfaces[interface_of[name]]
             entry = replace(entry, python=python_source(interface, implementations[name], entry),
                             c=c_source(interface, implementations[name], entry))
         times[name] = entry
@@ -1244,7 +1245,7 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
     costs = [_fit_cost(implementation.model("time"), samples.of(interface.name, implementation.name, verify=False),
                        discovering and searching[implementation.name]) for interface, implementation in order]
     run_jobs(ready(), workers=_workers_for(costs))
-    times = {implementation.name: times[implementation.name] for _, implementation in _order(library, callees)}
+    times = {implementation.name: times[implementation.name] for _, implementation in order}
     return Models(
         # absolute: a built module finds its description (and its sources) from any folder
         library=library.name, description=str(Path(library.filename).resolve()),

@@ -253,18 +253,12 @@ def close_workers() -> None:
         _workers.pop().close()
 
 
-def queue_order(costs: Sequence[float]) -> list[int]:
-    """The positions of ``costs``, the most costly first (the first of equals):
-    the order in which :func:`side_by_side`'s lanes take their jobs."""
-    return sorted(range(len(costs)), key=lambda i: (-costs[i], i))
-
-
 def side_by_side(function: Callable[..., Any], arguments: Sequence[tuple], costs: Sequence[float],
                  workers: int | None = None) -> list[Any]:
     """``function(*a)`` for each of ``arguments``, in this process and up to
     ``workers`` (default: :func:`worker_count`) worker processes; the
     results in the order of ``arguments``.  The jobs wait in one queue, the
-    most costly first by their ``costs`` (:func:`queue_order`), and each
+    most costly first by their ``costs``, and each
     lane takes the next one whenever it is free (:func:`run_jobs`).
     ``function`` must be defined at a module's top level, and the arguments
     and results picklable."""

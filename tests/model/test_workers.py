@@ -13,10 +13,17 @@ import pytest
 from hlc.language.parse import parse_file
 from hlc.model import calibration, workers
 from hlc.model.calibration import Samples, calibrate
-from hlc.model.workers import Job, queue_order, run_jobs, side_by_side, worker_count
+from hlc.model.workers import Job, run_jobs, side_by_side, worker_count
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
+
+
+def queue_order(costs: list[float]) -> list[int]:
+    """The order in which one lane runs jobs of these costs."""
+    ran: list[int] = []
+    run_jobs([Job(ran.append, (position,), cost) for position, cost in enumerate(costs)], workers=0)
+    return ran
 
 
 def test_jobs_wait_the_costliest_first_the_first_of_equals_first():
