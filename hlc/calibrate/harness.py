@@ -417,7 +417,6 @@ class Profiler:
         count, not one per round."""
         while (command := self.next_command()) is not None:
             self.program_run.restart_account()
-            self.settle()
             chosen = command.get("select")
             self.selected = None if chosen is None else {name: set(indices) for name, indices in chosen.items()}
             # settings: {interface: {index: {implementation: [settings, ...]}}}, the
@@ -440,12 +439,14 @@ class Profiler:
             self.verify_per_fit = None if per_fit is None else max(float(per_fit), 0.0)
             self.surveying = bool(command.get("survey", False))
             self.program_run.deadline = command.get("deadline")
+            if not self.surveying:
+                self.settle()
             self.take()
         return 0
 
     def settle(self) -> None:
         """Exchange messages between the ranks for SETTLE seconds before a
-        command's timings.  The ranks slept while the parent fitted, and
+        command's timings (a survey times nothing and goes without).  The ranks slept while the parent fitted, and
         the first points of a round then timed the layouts that exchange
         halos slower, against those that do not, than the same points
         later in a round (hlc.adaptive's rounds are short, so most of a

@@ -479,22 +479,26 @@ def test_a_serving_command_takes_a_share_of_the_verification_points_with_its_fit
     assert samples_of and all(count >= wanted for count in samples_of.values())
 
 
-def test_the_ranks_of_a_serving_program_exchange_messages_before_each_command(tmp_path):
-    """The ranks sleep between commands; each command starts with SETTLE
-    seconds of messages between them, accounted as warm-up, which one rank
-    has no need of.  A survey times nothing, so its warm-up is the settling
-    alone."""
+def test_the_ranks_of_a_serving_program_exchange_messages_before_each_timing_command(tmp_path):
+    """The ranks sleep between commands; each command that times starts with
+    SETTLE seconds of messages between them, accounted as warm-up, which one
+    rank has no need of.  A survey times nothing and goes without; so does a
+    command that selects no point, but for its settling."""
     library = hlc.parse_file(DESCRIPTIONS / "comm.hl")
     program = prepare(library, tmp_path / "build")
     for ranks in (1, 2):
-        spent = Breakdown()
-        server = Server(program, tmp_path / f"samples-{ranks}.jsonl", ranks, 0, 60.0, None, spent)
+        surveying, timing = Breakdown(), Breakdown()
+        server = Server(program, tmp_path / f"samples-{ranks}.jsonl", ranks, 0, 60.0, None, surveying)
         try:
             assert server.run({"survey": True}) is None
             assert server.run({"survey": True}) is None
+            server.spent = timing
+            assert server.run({"select": {}, "fitting_only": True}) is None
+            assert server.run({"select": {}, "fitting_only": True}) is None
         finally:
             server.close()
-        settling = spent.seconds.get("warm-up", 0.0)
+        assert surveying.seconds.get("warm-up", 0.0) == 0.0
+        settling = timing.seconds.get("warm-up", 0.0)
         if ranks == 1:
             assert settling == 0.0
         else:
