@@ -2,8 +2,9 @@
 
 A build spends its time measuring (the timed calls whose timings it keeps)
 and on everything that makes the measurements trustworthy or possible: the
-untimed calls that warm the caches before each timing, the timings that size
-the repeat count, the calls whose results are checked, building the
+untimed calls that warm the caches before each timing, the leading timings
+of a block dropped because they ran slower than the rest (cold), the
+timings that size the repeat count, the calls whose results are checked, building the
 arguments, waiting for a busy host, the timings dropped because the host
 slowed down while they ran, starting processes, compiling, fitting, and the
 command's own start (the interpreter and the modules it loads).  Only the
@@ -29,7 +30,7 @@ from hlc.artefacts.samples import Account
 
 #: What a profiling program's time is spent on, in the order they are shown.
 MEASURING = "measuring"
-PROGRAM = (MEASURING, "warm-up", "sizing", "checks", "inputs", "host waits", "retaken")
+PROGRAM = (MEASURING, "warm-up", "cold timings", "sizing", "checks", "inputs", "host waits", "retaken")
 #: What the build itself spends, around the programs.
 BUILD = ("start", "compile", "process starts", "restarts", "fit", "planning", "dispatch module")
 #: The rest of a program's or a build's wall time.

@@ -9,7 +9,7 @@ to time several side by side (hlc.calibrate.timing has the single timing):
 * a first repeat count from that call, grown while a timing falls short of
   the clock's minimum;
 * blocks (the profiler's): a candidate timed back to back until k timings
-  agree, its cold leading timings dropped as warm-up;
+  agree, its cold leading timings dropped (accounted as cold timings);
 * rounds (the oracle's): every candidate timed once per round, the rounds
   numbered, so that two candidates can be compared round by round;
 * a block or a round starts when the host runs at its usual pace
@@ -326,7 +326,7 @@ class TimingEngine:
         """The timings of one candidate's block (see time_blocks), starting with
         ``first`` when the checking call was one, and else, when ``warm``, with
         that many seconds of untimed calls; None when it failed.  The cold
-        leading timings are dropped and counted as warm-up; a block that never
+        leading timings are dropped and counted as cold timings; a block that never
         warms keeps its last k timings."""
         values: list[tuple[float, int]] = [] if first is None else [(first, 1)]
         wanted = interface.repeat
@@ -348,7 +348,7 @@ class TimingEngine:
         # leading ones may shrink as later timings come in.
         cold = max(cold, len(values) - wanted * RETAKES)
         for seconds, repeat in values[:cold]:
-            self.spent.move(MEASURING, "warm-up", seconds * repeat)
+            self.spent.move(MEASURING, "cold timings", seconds * repeat)
         return [seconds for seconds, _ in values[cold:]]
 
     def time_rounds(self, interface: Interface, candidates: list[tuple[Implementation, dict, int]],

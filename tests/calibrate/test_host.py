@@ -360,15 +360,20 @@ def test_a_block_in_a_memory_spell_is_kept_and_marked_not_taken_again(tmp_path, 
     assert sample.host > 1 + TOLERANCE
 
 
-def test_cold_timings_are_dropped_as_warm_up(tmp_path, monkeypatch):
+def test_cold_timings_are_dropped_and_accounted_as_such(tmp_path, monkeypatch):
     # the first calls run with cold caches (three and two times slower), then
-    # the task keeps its pace: the block times on until three timings agree
+    # the task keeps its pace: the block times on until three timings agree;
+    # the two cold ones (the checking call the first) are the account's cold
+    # timings, not its measuring
     samples, calls = profile_one_point(tmp_path, lambda n: {1: 3, 2: 2}.get(n, 1), monkeypatch,
                                        host_slow_above=10)
     assert len(calls) == 2 + 3
     (sample,) = samples
     assert sample.timings == pytest.approx([2e-3] * 3, rel=1e-3)
     assert not sample.noisy
+    (account,) = Samples.read(tmp_path / "samples.jsonl").accounts
+    assert account.seconds["cold timings"] == pytest.approx(sum(calls[:2]), abs=1e-3)  # kept in milliseconds
+    assert account.seconds["measuring"] == pytest.approx(sum(calls[2:]), abs=1e-3)
 
 
 def test_a_block_keeps_at_most_three_k_timings_when_its_cold_ones_turn_out_warm(tmp_path, monkeypatch):
