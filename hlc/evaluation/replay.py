@@ -14,6 +14,15 @@ implementation or a parameter value the evaluation did not time, because the
 description it was built from excluded it) cannot be judged; such points are
 counted and reported, never guessed.
 
+A replay also says how each implementation's timings in the evaluation
+stand to its model (:func:`offsets`): the geometric mean of measured over
+predicted time at the evaluation's points.  A model fitted well has it near
+1 whatever its noise; alternatives whose offsets lie apart by a few percent
+were measured otherwise by the profile than by the evaluation (another
+process, its calls in blocks there and in rounds here), and the choices
+between them lean to the one the profile saw faster, wherever the two are
+close.
+
 Another exhaustive evaluation of the same points and inputs can stand in
 for the models (:func:`replay_oracle`): its fastest candidates, judged by
 the second evaluation's timings, say how often a choice that was right in
@@ -26,8 +35,11 @@ otherwise) than the noise within one run shows.
 
 from __future__ import annotations
 
+import math
+import statistics
+from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from hlc.artefacts import evaluation as artefact
@@ -39,9 +51,10 @@ from hlc.evaluation.inputs import models_of, used_models_of
 from hlc.evaluation.oracle import label
 from hlc.evaluation.text import Figures, format_document
 from hlc.evaluation.verdicts import oracle_verdict, summaries
+from hlc.language import ast
 from hlc.language.parse import parse_file
 from hlc.model.fingerprint import machine_differences
-from hlc.model.predict import Predictor
+from hlc.model.predict import ModelUnavailable, Predictor
 
 
 @dataclass
@@ -58,6 +71,8 @@ class Replay(Figures):
     changed: tuple[str, ...] = ()
     #: how the machine the evaluation was timed on differs from the models' (or the other evaluation's)
     other_machine: tuple[str, ...] = ()
+    #: each implementation's measured time against its model's (none when another evaluation chose)
+    offsets: list[Offset] = field(default_factory=list)
 
     def table(self) -> str:
         """The figures as text, in the form ``hlc evaluate`` prints them."""
@@ -71,7 +86,60 @@ class Replay(Figures):
             lines.append(f"warning: {self.evaluation} was timed on another machine ({'; '.join(self.other_machine)}); "
                          f"its timings are not the costs these choices were made for")
         lines += ["", *format_document(self.document)]
+        if self.offsets:
+            lines += ["", *format_offsets(self.offsets)]
         return "\n".join(lines).rstrip()
+
+
+@dataclass(frozen=True)
+class Offset:
+    """How one implementation's times measured at an evaluation's points (at
+    one rank count, every parameter value timed) stand to its model's."""
+
+    interface: str
+    implementation: str
+    P: int
+    ratio: float  # the geometric mean of measured / predicted time
+    timings: int  # the candidates it is the mean over
+
+
+def offsets(library: ast.Library, predictor: Predictor, document: EvaluationDocument) -> list[Offset]:
+    """Each implementation's offset against its model at the points of
+    ``document`` (module doc), per interface and rank count; an
+    implementation without a model there is left out."""
+    found = []
+    for interface in library.interfaces:
+        part = document.interfaces.get(interface.name)
+        logs: dict[tuple[str, int], list[float]] = defaultdict(list)
+        for point in part.points if part else ():
+            for candidate in point.candidates:
+                try:
+                    predicted = predictor.evaluate(candidate.implementation,
+                                                   {**point.variables, **candidate.parameters})
+                except ModelUnavailable:
+                    continue
+                if candidate.seconds > 0 and predicted > 0:
+                    logs[candidate.implementation, point.P].append(math.log(candidate.seconds / predicted))
+        found += [Offset(interface.name, implementation, P, math.exp(statistics.fmean(values)), len(values))
+                  for (implementation, P), values in sorted(logs.items(), key=lambda item: (item[0][1], item[0][0]))]
+    return found
+
+
+def format_offsets(found: list[Offset]) -> list[str]:
+    """The offsets as ``hlc evaluate --replay`` prints them: one line per
+    interface and rank count, the alternatives from the slowest against
+    their models to the fastest, and how far apart those two lie."""
+    lines = ["measured / predicted time, geometric mean over the evaluation's timings (where alternatives lie "
+             "far apart, the close choices between them lean to the larger ratio: its model promises more than "
+             "these timings show):"]
+    groups: dict[tuple[str, int], list[Offset]] = defaultdict(list)
+    for offset in found:
+        groups[offset.interface, offset.P].append(offset)
+    for (interface, P), group in groups.items():
+        group.sort(key=lambda o: -o.ratio)
+        apart = f" ({group[0].ratio / group[-1].ratio - 1:.1%} apart)" if len(group) > 1 else ""
+        lines.append(f"  {interface}, P={P}: " + ", ".join(f"{o.implementation} {o.ratio:.3f}" for o in group) + apart)
+    return lines
 
 
 def replay(build: str | Path, evaluation: str | Path | None = None, *, tolerance: float | None = None,
@@ -109,7 +177,8 @@ def replay(build: str | Path, evaluation: str | Path | None = None, *, tolerance
     return Replay(EvaluationDocument(library.name, settings, interfaces, document.created, document.machine,
                                      Replayed(str(models_file), str(stored)), document.sources),
                   models_file, stored, changed=changed_sources(document.sources, models.fingerprint.sources),
-                  other_machine=tuple(machine_differences(document.machine, models.fingerprint)))
+                  other_machine=tuple(machine_differences(document.machine, models.fingerprint)),
+                  offsets=offsets(library, predictor, document))
 
 
 def replay_oracle(first: str | Path, second: str | Path, *, tolerance: float | None = None) -> Replay:

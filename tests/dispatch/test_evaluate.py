@@ -458,6 +458,17 @@ def test_replay_of_the_build_s_own_models_gives_the_evaluation_s_choices(squares
     for point, stored in zip(points, [p for p in own.points if p.variables["n"] <= 4096], strict=True):
         slower = {c.label: ratio_of(stored.candidate("loop"), c) for c in stored.candidates}
         assert point.penalty == pytest.approx(max(1.0, *slower.values()) - 1)
+    # each implementation's timings against its model: the constant second is
+    # the geometric mean of the timings themselves, the loop's own model near them
+    offsets = {o.implementation: o for o in replayed.offsets}
+    for name in ("dot", "chunked"):
+        timed = [c.seconds for p in own.points for c in p.candidates if c.implementation == name]
+        assert offsets[name].timings == len(timed)
+        assert offsets[name].ratio == pytest.approx(math.exp(statistics.fmean(math.log(t) for t in timed)))
+    assert 0.5 < offsets["loop"].ratio < 2
+    assert {o.interface for o in replayed.offsets} == {"square_sum"} and {o.P for o in replayed.offsets} == {1}
+    (line,) = [line for line in replayed.table().splitlines() if line.startswith("  square_sum, P=1: ")]
+    assert line.index("loop") < line.index("dot") and "apart)" in line  # the largest ratio first
 
 
 def test_an_evaluation_records_the_sources_it_timed_and_a_replay_says_when_they_changed(squares, tmp_path,
