@@ -1,0 +1,52 @@
+"""The measuring-context benchmark: the points of a build's exhaustive
+evaluation timed again in the profiler's blocks, the oracle's rounds at
+several warm-ups and a loop of calls, each against the blocks."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+import hlc
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("measuring_context_script",
+                                               ROOT / "benchmarks" / "measuring_context.py")
+context = sys.modules[_spec.name] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(context)
+
+
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("build") / "squares"
+    hlc.build(ROOT / "tests" / "descriptions" / "squares.hl", out=folder, quick=True)
+    hlc.evaluate(folder, points=3, seed=4, params="exhaustive")
+    return folder
+
+
+def test_every_context_is_timed_against_the_blocks(evaluated, capsys):
+    assert context.main([str(evaluated), "--points", "2", "--warm", "0,5"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("squares: square_sum, 2 points of its evaluation at 1 rank(s)")
+    assert lines[1].split() == ["implementation", "rounds", "0", "ms", "rounds", "5", "ms", "loop"]
+    rows = {line.split()[0]: [float(x) for x in line.split()[1:]] for line in lines[2:-1]}
+    assert set(rows) <= {"dot", "loop", "chunked"} and "dot" in rows
+    for ratios in rows.values():  # the same calls, in another context: within a factor of a few
+        assert all(0.2 < r < 5 for r in ratios if not math.isnan(r))
+    base, _, rest = lines[-1].partition(": ")
+    assert base.split("/")[0] == "dot"
+    assert [part.rsplit(" ", 1)[0] for part in rest.split(", ")] == ["blocks", "rounds 0 ms", "rounds 5 ms", "loop"]
+
+
+def test_an_evaluation_that_timed_only_the_chosen_parameters_is_refused(evaluated, tmp_path, capsys):
+    chosen = tmp_path / "chosen"
+    chosen.mkdir()
+    text = (evaluated / "evaluation.json").read_text().replace('"exhaustive"', '"chosen"')
+    (chosen / "evaluation.json").write_text(text)
+    with pytest.raises(SystemExit):
+        context.main([str(chosen)])
+    assert "is not exhaustive" in capsys.readouterr().err
