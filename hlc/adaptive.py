@@ -1178,7 +1178,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                     # reached the last of its 784 grid points in its eleventh round,
                     # which the grid took in 17 s, and chose right less often.
                     rest = [site for site in sites if site.key not in taken]
-                    if WHOLE_GRID_FIRST and rest and affordable(judge, left / pace):
+                    if WHOLE_GRID_FIRST and rest and affordable(judge, rest, left / pace):
                         batch, plan = rest, {site.key: site.settings for site in rest}
                         by_rule = {"uncertain": 0, "gaps": 0, "spread": 0, "rest": len(rest), "own": 0}
                         own, own_counts, own_cost = {}, {}, {}
@@ -1202,7 +1202,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                         seconds -= sum(own_cost.values())
                         batch, by_rule = next_round(grid, taken, judge, max(seconds, 0.0), bisecting, most, stakes)
                         plan = {site.key: judge.worth_timing(site) for site in batch}
-                        if affordable(judge, left):  # narrowing would only save time there is room for
+                        if affordable(judge, rest, left):  # narrowing would only save time there is room for
                             plan = {site.key: site.settings for site in batch}
                         else:
                             plan, by_rule["covering"] = covering(grid, batch, plan, timed, judge.cost,
@@ -1331,9 +1331,9 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                 stakes.setdefault(at[where].key, (boundary.implementations, boundary.stake))
         return records, sites_found, stakes
 
-    def affordable(judge: Judge, left: float) -> bool:
-        """Whether every candidate at every point not yet measured fits in ``left`` seconds."""
-        return sum(judge.cost(site, site.settings) for site in sites if site.key not in taken) <= left
+    def affordable(judge: Judge, rest: list[Site], left: float) -> bool:
+        """Whether every candidate at the points ``rest`` (those not yet measured) fits in ``left`` seconds."""
+        return sum(judge.cost(site, site.settings) for site in rest) <= left
 
     cut = fitting_rounds((1 - VERIFICATION_SHARE) * budget)
     # The verification samples, with what is left of the budget (a share of it at least).
