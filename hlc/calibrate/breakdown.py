@@ -4,10 +4,11 @@ A build spends its time measuring (the timed calls whose timings it keeps)
 and on everything that makes the measurements trustworthy or possible: the
 untimed calls that warm the caches before each timing, the leading timings
 of a block dropped because they ran slower than the rest (cold), the
-timings that size the repeat count, the calls whose results are checked, building the
-arguments, waiting for a busy host, the timings dropped because the host
-slowed down while they ran, starting processes, compiling, fitting, and the
-command's own start (the interpreter and the modules it loads).  Only the
+timings that size the repeat count, the calls whose results are checked,
+building the arguments, waiting for a busy host, the timings dropped
+because the host slowed down while they ran, starting processes,
+compiling, fitting, and the command's own start (the interpreter and the
+modules it loads).  Only the
 first is what a build is for; this account says how large the rest is, so
 that it can be seen and cut.
 

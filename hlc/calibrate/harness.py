@@ -446,12 +446,13 @@ class Profiler:
 
     def settle(self) -> None:
         """Exchange messages between the ranks for SETTLE seconds before a
-        command's timings (a survey times nothing and goes without).  The ranks slept while the parent fitted, and
-        the first points of a round then timed the layouts that exchange
-        halos slower, against those that do not, than the same points
-        later in a round (hlc.adaptive's rounds are short, so most of a
-        short build's points were early in theirs).  Every rank leaves
-        after the same number of rounds: each sees the same maximum."""
+        command's timings (a survey times nothing and goes without).  The
+        ranks slept while the parent fitted, and the first points of a
+        round then timed the layouts that exchange halos slower, against
+        those that do not, than the same points later in a round
+        (hlc.adaptive's rounds are short, so most of a short build's points
+        were early in theirs).  Every rank leaves after the same number of
+        rounds: each sees the same maximum."""
         if self.context.size == 1:
             return
         with self.program_run.spent.spending("warm-up"):

@@ -110,9 +110,12 @@ def offsets(library: ast.Library, predictor: Predictor, document: EvaluationDocu
     found = []
     for interface in library.interfaces:
         part = document.interfaces.get(interface.name)
+        described = {implementation.name for implementation in interface.implementations}
         logs: dict[tuple[str, int], list[float]] = defaultdict(list)
         for point in part.points if part else ():
             for candidate in point.candidates:
+                if candidate.implementation not in described:  # timed, but the description has it no more
+                    continue
                 try:
                     predicted = predictor.evaluate(candidate.implementation,
                                                    {**point.variables, **candidate.parameters})
