@@ -18,7 +18,9 @@ evaluation's rank count), side by side:
   (``TimingEngine.time_rounds``), for each W of ``--warm``;
 * ``loop``: what a program calling the implementation sees: its calls back
   to back for about ``LOOP_SECONDS`` after one barrier, the
-  implementations alternating.
+  implementations alternating;
+* ``model``: the build's model, learnt from the profile's samples, which
+  its serving program timed in blocks between the build's fits.
 
 and prints, per implementation, the geometric mean over the points of
 each context's median time divided by the blocks' (at the parameters the
@@ -27,7 +29,7 @@ arguments).  The last line gives, in each context, the ratio of the first
 implementation to the one whose ratio to it moves most between the
 profile's blocks and the oracle's rounds at ``WARM_SECONDS``:
 
-    A/B: blocks X.XXX, rounds 0 ms X.XXX, …, loop X.XXX
+    A/B: blocks X.XXX, rounds 0 ms X.XXX, …, loop X.XXX, model X.XXX
 
     python benchmarks/measuring_context.py BUILD [--interface NAME] [--points N] [--warm 0,1,2,5]
 """
@@ -99,6 +101,8 @@ def measure(options: argparse.Namespace, evaluation: dict, name: str) -> int:
     engine, context = run.engine, run.context
     warms = [float(w) / 1000 for w in options.warm.split(",")]
     contexts = ["blocks", *(f"rounds {w * 1000:g} ms" for w in warms)] + ([] if interface.mutable else ["loop"])
+    contexts.append("model")
+    predictor = build_predictor(options.build)
     timed_at_warm = engine.timing
     points = [p for p in evaluation["interfaces"][name]["points"] if p["P"] == context.size][:options.points]
     # medians[context][implementation][point's number]: its median time there
@@ -128,6 +132,9 @@ def measure(options: argparse.Namespace, evaluation: dict, name: str) -> int:
             if "loop" in times:
                 for implementation, parameters in candidates:
                     times["loop"][implementation.name].append(loop(context, implementation, parameters, arguments))
+        for implementation, parameters in candidates:
+            times["model"][implementation.name].append(predictor.evaluate(implementation.name,
+                                                                          {**point["variables"], **parameters}))
         for c in contexts:
             for i in first:
                 if times[c][i]:
@@ -160,6 +167,18 @@ def measure(options: argparse.Namespace, evaluation: dict, name: str) -> int:
     if moved is not None:
         print(f"{base}/{moved}: " + ", ".join(f"{c} {between(c, base, moved):.3f}" for c in contexts))
     return 0
+
+
+def build_predictor(build: Path):
+    """The predictor of the build's models (the profile's samples, fitted)."""
+    from hlc.dispatch.bundle import description_of
+    from hlc.evaluation.inputs import models_of, used_models_of
+    from hlc.language.parse import parse_file
+    from hlc.model.predict import Predictor
+
+    models_file, models = models_of(build)
+    library = parse_file(description_of(models, models_file.parent))
+    return Predictor.of_models(library, models, used_models_of(models_file, library))
 
 
 def loop(context, implementation, parameters: dict, arguments: tuple) -> float:

@@ -227,18 +227,42 @@ class _Outcome:
     breakdown: Breakdown = field(default_factory=Breakdown)  # the program's account, as last reported
 
 
+#: Seconds the reader of a program's output pauses between reads, while the
+#: program is in a command.  The program writes an event for every timing
+#: (the task it starts, which a hang is blamed on): read line by line, tasks
+#: of a millisecond woke the parent's two threads a thousand times a second,
+#: and that 2-3% of a core, taken from the ranks at moments of its choosing,
+#: slowed the stencil's layouts whose ranks wait for each other by 3% more
+#: than those whose ranks do not (a process taking 3% of a core beside a
+#: profile did the same).  A pipe holds 64 KiB, the events of a second.
+READ_PAUSE = 0.05
+#: The events that end a command or a run: read at once, not after a pause.
+FINAL_EVENTS = (b'"event": "finished"', b'"event": "budget"')
+
+
 def _read_lines(stream, lines: queue.Queue) -> None:
-    """Runs in a thread: every line of the child's output, then None at its end.
-    (A thread, not select(): select cannot see lines already in the pipe's buffer.)"""
-    for line in stream:
-        lines.put(line)
+    """Runs in a thread: the child's output, as a list of the complete lines
+    of each read, then None at its end, reading every READ_PAUSE seconds
+    while the child is in a command.  (A thread, not select(): it reads
+    the pipe itself, past the text layer's buffer.)"""
+    descriptor = stream.fileno()
+    pending = b""
+    while chunk := os.read(descriptor, 1 << 16):
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        if complete:
+            lines.put([line.decode("utf-8", "replace") for line in complete])
+        if not any(final in line for line in complete for final in FINAL_EVENTS):
+            time.sleep(READ_PAUSE)
+    if pending:
+        lines.put([pending.decode("utf-8", "replace")])
     lines.put(None)
 
 
 class _Child:
-    """A running profiling program: its events, read line by line in a thread
-    (select() cannot see lines already in the pipe's buffer), and its
-    standard error, kept in a file for the cause of a crash."""
+    """A running profiling program: its events, read in a thread a batch at
+    a time (``_read_lines``), and its standard error, kept in a file for the
+    cause of a crash."""
 
     def __init__(self, command: list[str], serving: bool = False):
         # closed when the program ends (events, close or kill)
@@ -247,7 +271,19 @@ class _Child:
                                         stdin=subprocess.PIPE if serving else subprocess.DEVNULL,
                                         start_new_session=True)
         self.lines: queue.Queue = queue.Queue()
+        self.unread: list[str] = []  # lines of a batch after the event that ended a command
         threading.Thread(target=_read_lines, args=(self.process.stdout, self.lines), daemon=True).start()
+
+    def next_line(self, timeout: float) -> str | None:
+        """The next line of the program's output, None at its end; raises
+        queue.Empty when none came within ``timeout`` seconds."""
+        if not self.unread:
+            batch = self.lines.get(timeout=timeout)
+            if batch is None:
+                self.lines.put(None)  # the end stays the end for every later call
+                return None
+            self.unread = batch
+        return self.unread.pop(0)
 
     def send(self, command: dict) -> bool:
         """Pass a command to a serving program; False when it has gone."""
@@ -274,7 +310,7 @@ class _Child:
                     return _Outcome("timeout", task, f"timed out: one timing took more than {timeout:g} s",
                                     breakdown=account)
                 try:
-                    line = self.lines.get(timeout=max(waited, 0.05))
+                    line = self.next_line(timeout=max(waited, 0.05))
                 except queue.Empty:
                     continue
                 if line is None:

@@ -6,6 +6,8 @@ import collections
 import contextlib
 import json
 import math
+import os
+import queue
 import random
 import re
 import runpy
@@ -13,6 +15,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -503,6 +506,33 @@ def test_the_ranks_of_a_serving_program_exchange_messages_before_each_timing_com
             assert settling == 0.0
         else:
             assert 2 * harness.SETTLE <= settling < 2 * harness.SETTLE + 1.0
+
+
+def test_the_parent_reads_a_program_s_events_in_batches_and_the_end_of_a_command_at_once(monkeypatch):
+    """A program writes an event per timing.  The parent reads them a
+    READ_PAUSE apart, each read's lines in one batch, not waking for every
+    line; the event that ends a command is followed by no pause, so the
+    next command's first events come at once."""
+    monkeypatch.setattr(run, "READ_PAUSE", 1.0)
+    reading, writing = os.pipe()
+    lines: queue.Queue = queue.Queue()
+    with os.fdopen(reading, "r") as stream:
+        threading.Thread(target=run._read_lines, args=(stream, lines), daemon=True).start()
+        for index in range(100):
+            os.write(writing, json.dumps({"event": "task", "index": index}).encode() + b"\n")
+            time.sleep(0.001)
+        os.write(writing, json.dumps({"event": "finished"}).encode() + b"\n")
+        batches = [lines.get(timeout=10)]
+        while json.loads(batches[-1][-1])["event"] != "finished":
+            batches.append(lines.get(timeout=10))
+        assert [json.loads(line).get("index") for batch in batches for line in batch] == [*range(100), None]
+        assert len(batches) <= 3  # the first read, then what a pause gathered (a line may straddle two)
+        written = time.monotonic()
+        os.write(writing, json.dumps({"event": "task", "index": 100}).encode() + b"\n")
+        assert lines.get(timeout=10) == [json.dumps({"event": "task", "index": 100})]
+        assert time.monotonic() - written < run.READ_PAUSE  # no pause after the end of a command
+        os.close(writing)
+        assert lines.get(timeout=10) is None
 
 
 def test_a_serving_program_under_mpiexec_passes_its_commands_to_every_rank(tmp_path):
