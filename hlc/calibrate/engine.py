@@ -57,6 +57,8 @@ COLD_TIMINGS = 6
 #: A block whose timings took less than this many seconds is confirmed by
 #: one more timing after the point's other blocks (TimingEngine.confirmed).
 SHORT_BLOCK = 0.02
+#: Seconds after which the task that runs is told to the parent again, though unchanged.
+TASK_REFRESH = 1.0
 
 Exclude = Callable[[Interface, Implementation, str, dict], None]  # (…, cause, point): record an exclusion
 
@@ -79,6 +81,21 @@ class TimingEngine:
         self.spent = spent if spent is not None else Breakdown()  # where the time goes
         self.slowdown = 1.0  # the host's worst slowdown during the rounds since time_rounds began
         self.round_count = 0  # rounds timed so far: each round's number
+        self.told: tuple | None = None  # the task told to the parent last (``task``), and when
+        self.told_at = 0.0
+
+    def task(self, interface: Interface, implementation: Implementation, point: dict) -> None:
+        """Tell the parent the task that runs now, which a hang or a crash is
+        blamed on: when it differs from the one told last, or TASK_REFRESH
+        seconds after it (the parent times a hang from the last event).
+        Told before every timing, tasks of a millisecond woke the parent a
+        thousand times a second, and its share of a core slowed the ranks
+        that wait for each other (hlc.calibrate.run.READ_PAUSE)."""
+        key = (interface.name, implementation.name, tuple(sorted(point.items())))
+        now = time.monotonic()
+        if key != self.told or now - self.told_at >= TASK_REFRESH:
+            self.emit(event="task", interface=interface.name, implementation=implementation.name, point=point)
+            self.told, self.told_at = key, now
 
     def fresh(self, interface: Interface, arguments: tuple) -> tuple:
         if not interface.mutable:
@@ -96,7 +113,7 @@ class TimingEngine:
         """One call, timed as a timing is (after the setup and a barrier, with
         the collector off), so that a call long enough for the clock can be
         the first timing of its block; None when it raised (then it is excluded)."""
-        self.emit(event="task", interface=interface.name, implementation=implementation.name, point=point)
+        self.task(interface, implementation, point)
         self._around(interface, "setup", point, arguments)
         collecting = gc.isenabled()
         gc.disable()
@@ -170,7 +187,7 @@ class TimingEngine:
             calls = [self.fresh(interface, arguments) for _ in range(repeat + bool(warm))] if interface.mutable \
                 else [arguments] * (repeat + bool(warm))
         self._around(interface, "setup", point, arguments)
-        self.emit(event="task", interface=interface.name, implementation=implementation.name, point=point)
+        self.task(interface, implementation, point)
         task = functools.partial(implementation.call, **settings) if settings else implementation.call
         try:
             seconds = time_calls(task, calls[1:] if warm else calls, self.clock, before=self.context.barrier,

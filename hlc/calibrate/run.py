@@ -228,16 +228,32 @@ class _Outcome:
 
 
 #: Seconds the reader of a program's output pauses between reads, while the
-#: program is in a command.  The program writes an event for every timing
-#: (the task it starts, which a hang is blamed on): read line by line, tasks
-#: of a millisecond woke the parent's two threads a thousand times a second,
-#: and that 2-3% of a core, taken from the ranks at moments of its choosing,
-#: slowed the stencil's layouts whose ranks wait for each other by 3% more
-#: than those whose ranks do not (a process taking 3% of a core beside a
-#: profile did the same).  A pipe holds 64 KiB, the events of a second.
-READ_PAUSE = 0.05
+#: program is in a command.  Read line by line, the program's events (a
+#: task before each timing, hlc.calibrate.engine.TimingEngine.task) woke
+#: the parent's two threads up to a thousand times a second, and that 2-3%
+#: of a core, taken from the ranks at moments of its choosing, slowed the
+#: stencil's layouts whose ranks wait for each other by 3.5% more than
+#: those whose ranks do not (a process taking 3% of a core beside a fresh
+#: profiling program did the same).  A pipe holds 64 KiB, far more than
+#: the events of a pause.
+READ_PAUSE = 0.02
 #: The events that end a command or a run: read at once, not after a pause.
 FINAL_EVENTS = (b'"event": "finished"', b'"event": "budget"')
+
+
+def _ends_a_command(line: bytes) -> bool:
+    """Whether a line of a program's output ends its command, or comes just
+    before the event that does (the progress event of its last point):
+    the reader reads on without a pause after it."""
+    if any(final in line for final in FINAL_EVENTS):
+        return True
+    if b'"event": "progress"' not in line:
+        return False
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return False
+    return event.get("done") == event.get("total")
 
 
 def _read_lines(stream, lines: queue.Queue) -> None:
@@ -252,7 +268,7 @@ def _read_lines(stream, lines: queue.Queue) -> None:
         *complete, pending = pending.split(b"\n")
         if complete:
             lines.put([line.decode("utf-8", "replace") for line in complete])
-        if not any(final in line for line in complete for final in FINAL_EVENTS):
+        if not (complete and _ends_a_command(complete[-1])):
             time.sleep(READ_PAUSE)
     if pending:
         lines.put([pending.decode("utf-8", "replace")])

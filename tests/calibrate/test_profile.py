@@ -511,8 +511,9 @@ def test_the_ranks_of_a_serving_program_exchange_messages_before_each_timing_com
 def test_the_parent_reads_a_program_s_events_in_batches_and_the_end_of_a_command_at_once(monkeypatch):
     """A program writes an event per timing.  The parent reads them a
     READ_PAUSE apart, each read's lines in one batch, not waking for every
-    line; the event that ends a command is followed by no pause, so the
-    next command's first events come at once."""
+    line; the event that ends a command, and the progress event of a
+    command's last point, which the end follows, are followed by no pause,
+    so that the parent learns of the end at once."""
     monkeypatch.setattr(run, "READ_PAUSE", 1.0)
     reading, writing = os.pipe()
     lines: queue.Queue = queue.Queue()
@@ -527,10 +528,16 @@ def test_the_parent_reads_a_program_s_events_in_batches_and_the_end_of_a_command
             batches.append(lines.get(timeout=10))
         assert [json.loads(line).get("index") for batch in batches for line in batch] == [*range(100), None]
         assert len(batches) <= 3  # the first read, then what a pause gathered (a line may straddle two)
-        written = time.monotonic()
-        os.write(writing, json.dumps({"event": "task", "index": 100}).encode() + b"\n")
-        assert lines.get(timeout=10) == [json.dumps({"event": "task", "index": 100})]
-        assert time.monotonic() - written < run.READ_PAUSE  # no pause after the end of a command
+        # no pause after the end of a command, nor after its last point's progress
+        for event in ({"event": "task", "index": 100}, "the pause after it",
+                      {"event": "progress", "done": 3, "total": 3}, {"event": "finished"}):
+            if isinstance(event, str):
+                time.sleep(run.READ_PAUSE + 0.2)
+                continue
+            written = time.monotonic()
+            os.write(writing, json.dumps(event).encode() + b"\n")
+            assert lines.get(timeout=10) == [json.dumps(event)]
+            assert time.monotonic() - written < run.READ_PAUSE
         os.close(writing)
         assert lines.get(timeout=10) is None
 

@@ -187,3 +187,37 @@ def test_a_mutable_argument_is_copied_once_for_each_call_it_is_passed_to(monkeyp
     assert len(copies) == 3 + 3 and len(received) >= 3 + 3
     assert len({id(values) for values in received}) == len(copies)
     assert all(values is not original for values in received) and not original.any()
+
+
+def test_the_task_is_told_to_the_parent_when_it_changes_and_again_after_a_while(monkeypatch):
+    """The parent blames a hang or a crash on the task told last, and times
+    a hang from the last event: a task is told when it differs from the
+    last one told (implementation or point), and again TASK_REFRESH
+    seconds after; the timings of one block in between tell nothing."""
+    from hlc.calibrate import engine
+    from hlc.calibrate.host import HostMeter
+    from hlc.calibrate.tasks import Context, Implementation, Interface
+
+    def implementation(name: str) -> Implementation:
+        return Implementation(name, lambda values: values, lambda variables: True, lambda point, variables: [{}],
+                              lambda rng, point, variables: {})
+
+    first, second = implementation("a"), implementation("b")
+    interface = Interface("work", lambda: iter(()), lambda rng: {}, lambda point, seed, size: (0,),
+                          lambda values: {}, [first, second], "a")
+    told: list[dict] = []
+    now = [100.0]
+    monkeypatch.setattr(engine.time, "monotonic", lambda: now[0])
+    timing_engine = engine.TimingEngine(Context(1), Clock(resolution=1e-9, overhead=0.0), HostMeter(), {}, None,
+                                        lambda **event: told.append(event))
+    for _ in range(5):  # one block's timings
+        timing_engine.task(interface, first, {"n": 1})
+    timing_engine.task(interface, second, {"n": 1})  # another implementation
+    timing_engine.task(interface, second, {"n": 2})  # another point
+    now[0] += engine.TASK_REFRESH / 2
+    timing_engine.task(interface, second, {"n": 2})
+    now[0] += engine.TASK_REFRESH / 2
+    timing_engine.task(interface, second, {"n": 2})  # unchanged, but long since told
+    assert [(e["event"], e["implementation"], e["point"]) for e in told] == [
+        ("task", "a", {"n": 1}), ("task", "b", {"n": 1}), ("task", "b", {"n": 2}), ("task", "b", {"n": 2})]
+    assert all(e["interface"] == "work" for e in told)
