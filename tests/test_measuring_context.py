@@ -1,6 +1,7 @@
 """The measuring-context benchmark: the points of a build's exhaustive
 evaluation timed again in the profiler's blocks, the oracle's rounds at
-several warm-ups and a loop of calls, each against the blocks."""
+several warm-ups and a loop of calls, and the build's model, each against
+the blocks."""
 
 from __future__ import annotations
 
@@ -32,14 +33,16 @@ def test_every_context_is_timed_against_the_blocks(evaluated, capsys):
     assert context.main([str(evaluated), "--points", "2", "--warm", "0,5"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("squares: square_sum, 2 points of its evaluation at 1 rank(s)")
-    assert lines[1].split() == ["implementation", "rounds", "0", "ms", "rounds", "5", "ms", "loop"]
+    assert lines[1].split() == ["implementation", "rounds", "0", "ms", "rounds", "5", "ms", "loop", "model"]
     rows = {line.split()[0]: [float(x) for x in line.split()[1:]] for line in lines[2:-1]}
     assert set(rows) <= {"dot", "loop", "chunked"} and "dot" in rows
     for ratios in rows.values():  # the same calls, in another context: within a factor of a few
-        assert all(0.2 < r < 5 for r in ratios if not math.isnan(r))
+        assert all(0.2 < r < 5 for r in ratios[:-1] if not math.isnan(r))
+        assert ratios[-1] > 0  # the quick build's model: no more than a positive prediction
     base, _, rest = lines[-1].partition(": ")
     assert base.split("/")[0] == "dot"
-    assert [part.rsplit(" ", 1)[0] for part in rest.split(", ")] == ["blocks", "rounds 0 ms", "rounds 5 ms", "loop"]
+    assert [part.rsplit(" ", 1)[0] for part in rest.split(", ")] == ["blocks", "rounds 0 ms", "rounds 5 ms", "loop",
+                                                                   "model"]
 
 
 def test_an_evaluation_that_timed_only_the_chosen_parameters_is_refused(evaluated, tmp_path, capsys):
