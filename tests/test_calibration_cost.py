@@ -3,20 +3,15 @@ grid, judged against the spread of builds of one kind."""
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
+import benchmark_scripts
 import pytest
 
 from hlc.calibrate.breakdown import Breakdown
 
-ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("calibration_cost_script", ROOT / "benchmarks" / "calibration_cost.py")
-cost = sys.modules[_spec.name] = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cost)
+cost = benchmark_scripts.load("calibration_cost")
 
 
 def group(method: str, budget: float, shares: list[float]) -> cost.Judged:

@@ -3,19 +3,16 @@ each's fastest judged by the other's timings."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from dataclasses import replace
 from pathlib import Path
+
+import benchmark_scripts
 
 from hlc.artefacts import evaluation as artefact
 
 ROOT = Path(__file__).resolve().parent.parent
 EVALUATION = ROOT / "tests" / "data" / "sort-epyc" / "evaluation-1.json"
-_spec = importlib.util.spec_from_file_location("evaluation_agreement_script",
-                                               ROOT / "benchmarks" / "evaluation_agreement.py")
-agreement = sys.modules[_spec.name] = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(agreement)
+agreement = benchmark_scripts.load("evaluation_agreement")
 
 
 def slowed(path: Path, every: int) -> artefact.EvaluationDocument:

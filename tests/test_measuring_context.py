@@ -5,20 +5,16 @@ the blocks."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
 
+import benchmark_scripts
 import pytest
 
 import hlc
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("measuring_context_script",
-                                               ROOT / "benchmarks" / "measuring_context.py")
-context = sys.modules[_spec.name] = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(context)
+context = benchmark_scripts.load("measuring_context")
 
 
 @pytest.fixture(scope="module")

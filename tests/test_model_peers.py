@@ -4,15 +4,13 @@ the samples the peers would get, and the last line."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
+
+import benchmark_scripts
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "sort"
-_spec = importlib.util.spec_from_file_location("model_peers_script", ROOT / "benchmarks" / "model_peers.py")
-model_peers = sys.modules[_spec.name] = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(model_peers)
+model_peers = benchmark_scripts.load("model_peers")
 
 
 def test_every_sort_model_is_compared_on_the_samples_its_fit_used():

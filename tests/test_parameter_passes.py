@@ -4,19 +4,14 @@ at least as good by the models, and the last line's form."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
-from pathlib import Path
 
+import benchmark_scripts
 import pytest
 
 import hlc
 
-ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("parameter_passes_script", ROOT / "benchmarks" / "parameter_passes.py")
-passes = sys.modules[_spec.name] = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(passes)
+passes = benchmark_scripts.load("parameter_passes")
 
 
 @pytest.mark.slow

@@ -3,10 +3,9 @@ against stored exhaustive evaluations, paired build by build."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
+import benchmark_scripts
 import pytest
 
 from hlc.evaluation.replay import replay
@@ -17,9 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "tests" / "data" / "sort-epyc"  # a folder with a build's samples.jsonl
 EVALUATION = BUILD / "evaluation-1.json"
 DESCRIPTION = ROOT / "libraries" / "sort.hl"
-_spec = importlib.util.spec_from_file_location("refit_replay_script", ROOT / "benchmarks" / "refit_replay.py")
-refit_replay = sys.modules[_spec.name] = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(refit_replay)
+refit_replay = benchmark_scripts.load("refit_replay")
 
 
 @pytest.fixture(autouse=True)

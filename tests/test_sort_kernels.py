@@ -4,18 +4,15 @@ the benchmark's own run; here a stand-in module is timed)."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import benchmark_scripts
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("sort_kernels_script", ROOT / "benchmarks" / "sort_kernels.py")
-kernels = sys.modules[_spec.name] = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(kernels)
+kernels = benchmark_scripts.load("sort_kernels")
 
 
 def test_the_cases_cover_every_sort_and_key_kind_once():

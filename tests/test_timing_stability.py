@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
+import benchmark_scripts
+
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("timing_stability_script", ROOT / "benchmarks" / "timing_stability.py")
-stability = sys.modules[_spec.name] = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(stability)
+stability = benchmark_scripts.load("timing_stability")
 
 
 def test_pairs_are_told_apart_by_the_decade_of_the_task_and_by_their_marks():

@@ -3,20 +3,16 @@ again in fresh processes, each pair judged by its ratio."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
+import benchmark_scripts
 import pytest
 
 import hlc
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("verification_floor_script",
-                                               ROOT / "benchmarks" / "verification_floor.py")
-floor = sys.modules[_spec.name] = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(floor)
+floor = benchmark_scripts.load("verification_floor")
 
 
 @pytest.fixture(scope="module")
