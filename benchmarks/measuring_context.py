@@ -29,7 +29,7 @@ arguments).  The last line gives, in each context, the ratio of the first
 implementation to the one whose ratio to it moves most between the
 profile's blocks and the oracle's rounds at ``WARM_SECONDS``:
 
-    A/B: blocks X.XXX, rounds 0 ms X.XXX, …, loop X.XXX, model X.XXX
+    A/B: blocks X.XXX, rounds W ms X.XXX (for each W of --warm), loop X.XXX, model X.XXX
 
     python benchmarks/measuring_context.py BUILD [--interface NAME] [--points N] [--warm 0,1,2,5]
 """
@@ -87,6 +87,7 @@ def measure(options: argparse.Namespace, evaluation: dict, name: str) -> int:
     from hlc.calibrate import harness
     from hlc.calibrate.allocator import keep_freed_memory
     from hlc.calibrate.timing import WARM_SECONDS
+    from hlc.evaluation.inputs import predictor_of
 
     keep_freed_memory()
     program = next(options.build.glob("profile_*.py"))
@@ -102,7 +103,7 @@ def measure(options: argparse.Namespace, evaluation: dict, name: str) -> int:
     warms = [float(w) / 1000 for w in options.warm.split(",")]
     contexts = ["blocks", *(f"rounds {w * 1000:g} ms" for w in warms)] + ([] if interface.mutable else ["loop"])
     contexts.append("model")
-    predictor = build_predictor(options.build)
+    predictor = predictor_of(options.build)[1]
     timed_at_warm = engine.timing
     points = [p for p in evaluation["interfaces"][name]["points"] if p["P"] == context.size][:options.points]
     # medians[context][implementation][point's number]: its median time there
@@ -167,18 +168,6 @@ def measure(options: argparse.Namespace, evaluation: dict, name: str) -> int:
     if moved is not None:
         print(f"{base}/{moved}: " + ", ".join(f"{c} {between(c, base, moved):.3f}" for c in contexts))
     return 0
-
-
-def build_predictor(build: Path):
-    """The predictor of the build's models (the profile's samples, fitted)."""
-    from hlc.dispatch.bundle import description_of
-    from hlc.evaluation.inputs import models_of, used_models_of
-    from hlc.language.parse import parse_file
-    from hlc.model.predict import Predictor
-
-    models_file, models = models_of(build)
-    library = parse_file(description_of(models, models_file.parent))
-    return Predictor.of_models(library, models, used_models_of(models_file, library))
 
 
 def loop(context, implementation, parameters: dict, arguments: tuple) -> float:

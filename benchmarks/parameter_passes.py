@@ -34,10 +34,7 @@ import time
 from pathlib import Path
 
 from hlc.dispatch import reference
-from hlc.dispatch.bundle import description_of
-from hlc.evaluation.inputs import models_of, used_models_of
-from hlc.language.parse import parse_file
-from hlc.model.predict import Predictor
+from hlc.evaluation.inputs import models_of, predictor_of
 
 HERE = Path(__file__).resolve().parent
 DESCRIPTION = HERE / "transpose.hl"
@@ -55,9 +52,7 @@ def kernels():
 
 def settings_both_ways(build: Path, sizes: list[int]) -> list[tuple[int, dict[str, int], dict[str, int]]]:
     """At each size, the tile sides of the first pass alone and of the passes."""
-    models_file, models = models_of(build)
-    library = parse_file(description_of(models, models_file.parent))
-    predictor = Predictor.of_models(library, models, used_models_of(models_file, library))
+    library, predictor = predictor_of(build)
     passes, once = reference.Decider(library, predictor), reference.Decider(library, predictor, sweeps=1)
     tiled = library.interface("transpose").implementation("tiled")
     found = []

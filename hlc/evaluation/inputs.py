@@ -10,6 +10,7 @@ from pathlib import Path
 from hlc.artefacts import models as models_artefact
 from hlc.artefacts.models import Models
 from hlc.language import ast
+from hlc.model.predict import Predictor
 
 
 def models_of(build: str | Path) -> tuple[Path, Models]:
@@ -28,3 +29,14 @@ def used_models_of(models_file: Path, library: ast.Library) -> dict[str, Models]
     if recorded.exists():
         return models_artefact.load_used(recorded)
     return models_artefact.load_each({name: Path("build") / name / "models.json" for name in library.used})
+
+
+def predictor_of(build: str | Path) -> tuple[ast.Library, Predictor]:
+    """The description a build (a build folder or a models file) was made
+    from, and the predictor of its models and of those it uses."""
+    from hlc.dispatch.bundle import description_of
+    from hlc.language.parse import parse_file
+
+    models_file, models = models_of(build)
+    library = parse_file(description_of(models, models_file.parent))
+    return library, Predictor.of_models(library, models, used_models_of(models_file, library))
