@@ -55,11 +55,12 @@ class Clock:
 
     resolution: float  # seconds between distinguishable readings
     overhead: float  # seconds one pair of readings adds to a timing
+    least: float = MINIMUM_TIMING  # seconds a timing lasts at least, whatever the clock
 
     @property
     def minimum_timing(self) -> float:
         """How long one timing must last for the clock's error to be negligible."""
-        return max(MINIMUM_TIMING, RESOLUTION_FACTOR * self.resolution)
+        return max(self.least, RESOLUTION_FACTOR * self.resolution)
 
     def as_dict(self) -> dict[str, float]:
         return {"resolution": self.resolution, "overhead": self.overhead}

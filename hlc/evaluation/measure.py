@@ -77,7 +77,8 @@ def evaluate(build: str | Path, *, points: int = 200, procs: Sequence[int] | Non
     raw = folder / "evaluation.jsonl"
     wanted = {"seed": seed, "points": points, "params": params}
     _start(raw, wanted, resume)
-    options = ["--evaluate", str(folder.resolve()), "--points", str(points), "--params", params]
+    options = ["--evaluate", str(folder.resolve()), "--points", str(points), "--params", params,
+               "--tolerance", repr(tolerance)]
     for size in ranks:
         try:
             run_program(program, raw, size, seed, None, timeout, progress, options)

@@ -14,7 +14,12 @@ arguments there and times, interleaved round after round,
 
 The alternatives close to the fastest, the chosen one, and every alternative
 that beat the chosen one round by round then get more rounds, side by side,
-before the medians are taken (``Evaluator.confirm``).
+before the medians are taken (``Evaluator.confirm``).  Where a verdict the
+figures rest on still hangs on the noise -- the chosen alternative against a
+rival, or an implementation's chosen parameters against its other settings,
+their round-by-round ratio near the tolerance and its median's confidence
+interval across it -- the two get further rounds until it no longer does, or
+up to SETTLE_ROUNDS more (``Evaluator.settle``).
 
 Then the contenders are timed again, in rounds of their own, on a second
 input drawn at the same point (``Evaluator.other_input``): where its
@@ -73,8 +78,23 @@ CONFIRM_ROUNDS = 6
 #: the input may win the second input although it lost the first by more
 #: than CLOSE.
 REACH = 0.5
+#: Each of the oracle's timings lasts at least this long (the profiler's, a
+#: millisecond).  At two ranks, a stencil of half a millisecond a call timed
+#: twice per timing spread over ±10% from round to round; with the timings
+#: four times as long, the reference timed twice lay a 95th percentile of
+#: 3.7-4.6% apart instead of 6.4-11.8%, for half as much time again.
+ORACLE_TIMING = 4e-3
 #: Fewest shared rounds for a round-by-round ratio; below, the ratio of medians.
 PAIRED_ROUNDS = 3
+#: A choice within this fraction of the fastest measured alternative is right.
+TOLERANCE = 0.03
+#: At most this many rounds more for a verdict that still hangs on the noise
+#: (``Evaluator.settle``): the MEDIAN_CONFIDENCE interval of its round-by-round
+#: ratio's median lies across 1 + tolerance (and where too few rounds leave
+#: it unbounded, that median lies within SETTLE_BAND of 1 + tolerance).
+SETTLE_ROUNDS = 12
+SETTLE_BAND = 0.05
+MEDIAN_CONFIDENCE = 0.9
 #: The build's fitting samples timed again per interface and rank count (``Evaluator.probe``).
 PROBES = 16
 
@@ -82,6 +102,33 @@ PROBES = 16
 def label(implementation: str, parameters: Mapping[str, int]) -> str:
     """``radix bpd=8``: an implementation at given parameters."""
     return " ".join([implementation, *(f"{name}={value}" for name, value in parameters.items())])
+
+
+def round_ratios(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[float]:
+    """t_a / t_b in each round in which both were timed (``rounds``: pairs [round, seconds])."""
+    first = {r: seconds for r, seconds in a.get("rounds", ())}
+    second = {r: seconds for r, seconds in b.get("rounds", ()) if seconds > 0}
+    return [first[r] / second[r] for r in sorted(first.keys() & second.keys())]
+
+
+def median_interval(values: Sequence[float], confidence: float = MEDIAN_CONFIDENCE) -> tuple[float, float]:
+    """A distribution-free confidence interval of the median of ``values``:
+    the k-th smallest and k-th largest, k the largest count for which the
+    chance that fewer than k values fall below the median (Binomial(n, 1/2))
+    is at most (1 - confidence) / 2.  (-inf, inf) when no such k exists:
+    too few values to bound the median at that confidence."""
+    ordered = sorted(values)
+    n = len(ordered)
+    tail = (1 - confidence) / 2
+    k, below = 0, 0.0
+    while k < n // 2:
+        below += math.comb(n, k) / 2**n  # P(fewer than k + 1 values below the median)
+        if below > tail:
+            break
+        k += 1
+    if k == 0:
+        return -math.inf, math.inf
+    return ordered[k - 1], ordered[n - k]
 
 
 def ratio(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
@@ -92,11 +139,9 @@ def ratio(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
     Timings of one round are moments apart, so a host that runs slower for
     seconds at a time slows both alike and the ratio keeps only what differs
     between the candidates."""
-    first = {r: seconds for r, seconds in a.get("rounds", ())}
-    second = {r: seconds for r, seconds in b.get("rounds", ()) if seconds > 0}
-    shared = first.keys() & second.keys()
+    shared = round_ratios(a, b)
     if len(shared) >= PAIRED_ROUNDS:
-        return statistics.median(first[r] / second[r] for r in shared)
+        return statistics.median(shared)
     return a["seconds"] / b["seconds"]
 
 
@@ -118,6 +163,8 @@ class Evaluator:
         self.module = hlc.load(options.evaluate)
         self.points = options.points
         self.exhaustive = options.params == "exhaustive"
+        self.tolerance = options.tolerance
+        self.engine.clock = replace(self.engine.clock, least=ORACLE_TIMING)
         self.rounds: list[list[int]] = []  # per candidate of the current point: the round of each timing
         fitted = Samples.read(Path(options.evaluate) / "samples.jsonl").samples
         self.probes = {interface.name: probes(interface, fitted, self.context.size, self.program_run.seed)
@@ -195,6 +242,7 @@ class Evaluator:
         self.rounds = [[] for _ in ready]
         timings = self.engine.time_rounds(interface, ready, arguments, point, self.rounds)
         self.confirm(interface, ready, timings, arguments, point, choice)
+        self.settle(interface, ready, timings, arguments, point, choice)
         slowdown = self.engine.slowdown  # the second input's rounds, if any, start the engine's afresh
         other_input = self.other_input(interface, index, point, variables, ready, timings, choice)
         slowdown = max(slowdown, self.engine.slowdown)
@@ -253,6 +301,55 @@ class Evaluator:
             contenders.update(i for i in alternatives if ratio(measured[position], measured[i]) > 1)
         for round_ in range(CONFIRM_ROUNDS):
             self.time_round(interface, ready, sorted(contenders), round_, timings, arguments, point)
+
+    def settle(self, interface: Interface, ready: list[tuple[Implementation, dict, int]],
+               timings: list[list[float]], arguments: tuple, point: dict, choice: Any) -> None:
+        """Up to SETTLE_ROUNDS more interleaved rounds, each for the
+        candidates of the verdicts still undecided (``undecided``) after the
+        rounds before it.  The rule looks at both sides of the tolerance
+        alike: a choice that is right by a hair gets the same further rounds
+        as one that is wrong by a hair, and both stop once the interval of
+        their ratio's median lies on one side.  Two implementations that run
+        the same computation (a 1 × 2 grid of blocks is two strips) differed
+        by up to 7% in nine rounds on a two-rank host."""
+        for round_ in range(CONFIRM_ROUNDS, CONFIRM_ROUNDS + SETTLE_ROUNDS):
+            positions = self.undecided(ready, timings, choice)
+            if not positions:
+                return
+            self.time_round(interface, ready, positions, round_, timings, arguments, point)
+
+    def undecided(self, ready: list[tuple[Implementation, dict, int]], timings: list[list[float]],
+                  choice: Any) -> list[int]:
+        """The positions of the candidates of each verdict that still hangs on
+        the noise: the chosen alternative against each other alternative
+        (right or wrong), and with --params exhaustive each
+        implementation's setting at the module's parameters against its
+        other settings (parameters optimal or not).  A pair's verdict hangs
+        when the confidence interval of its round-by-round ratio's median
+        (``median_interval``) contains 1 + tolerance; of a pair timed in too
+        few rounds for the interval to be finite (an alternative the
+        confirming rounds left out), only when that median lies within
+        SETTLE_BAND of 1 + tolerance.  Computed on every rank alike (each
+        rank's timings are the slowest rank's)."""
+        measured, alternatives, chosen = self.alternatives(ready, timings, choice)
+        pairs = [(c, i) for c in chosen for i in alternatives if i != c]
+        if self.exhaustive:
+            own: dict[str, int] = {}
+            for i in alternatives:  # candidates() puts each implementation's own setting first
+                own.setdefault(ready[i][0].name, i)
+            pairs += [(first, i) for first in own.values() for i in alternatives
+                      if i != first and ready[i][0].name == ready[first][0].name]
+        bound = 1 + self.tolerance
+        found: set[int] = set()
+        for a, b in pairs:
+            shared = round_ratios(measured[a], measured[b])
+            if len(shared) < PAIRED_ROUNDS:
+                continue
+            low, high = median_interval(shared)
+            near = abs(statistics.median(shared) - bound) <= SETTLE_BAND or math.isfinite(high - low)
+            if near and low <= bound <= high:
+                found.update((a, b))
+        return sorted(found)
 
     def contenders(self, ready: list[tuple[Implementation, dict, int]], timings: list[list[float]],
                    choice: Any) -> list[int]:

@@ -28,9 +28,10 @@ def test_clock_is_measured():
     assert clock.minimum_timing >= 1e-3
 
 
-@given(st.floats(1e-9, 10.0))
-def test_repeat_count_makes_a_timing_last_the_minimum(single):
-    clock = Clock(resolution=1e-8, overhead=0.0)
+@given(st.floats(1e-9, 10.0), st.sampled_from([1e-3, 4e-3]))
+def test_repeat_count_makes_a_timing_last_the_minimum(single, least):
+    clock = Clock(resolution=1e-8, overhead=0.0, least=least)  # the profiler's timings, and the oracle's
+    assert clock.minimum_timing == least
     repeat = repeat_count(single, clock)
     assert 1 <= repeat <= MAXIMUM_REPEAT
     assert repeat * single >= clock.minimum_timing or repeat == MAXIMUM_REPEAT

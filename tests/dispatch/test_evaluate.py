@@ -25,7 +25,16 @@ from hlc.calibrate.harness import Implementation
 from hlc.calibrate.run import ProfileError
 from hlc.cli import main
 from hlc.evaluation import judge, ratio, ratio_of, summarize, turns_on_the_input
-from hlc.evaluation.oracle import AGAIN, CONFIRM_ROUNDS, DISPATCHED, PROBES, Evaluator, probes
+from hlc.evaluation.oracle import (
+    AGAIN,
+    CONFIRM_ROUNDS,
+    DISPATCHED,
+    PROBES,
+    SETTLE_ROUNDS,
+    Evaluator,
+    median_interval,
+    probes,
+)
 from hlc.evaluation.replay import changed_sources, rejudge, replay, replay_oracle
 from hlc.evaluation.text import probe_row, summary_rows
 from hlc.model.fingerprint import machine_differences
@@ -114,6 +123,97 @@ def test_the_oracle_times_again_each_alternative_that_beat_the_chosen_one():
     assert confirmed == [[0, 1, 3]] * CONFIRM_ROUNDS
 
 
+def test_the_interval_of_a_median_takes_order_statistics_by_the_binomial_tail():
+    values = [float(v) for v in range(1, 10)]  # nine values: P(B(9, 1/2) <= 1) = 0.02, P(<= 2) = 0.09
+    assert median_interval(values, 0.9) == (2.0, 8.0)
+    assert median_interval(values[:5], 0.9) == (1.0, 5.0)  # P(B(5, 1/2) = 0) = 0.03
+    assert median_interval(values[:3], 0.9) == (-math.inf, math.inf)  # 0.125: too few to bound it
+    assert median_interval(list(reversed(values)), 0.5) == (3.0, 7.0)  # P(<= 2) = 0.09, P(<= 3) = 0.25
+
+
+def test_the_interval_of_a_median_holds_it_as_often_as_it_says():
+    """Over many samples of a skewed distribution, the 90% interval holds the
+    true median in at least 90% of them (it is conservative: the binomial
+    tail is discrete), and not in all."""
+    rng = np.random.default_rng(7)
+    for n in (6, 9, 15, 24):
+        held = sum(low <= 1.0 <= high for low, high in
+                   (median_interval(rng.lognormal(0.0, 0.3, n).tolist(), 0.9) for _ in range(4000)))
+        assert 0.9 <= held / 4000 < 1.0
+
+
+def settling(timings: list[list[float]], names: list[str], chosen: int, exhaustive: bool = False,
+             then: list[float] | None = None) -> tuple[Evaluator, list[list[int]]]:
+    """An evaluator that has timed ``timings`` in rounds 1, 2, …, and whose
+    further rounds give each candidate the seconds in ``then``; returns it
+    and the positions of each settling round."""
+    evaluator = object.__new__(Evaluator)
+    evaluator.rounds = [list(range(1, len(t) + 1)) for t in timings]
+    evaluator.tolerance = 0.03
+    evaluator.exhaustive = exhaustive
+    settled: list[list[int]] = []
+
+    def time_round(interface, ready, positions, round_, timings, *rest):
+        settled.append(positions)
+        number = max(max(r) for r in evaluator.rounds) + 1
+        for position in positions:
+            timings[position].append(then[position])
+            evaluator.rounds[position].append(number)
+
+    evaluator.time_round = time_round
+    ready = [(Implementation(name, None, None, None, None), {"k": k}, 1) for k, name in enumerate(names)]
+    choice = SimpleNamespace(implementation=names[chosen], settings={names[chosen]: {"k": chosen}},
+                             parameters={"k": chosen})
+    evaluator.settle(None, ready, timings, (), {}, choice)
+    return evaluator, settled
+
+
+def test_a_verdict_near_the_tolerance_gets_more_rounds_on_either_side():
+    """The chosen alternative a hair slower than the tolerance allows, or a
+    hair faster, with rounds that spread either way: both get more rounds,
+    side by side with their rival, not the third alternative, far slower;
+    here the further rounds put the two 1% apart, and the rounds stop once
+    the verdict is clear."""
+    spread = [0.94, 1.12, 0.97, 1.09, 1.0, 1.08, 0.95, 1.1, 1.04]  # median 1.04, wide
+    for hair in (1.0, 0.98):
+        timings = [[hair * t for t in spread], [1.0] * 9, [2.0] * 9]
+        evaluator, settled = settling(timings, ["a", "b", "c"], chosen=0, then=[1.01, 1.0, 2.0])
+        assert settled and all(positions == [0, 1] for positions in settled)
+        assert len(settled) < SETTLE_ROUNDS  # decided once the interval lies below 1.03
+        assert len(timings[0]) == 9 + len(settled) and len(timings[2]) == 9
+
+
+def test_a_clear_verdict_gets_no_more_rounds():
+    """Clearly right (a tight 1.00), clearly wrong (1.20, outside the band):
+    no settling rounds."""
+    rounds = [1.0, 1.01, 0.99, 1.0, 1.0, 1.01]
+    for ratio_ in (1.0, 1.2):
+        _, settled = settling([[ratio_ * t for t in rounds], list(rounds)], ["a", "b"], chosen=0, then=[1.0, 1.0])
+        assert settled == []
+
+
+def test_a_verdict_that_stays_undecided_stops_after_the_settling_rounds():
+    spread = [0.94, 1.12, 0.97, 1.09, 1.0, 1.08, 0.95, 1.1, 1.04]
+    timings = [list(spread), [1.0] * 9]
+    _, settled = settling(timings, ["a", "b"], chosen=0, then=[1.03, 1.0])
+    assert len(settled) == SETTLE_ROUNDS
+
+
+def test_exhaustive_settles_each_implementation_s_own_parameters_too():
+    """With every setting timed, an implementation's setting at the module's
+    parameters (its first) against another of its settings decides whether
+    its parameters are optimal, chosen or not: that pair is settled too."""
+    spread = [0.94, 1.12, 0.97, 1.09, 1.0, 1.08, 0.95, 1.1, 1.04]
+    timings = [[0.5] * 9,  # a: chosen, far the fastest
+               list(spread),  # b at the module's parameters
+               [1.0] * 9]  # b at another setting
+    _, settled = settling(timings, ["a", "b", "b"], chosen=0, exhaustive=True, then=[0.5, 1.0, 1.0])
+    assert settled and all(positions == [1, 2] for positions in settled)
+    _, settled = settling([list(t) for t in timings], ["a", "b", "b"], chosen=0, exhaustive=False,
+                          then=[0.5, 1.0, 1.0])
+    assert settled == []
+
+
 def test_the_oracle_times_the_fastest_and_the_chosen_again_on_another_input():
     """The second input's contenders: the alternatives within CLOSE (10%) of
     the fastest, each implementation's fastest within REACH (50%) of it, and
@@ -164,6 +264,7 @@ def test_an_evaluation_line_keeps_the_hosts_worst_slowdown_over_both_inputs():
                                                                       settings={}, seconds=1.0))
     evaluator.candidates = lambda *rest: [(Implementation("a", None, None, None, None), {})]
     evaluator.confirm = lambda *rest: None
+    evaluator.settle = lambda *rest: None
     evaluator.other_input = other_input
     evaluator.timed_candidates = lambda *rest: ()
     evaluator.measure(SimpleNamespace(name="sort", reference="a"), True, 0, {"q": 1})
