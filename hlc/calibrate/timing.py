@@ -63,7 +63,8 @@ class Clock:
         return max(self.least, RESOLUTION_FACTOR * self.resolution)
 
     def as_dict(self) -> dict[str, float]:
-        return {"resolution": self.resolution, "overhead": self.overhead}
+        """As a run's header records it: how long its timings lasted at least too."""
+        return {"resolution": self.resolution, "overhead": self.overhead, "least": self.least}
 
 
 def calibrate_clock(readings: int = 2000) -> Clock:

@@ -23,12 +23,14 @@ from hlc.artefacts.models import load as load_models
 from hlc.artefacts.samples import Evaluated, Sample, Samples
 from hlc.calibrate.harness import Implementation
 from hlc.calibrate.run import ProfileError
+from hlc.calibrate.timing import MINIMUM_TIMING
 from hlc.cli import main
 from hlc.evaluation import judge, ratio, ratio_of, summarize, turns_on_the_input
 from hlc.evaluation.oracle import (
     AGAIN,
     CONFIRM_ROUNDS,
     DISPATCHED,
+    ORACLE_TIMING,
     PROBES,
     SETTLE_ROUNDS,
     Evaluator,
@@ -403,6 +405,9 @@ def test_evaluate_measures_every_alternative_at_held_out_points(squares):
     assert saved == result.document
     assert json.loads((squares / "evaluation.json").read_text())["format"] == artefact.FORMAT
     assert "right choices" in result.table()
+    # the oracle's timings last ORACLE_TIMING at least, the profile's a millisecond; each run's header says so
+    assert Samples.read(squares / "evaluation.jsonl").headers[0].clock["least"] == ORACLE_TIMING
+    assert Samples.read(squares / "samples.jsonl").headers[0].clock["least"] == MINIMUM_TIMING
 
 
 def test_the_oracle_times_the_build_s_own_samples_again(squares):
