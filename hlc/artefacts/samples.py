@@ -64,23 +64,26 @@ class Header:
     host_tolerance: float | None = None  # the host meter's (hlc.calibrate.host)
     format: int = FORMAT
     # an evaluation run's (hlc evaluate): the built module, held-out points per interface,
-    # and whether it timed the module's parameters only ("chosen") or every value ("exhaustive")
+    # whether it timed the module's parameters only ("chosen") or every value ("exhaustive"),
+    # and the tolerance whose near ties it timed again (hlc.evaluation.oracle.Evaluator.settle)
     evaluate: str | None = None
     points: int | None = None
     params: str | None = None
+    tolerance: float | None = None
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Header:
         return cls(record["library"], record["description"], record["seed"], record["P"], record["started"],
                    dict(record["clock"]), record["python"], record["host"], record.get("host_tolerance"),
-                   record["format"], record.get("evaluate"), record.get("points"), record.get("params"))
+                   record["format"], record.get("evaluate"), record.get("points"), record.get("params"),
+                   record.get("tolerance"))
 
     def as_record(self) -> dict[str, Any]:
         record = {"kind": self.KIND, "format": self.format, "library": self.library,
                   "description": self.description, "seed": self.seed, "P": self.P, "started": self.started,
                   "clock": dict(self.clock), "python": self.python, "host": self.host}
         return _optional(record, host_tolerance=self.host_tolerance, evaluate=self.evaluate, points=self.points,
-                         params=self.params)
+                         params=self.params, tolerance=self.tolerance)
 
 
 @dataclass(frozen=True, slots=True)

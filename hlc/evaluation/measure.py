@@ -75,7 +75,7 @@ def evaluate(build: str | Path, *, points: int = 200, procs: Sequence[int] | Non
         raise FileNotFoundError(f"{program} is missing; build the library again")
     ranks, timeout = profile_defaults(library, list(procs) if procs else [1], timeout)
     raw = folder / "evaluation.jsonl"
-    wanted = {"seed": seed, "points": points, "params": params}
+    wanted = {"seed": seed, "points": points, "params": params, "tolerance": tolerance}
     _start(raw, wanted, resume)
     options = ["--evaluate", str(folder.resolve()), "--points", str(points), "--params", params,
                "--tolerance", repr(tolerance)]
@@ -115,6 +115,9 @@ def _start(raw: Path, wanted: dict[str, Any], resume: bool) -> None:
     headers = Samples.read(raw).headers
     if not headers:
         return
-    found = {"seed": headers[0].seed, "points": headers[0].points, "params": headers[0].params}
+    found = {"seed": headers[0].seed, "points": headers[0].points, "params": headers[0].params,
+             "tolerance": headers[0].tolerance}
+    if found["tolerance"] is None:  # written before the oracle settled near ties: any tolerance resumes it
+        found["tolerance"] = wanted["tolerance"]
     if found != wanted:
         raise ProfileError(f"{raw} was made with {found}, not {wanted}; run without --resume to start again")

@@ -179,7 +179,8 @@ class Evaluator:
 
     def header(self) -> Header:
         return replace(self.program_run.header(self.library, self.description), evaluate=str(self.module.__file__),
-                       points=self.points, params="exhaustive" if self.exhaustive else "chosen")
+                       points=self.points, params="exhaustive" if self.exhaustive else "chosen",
+                       tolerance=self.tolerance)
 
     def plan(self, interface: Interface) -> list[tuple[bool, int, dict]]:
         rng = random.Random(f"{self.program_run.seed}:{interface.name}:evaluate")
