@@ -31,7 +31,8 @@ from pathlib import Path
 
 from hlc.artefacts import evaluation as artefact
 from hlc.artefacts.evaluation import EvaluationDocument, JudgedPoint
-from hlc.evaluation.verdicts import TOLERANCE, oracle_verdict
+from hlc.evaluation.oracle import TOLERANCE
+from hlc.evaluation.verdicts import oracle_verdict
 
 
 def points_of(document: EvaluationDocument) -> dict[tuple, JudgedPoint]:

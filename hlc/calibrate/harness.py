@@ -659,9 +659,9 @@ def parser(library: str) -> argparse.ArgumentParser:
     parser.add_argument("--params", choices=("chosen", "exhaustive"), default="chosen",
                         help="time parameterized implementations at the module's parameters only, or at every "
                              "value too (with --evaluate)")
-    parser.add_argument("--tolerance", type=float, default=0.03,
+    parser.add_argument("--tolerance", type=float,
                         help="the share within which a choice of the fastest is right: verdicts near it get more "
-                             "rounds (with --evaluate)")
+                             "rounds (with --evaluate; default hlc.evaluation.oracle.TOLERANCE)")
     return parser
 
 

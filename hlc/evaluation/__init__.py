@@ -24,7 +24,7 @@ __all__ = ["TOLERANCE", "Evaluation", "Replay", "evaluate", "format_summary", "g
 
 _LAZY = {
     "evaluate": "hlc.evaluation.measure", "Evaluation": "hlc.evaluation.measure",
-    "TOLERANCE": "hlc.evaluation.verdicts", "judge": "hlc.evaluation.verdicts",
+    "TOLERANCE": "hlc.evaluation.oracle", "judge": "hlc.evaluation.verdicts",
     "oracle_verdict": "hlc.evaluation.verdicts", "summarize": "hlc.evaluation.verdicts",
     "geometric_mean": "hlc.evaluation.verdicts", "ratio_of": "hlc.evaluation.verdicts",
     "turns_on_the_input": "hlc.evaluation.verdicts",

@@ -24,8 +24,9 @@ from hlc.artefacts.models import load as load_models
 from hlc.artefacts.samples import Samples
 from hlc.calibrate.run import Failure, ProfileError, Progress, failures_in, profile_defaults, run_program
 from hlc.dispatch.bundle import description_of
+from hlc.evaluation.oracle import TOLERANCE
 from hlc.evaluation.text import Figures, format_document
-from hlc.evaluation.verdicts import TOLERANCE, judge, summaries
+from hlc.evaluation.verdicts import judge, summaries
 from hlc.language.parse import parse_file
 from hlc.model.fingerprint import implementation_digests, machine
 

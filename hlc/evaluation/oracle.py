@@ -163,7 +163,7 @@ class Evaluator:
         self.module = hlc.load(options.evaluate)
         self.points = options.points
         self.exhaustive = options.params == "exhaustive"
-        self.tolerance = options.tolerance
+        self.tolerance = TOLERANCE if options.tolerance is None else options.tolerance
         self.engine.clock = replace(self.engine.clock, least=ORACLE_TIMING)
         self.rounds: list[list[int]] = []  # per candidate of the current point: the round of each timing
         fitted = Samples.read(Path(options.evaluate) / "samples.jsonl").samples

@@ -35,7 +35,6 @@ from collections.abc import Mapping, Sequence
 from hlc.artefacts.evaluation import Candidate, Chosen, Gain, JudgedPoint, Share, Summary
 from hlc.artefacts.samples import Evaluated
 from hlc.evaluation.oracle import AGAIN, DISPATCHED, label, ratio
-from hlc.evaluation.oracle import TOLERANCE as TOLERANCE  # the figures are judged at the tolerance the oracle settles
 
 
 def ratio_of(a: Candidate, b: Candidate) -> float:
