@@ -91,9 +91,8 @@ TOLERANCE = 0.03
 #: At most this many rounds more for a verdict that still hangs on the noise
 #: (``Evaluator.settle``): the MEDIAN_CONFIDENCE interval of its round-by-round
 #: ratio's median lies across 1 + tolerance (and where too few rounds leave
-#: it unbounded, that median lies within SETTLE_BAND of 1 + tolerance).
+#: it unbounded, the range of the ratios does: ``verdict_interval``).
 SETTLE_ROUNDS = 12
-SETTLE_BAND = 0.05
 MEDIAN_CONFIDENCE = 0.9
 #: The build's fitting samples timed again per interface and rank count (``Evaluator.probe``).
 PROBES = 16
@@ -129,6 +128,20 @@ def median_interval(values: Sequence[float], confidence: float = MEDIAN_CONFIDEN
     if k == 0:
         return -math.inf, math.inf
     return ordered[k - 1], ordered[n - k]
+
+
+def verdict_interval(values: Sequence[float]) -> tuple[float, float]:
+    """Where the median of a pair's round-by-round ratios may lie: its
+    MEDIAN_CONFIDENCE interval, or, from fewer rounds than bound it (four),
+    the range of the ratios, an interval of confidence 1 - 2**(1 - n) (75%
+    from three rounds).  A setting the confirming rounds left out is timed
+    in three; at two or three million keys a radix sort's rounds spread
+    by half their median, and three of them put one digit width 10-30%
+    behind another where twelve rounds more put the two within 3%."""
+    low, high = median_interval(values)
+    if math.isfinite(high - low) or not values:
+        return low, high
+    return min(values), max(values)
 
 
 def ratio(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
@@ -326,12 +339,16 @@ class Evaluator:
         (right or wrong), and with --params exhaustive each
         implementation's setting at the module's parameters against its
         other settings (parameters optimal or not).  A pair's verdict hangs
-        when the confidence interval of its round-by-round ratio's median
-        (``median_interval``) contains 1 + tolerance; of a pair timed in too
-        few rounds for the interval to be finite (an alternative the
-        confirming rounds left out), only when that median lies within
-        SETTLE_BAND of 1 + tolerance.  Computed on every rank alike (each
-        rank's timings are the slowest rank's)."""
+        when the interval of its round-by-round ratio's median
+        (``verdict_interval``) contains 1 + tolerance, or when that median
+        and the ratio of the two candidates' medians over all their rounds
+        lie on either side of it: the shared rounds were then too few, or
+        too close together, to stand for the others.  A host's pace can
+        stay changed for seconds: at 741,455 keys of 22 bits, two passes of
+        11 bits took 6.3-6.8 ms in the three rounds they shared with four
+        passes of 6 bits (4.7-5.1 ms), and 3.7-3.8 ms in four rounds a few
+        seconds later.  Computed on every rank alike (each rank's timings
+        are the slowest rank's)."""
         measured, alternatives, chosen = self.alternatives(ready, timings, choice)
         pairs = [(c, i) for c in chosen for i in alternatives if i != c]
         if self.exhaustive:
@@ -346,9 +363,10 @@ class Evaluator:
             shared = round_ratios(measured[a], measured[b])
             if len(shared) < PAIRED_ROUNDS:
                 continue
-            low, high = median_interval(shared)
-            near = abs(statistics.median(shared) - bound) <= SETTLE_BAND or math.isfinite(high - low)
-            if near and low <= bound <= high:
+            low, high = verdict_interval(shared)
+            paired = statistics.median(shared)
+            apart = measured[a]["seconds"] / measured[b]["seconds"]
+            if low <= bound <= high or (paired > bound) != (apart > bound):
                 found.update((a, b))
         return sorted(found)
 

@@ -36,6 +36,7 @@ from hlc.evaluation.oracle import (
     Evaluator,
     median_interval,
     probes,
+    verdict_interval,
 )
 from hlc.evaluation.replay import changed_sources, rejudge, replay, replay_oracle
 from hlc.evaluation.text import probe_row, summary_rows
@@ -145,12 +146,13 @@ def test_the_interval_of_a_median_holds_it_as_often_as_it_says():
 
 
 def settling(timings: list[list[float]], names: list[str], chosen: int, exhaustive: bool = False,
-             then: list[float] | None = None) -> tuple[Evaluator, list[list[int]]]:
-    """An evaluator that has timed ``timings`` in rounds 1, 2, …, and whose
-    further rounds give each candidate the seconds in ``then``; returns it
-    and the positions of each settling round."""
+             then: list[float] | None = None,
+             rounds: list[list[int]] | None = None) -> tuple[Evaluator, list[list[int]]]:
+    """An evaluator that has timed ``timings`` in rounds 1, 2, … (or in
+    ``rounds``), and whose further rounds give each candidate the seconds in
+    ``then``; returns it and the positions of each settling round."""
     evaluator = object.__new__(Evaluator)
-    evaluator.rounds = [list(range(1, len(t) + 1)) for t in timings]
+    evaluator.rounds = rounds or [list(range(1, len(t) + 1)) for t in timings]
     evaluator.tolerance = 0.03
     evaluator.exhaustive = exhaustive
     settled: list[list[int]] = []
@@ -192,6 +194,37 @@ def test_a_clear_verdict_gets_no_more_rounds():
     for ratio_ in (1.0, 1.2):
         _, settled = settling([[ratio_ * t for t in rounds], list(rounds)], ["a", "b"], chosen=0, then=[1.0, 1.0])
         assert settled == []
+
+
+def test_a_verdict_from_three_rounds_is_settled_when_their_range_spans_the_tolerance():
+    """A setting timed in three rounds only has no 90% interval for its
+    median: its ratios' range stands in.  Three ratios of 1.29, 0.98 and
+    1.4 (a radix sort's spread at a million keys) span 1.03 and are timed
+    again; 1.2, 1.25 and 1.3 do not, nor do 1.0, 1.01 and 0.99."""
+    spans = verdict_interval([1.29, 0.98, 1.4])
+    assert spans == (0.98, 1.4)
+    assert verdict_interval([1.0] * 5) == median_interval([1.0] * 5)
+    _, settled = settling([[1.29, 0.98, 1.4], [1.0] * 3], ["a", "b"], chosen=0, then=[1.0, 1.0])
+    assert settled and all(positions == [0, 1] for positions in settled)
+    assert len(settled) < SETTLE_ROUNDS
+    for clear in ([1.2, 1.25, 1.3], [1.0, 1.01, 0.99]):
+        _, settled = settling([clear, [1.0] * 3], ["a", "b"], chosen=0, then=[1.0, 1.0])
+        assert settled == []
+
+
+def test_a_verdict_its_shared_rounds_and_the_medians_disagree_on_is_settled():
+    """Three shared rounds in a slow spell put a 36% behind b; a's four
+    rounds of its own, seconds later, put it a quarter ahead: the pair is
+    timed again side by side.  Where both say the same, it is not."""
+    rounds = [[1, 2, 3, 10, 11, 12, 13], [1, 2, 3, 4, 5, 6]]
+    a = [6.4, 6.8, 6.3, 3.8, 3.8, 3.7, 3.8]
+    b = [4.7, 4.8, 5.1, 5.0, 4.9, 5.0]
+    _, settled = settling([list(a), list(b)], ["a", "b"], chosen=0, then=[3.8, 5.0],
+                          rounds=[list(r) for r in rounds])
+    assert settled and all(positions == [0, 1] for positions in settled)
+    _, settled = settling([[6.4, 6.8, 6.3, 6.5, 6.6, 6.4, 6.5], list(b)], ["a", "b"], chosen=0,
+                          then=[3.8, 5.0], rounds=[list(r) for r in rounds])
+    assert settled == []
 
 
 def test_a_verdict_that_stays_undecided_stops_after_the_settling_rounds():
