@@ -21,6 +21,12 @@ points; an adaptive profile measures a part of it, chosen in rounds:
    * the points measured before whose decision is uncertain between
      alternatives one of which was never timed there (the models of that
      round thought it could not win), at those alternatives only;
+   * the points measured before where a searched parameter's optimum is
+     uncertain, its predicted best setting and another within each other's
+     bands, at those of the two never timed there (``unsure_optima``, up
+     to OPTIMUM_SHARE of the round): an implementation far slower than
+     the fastest is timed nowhere else, and its parameter is chosen from
+     its model there all the same;
    * the points whose decision is uncertain: the fastest predicted
      alternative (implementations, and a parameterized implementation at
      each setting the dispatcher chooses among) lies within another's
@@ -238,6 +244,10 @@ ACCURATE = 1.03
 DENSE = 50
 #: ... taking at most this share of a round's predicted seconds.
 OWN_SHARE = 0.25
+#: Measured points where a searched parameter's optimum is uncertain, at its
+#: settings never timed there (``unsure_optima``), take at most this share
+#: of a round's predicted seconds.
+OPTIMUM_SHARE = 0.2
 
 
 @dataclass(frozen=True)
@@ -960,6 +970,45 @@ def untimed_rivals(grid: Grid, taken: set[tuple], judge: Judge, timed: Mapping[s
     return within_seconds([(site, missing) for _, site, missing in scored], judge, seconds, most)
 
 
+def unsure_optima(grid: Grid, taken: set[tuple], judge: Judge, timed: Mapping[str, Mapping[tuple, set[int]]],
+                  seconds: float, most: float = math.inf) -> dict[tuple, Candidates]:
+    """Measured sites where a searched parameter's optimum is uncertain, with
+    the settings of that implementation that decide it and were never timed
+    there, most uncertain first, within about ``seconds``.  A site is timed
+    at the candidates that may win it: an implementation far slower than
+    the fastest there is timed at no setting, and its model's optimum over
+    its parameter rests on points where it was within reach.  Where the
+    predicted best setting and another lie within each other's bands, the
+    module's choice of the parameter is a guess that a call which asks for
+    that implementation (or a rank count, a machine, where it wins) pays
+    for: the two are timed there.  ``timed``: as for :func:`covering`."""
+    scored = []
+    for site in grid.sites:
+        if site.key not in taken:
+            continue
+        for name, settings_list in site.choices.items():
+            if len(settings_list) < 2:
+                continue
+            predicted = [(settings, found) for settings in settings_list
+                         if (found := judge.widened(name, {**site.variables, **settings})) is not None]
+            if len(predicted) < 2:
+                continue
+            predicted.sort(key=lambda entry: entry[1][0])
+            (best, (fastest, spread)), rest = predicted[0], predicted[1:]
+            score, rival = max(((1.0 - (seconds_ - fastest) / (spread + half), settings)
+                                for settings, (seconds_, half) in rest if spread + half > 0),
+                               default=(0.0, None), key=lambda entry: entry[0])
+            if score <= 0 or rival is None:
+                continue
+            done = timed.get(name, {}).get(site.key, set())
+            missing = [settings for settings in (best, rival) if settings in site.settings.get(name, [])
+                       and site.settings[name].index(settings) not in done]
+            if missing:
+                scored.append((score, site, {name: missing}))
+    scored.sort(key=lambda entry: (-entry[0], grid.order[entry[1].key]))
+    return within_seconds([(site, missing) for _, site, missing in scored], judge, seconds, most)
+
+
 def within_seconds(ranked: Sequence[tuple[Site, Candidates]], judge: Judge, seconds: float,
                    most: float = math.inf) -> dict[tuple, Candidates]:
     """The ``ranked`` sites with their candidates, in order, each that still
@@ -1005,6 +1054,7 @@ class Round:
     covering: int = 0  # settings timed where no site near had timed them (covering)
     rivals: int = 0  # measured points taken again, at uncertain rivals never timed there (untimed_rivals)
     own: int = 0  # random points timed for one model alone, less accurate than the timings (own_points)
+    optima: int = 0  # measured points taken again where a searched parameter's optimum is uncertain (unsure_optima)
 
 
 def default_budget(before: float) -> float:
@@ -1191,6 +1241,14 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                         most = left / pace  # no site may take more than the budget left
                         rivals = untimed_rivals(grid, taken, judge, timed, seconds / 2, most)
                         seconds -= sum(judge.cost(grid.by_key[key], candidates) for key, candidates in rivals.items())
+                        optima = unsure_optima(grid, taken, judge, timed, OPTIMUM_SHARE * seconds, most)
+                        rivalling = len(rivals)
+                        for key, candidates in optima.items():
+                            seconds -= judge.cost(grid.by_key[key], candidates)
+                            merged = rivals.setdefault(key, {})
+                            for name, settings_list in candidates.items():
+                                merged.setdefault(name, []).extend(settings for settings in settings_list
+                                                                   if settings not in merged.get(name, []))
                         # Models' own points once every grid point has a measured neighbour
                         # (before, the gaps are where the models learn), with what the
                         # uncertain decisions leave of the round.
@@ -1207,10 +1265,11 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                         else:
                             plan, by_rule["covering"] = covering(grid, batch, plan, timed, judge.cost,
                                                                  COVERING_SHARE * seconds)
-                        if rivals:  # measured before: only the rivals never timed there
+                        if rivals:  # measured before: only the rivals, and the settings, never timed there
                             batch = [grid.by_key[key] for key in rivals] + batch
                             plan.update(rivals)
-                            by_rule["rivals"] = len(rivals)
+                            by_rule["rivals"] = rivalling
+                            by_rule["optima"] = len(optima)
                         if not batch:  # every point is measured: the uncertain decisions again, in one
                             # round with all that is left (a refit between retakes changes little)
                             plan = retakes(grid, takes_of(records), judge, left, most)
@@ -1261,7 +1320,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
             rounds.append(Round(len(batch), by_rule["uncertain"], by_rule["gaps"],
                                 time.monotonic() - round_started, by_rule["spread"], retaken,
                                 by_rule.get("boundaries", 0), by_rule.get("covering", 0),
-                                by_rule.get("rivals", 0), by_rule.get("own", 0)))
+                                by_rule.get("rivals", 0), by_rule.get("own", 0), by_rule.get("optima", 0)))
             if by_rule.get("rest"):
                 what = f"{len(batch)} points, every grid point not measured yet, at every candidate (affordable)"
             elif retaken and len(records.samples) == held:  # the round's time ran out before its first sample
@@ -1275,6 +1334,8 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                            if by_rule.get("covering") else "")
                 covered += (f"; {by_rule['rivals']} measured points again, at rivals never timed there"
                             if by_rule.get("rivals") else "")
+                covered += (f"; {by_rule['optima']} where a parameter's optimum is uncertain, at its settings "
+                            f"never timed there" if by_rule.get("optima") else "")
                 covered += (f"; {by_rule['own']} random points for models less accurate than the timings ("
                             + ", ".join(f"{name} {count}" for name, count in sorted(own_counts.items())) + ")"
                             if by_rule.get("own") else "")
@@ -1288,7 +1349,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
             if cut:
                 return True
             # nothing measured: the same round again would be no better
-            if taken == before and not (retaken or overran or by_rule.get("rivals")):
+            if taken == before and not (retaken or overran or by_rule.get("rivals") or by_rule.get("optima")):
                 say("a round measured nothing: stopping")
                 return False
 

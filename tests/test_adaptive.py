@@ -26,6 +26,7 @@ from hlc.adaptive import (
     read_sites,
     retakes,
     uncertain_share,
+    unsure_optima,
     untimed_rivals,
     within_seconds,
 )
@@ -162,6 +163,39 @@ def test_a_measured_point_is_taken_again_when_a_rival_never_timed_there_turns_un
     timed = {"a": {site.key: {0} for site in sites[:3]}, "b": {sites[1].key: {0}}}
     taken = {site.key for site in sites[:3]}
     assert untimed_rivals(grid, taken, judge, timed, math.inf) == {sites[0].key: {"b": [{}]}}
+
+
+def test_a_measured_point_is_taken_again_where_a_parameter_s_optimum_is_uncertain():
+    """Unsure optima: at a site measured without the parameterized
+    implementation (far slower than the fastest there), whose predicted best
+    setting and another lie within each other's bands, those two settings
+    are timed; a clear optimum, settings timed already and a site not
+    measured yet are left alone; the closest call comes first."""
+    gaps = {0: 0.1, 1: 0.1, 2: 5.0, 3: 0.1, 4: 0.3}  # how far p=2 lies behind p=1
+    judge = Judge.__new__(Judge)
+    judge.records = None
+    judge.grid = None
+    judge.entries = {name: TimeModel("fitted", mre=1.0) for name in ("a", "b")}
+    judge.implementations = {"a": None, "b": None}
+    judge.worth, judge.ranked = {}, {}
+
+    def predicted(name, environment):
+        if name == "a":
+            return 1.0, 0.1
+        return (10.0 if environment["p"] == 1 else 10.0 + gaps[environment["i"]]
+                if environment["p"] == 2 else 30.0), 0.25
+
+    judge.predicted = predicted
+    settings = [{"p": 1}, {"p": 2}, {"p": 3}]
+    sites = [Site("f", 1, i, {"i": i}, {"i": i}, {"a": [{}], "b": settings}, {"a": [{}], "b": settings})
+             for i in range(5)]
+    grid = Grid(sites)
+    timed = {"a": {site.key: {0} for site in sites}, "b": {sites[1].key: {0, 1}}}
+    taken = {site.key for site in sites if site.index != 3}
+    chosen = unsure_optima(grid, taken, judge, timed, math.inf)
+    assert list(chosen) == [sites[0].key, sites[4].key]
+    assert chosen[sites[0].key] == {"b": [{"p": 1}, {"p": 2}]}
+    assert untimed_rivals(grid, taken, judge, timed, math.inf) == {}  # a wins everywhere: no rival
 
 
 def test_once_every_point_is_measured_the_uncertain_decisions_are_measured_again():
