@@ -986,20 +986,19 @@ def unsure_optima(grid: Grid, taken: set[tuple], judge: Judge, timed: Mapping[st
     for site in grid.sites:
         if site.key not in taken:
             continue
-        for name, settings_list in site.choices.items():
-            if len(settings_list) < 2:
-                continue
-            predicted = [(settings, found) for settings in settings_list
-                         if (found := judge.widened(name, {**site.variables, **settings})) is not None]
+        by_implementation: dict[str, list[Alternative]] = defaultdict(list)
+        for alternative in judge.alternatives(site):  # fastest first
+            by_implementation[alternative.implementation].append(alternative)
+        for name, predicted in by_implementation.items():
             if len(predicted) < 2:
                 continue
-            predicted.sort(key=lambda entry: entry[1][0])
-            (best, (fastest, spread)), rest = predicted[0], predicted[1:]
-            score, rival = max(((1.0 - (seconds_ - fastest) / (spread + half), settings)
-                                for settings, (seconds_, half) in rest if spread + half > 0),
+            first, rest = predicted[0], predicted[1:]
+            score, rival = max(((1.0 - (other.seconds - first.seconds) / (first.uncertainty + other.uncertainty),
+                                 other.settings) for other in rest if first.uncertainty + other.uncertainty > 0),
                                default=(0.0, None), key=lambda entry: entry[0])
             if score <= 0 or rival is None:
                 continue
+            best = first.settings
             done = timed.get(name, {}).get(site.key, set())
             missing = [settings for settings in (best, rival) if settings in site.settings.get(name, [])
                        and site.settings[name].index(settings) not in done]
