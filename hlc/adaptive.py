@@ -411,6 +411,14 @@ class Alternative:
     uncertainty: float  # half-width, seconds
 
 
+def overlap(first: Alternative, other: Alternative, widening: float = 1.0) -> float:
+    """How far ``other``'s band reaches into ``first``'s, ``first`` predicted
+    the faster: 0 when the two lie apart by more than their uncertainties
+    together (``widening`` times them), up to 1 when they are predicted equal."""
+    reach = widening * (first.uncertainty + other.uncertainty)
+    return max(0.0, 1.0 - (other.seconds - first.seconds) / reach) if reach > 0 else 0.0
+
+
 class Judge:
     """Predictions, with their uncertainty, of every alternative at a site.
 
@@ -611,12 +619,7 @@ class Judge:
         are predicted equal.  Mostly the second fastest decides it; a
         slower one whose prediction is loose (hlc.model.knots) may too."""
         best = self.alternatives(site)
-        first, score = best[0] if best else None, 0.0
-        for other in best[1:]:
-            reach = widening * (first.uncertainty + other.uncertainty)
-            if reach > 0:
-                score = max(score, 1.0 - (other.seconds - first.seconds) / reach)
-        return score
+        return max((overlap(best[0], other, widening) for other in best[1:]), default=0.0)
 
     def unmodelled(self) -> dict[str, int]:
         """The implementations left unfitted for want of fitting samples, with
@@ -992,11 +995,10 @@ def unsure_optima(grid: Grid, taken: set[tuple], judge: Judge, timed: Mapping[st
         for name, predicted in by_implementation.items():
             if len(predicted) < 2:
                 continue
-            first, rest = predicted[0], predicted[1:]
-            score, rival = max(((1.0 - (other.seconds - first.seconds) / (first.uncertainty + other.uncertainty),
-                                 other.settings) for other in rest if first.uncertainty + other.uncertainty > 0),
-                               default=(0.0, None), key=lambda entry: entry[0])
-            if score <= 0 or rival is None:
+            first = predicted[0]
+            score, rival = max(((overlap(first, other), other.settings) for other in predicted[1:]),
+                               key=lambda entry: entry[0])
+            if score <= 0:
                 continue
             best = first.settings
             done = timed.get(name, {}).get(site.key, set())
