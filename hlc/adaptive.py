@@ -133,7 +133,7 @@ BUDGET = 45.0
 #: a busy host, the next one with 45 s at 95.5%: the floor.  The final fit
 #: of a sort build, the mean of six searches per model
 #: (hlc.model.calibration._bagged), took 2.1-2.9 s on a two-core Zen 4
-#: host (1,900-2,000 samples), the dispatch module 1.3-1.5 s; a first
+#: host (1,459 and 1,727 samples), the dispatch module 1.3-1.5 s; a first
 #: build's 4.7-5.0 s after its profile.
 BUILD_SECONDS = 55.0
 AFTER_PROFILE = 5.0
