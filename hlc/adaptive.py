@@ -1247,10 +1247,9 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                         rivalling = len(rivals)
                         for key, candidates in optima.items():
                             seconds -= judge.cost(grid.by_key[key], candidates)
-                            merged = rivals.setdefault(key, {})
                             for name, settings_list in candidates.items():
-                                merged.setdefault(name, []).extend(settings for settings in settings_list
-                                                                   if settings not in merged.get(name, []))
+                                merged = rivals.setdefault(key, {}).setdefault(name, [])
+                                merged.extend(settings for settings in settings_list if settings not in merged)
                         # Models' own points once every grid point has a measured neighbour
                         # (before, the gaps are where the models learn), with what the
                         # uncertain decisions leave of the round.

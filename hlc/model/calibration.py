@@ -1218,7 +1218,7 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
         left[name] = len(later)
         searched = _searched_samples(fitted)
         cost = _fit_cost(model, searched or [], True)
-        narrower = min(shortlist or SHORTLIST, BAG_SHORTLIST) / (shortlist or SHORTLIST)  # a bag's search
+        narrower = _bag_shortlist(shortlist) / (shortlist or SHORTLIST)  # a bag's search
         return [Job(_search_job, (*fit_jobs[name][:4], searched, relative, confidence, discovering,
                                   fit_jobs[name][10], shortlist, shared_sites[interface_of[name]], bag),
                     cost if bag is None else cost * narrower,
@@ -1372,12 +1372,17 @@ def _search_job(shared: Shared, models_of: dict[str, Path], callees: dict[str, T
     predictor = Predictor(library, callees, used_predictors(library, models_of))
     if bag is not None:
         samples, sites = _bag_points(samples, bag), []
-        shortlist = min(shortlist or SHORTLIST, BAG_SHORTLIST)
+        shortlist = _bag_shortlist(shortlist)
     try:
         return _search_and_fit(predictor, implementation, implementation.model("time"), samples, relative,
                                confidence, discovering, discovered, shortlist, sites)
     except (FitError, EvaluationError, ModelUnavailable):
         return None
+
+
+def _bag_shortlist(shortlist: int | None) -> int:
+    """The candidates a bag's search weighs a step, where the model's weighs ``shortlist`` (None: SHORTLIST)."""
+    return min(shortlist or SHORTLIST, BAG_SHORTLIST)
 
 
 def _baggable(fitted: _Fitted, model: ast.CostModel, searched: bool, discovering: bool) -> bool:
