@@ -52,6 +52,7 @@ from hlc.model.calibration import (
     excluded_at,
     missing_implementations,
 )
+from hlc.model.findings import in_words
 from hlc.model.fingerprint import source_digests
 from hlc.model.fit import mean_relative_error
 from hlc.model.predict import Predictor
@@ -621,6 +622,25 @@ def _exclusion(name: str, entry: TimeModel) -> str:
     return f"{entry.cause} (at {at}); a `requires` that leaves that point out keeps {name} where it works"
 
 
+def _findings_of(result: BuildResult) -> Callable[[str, TimeModel], list[str]]:
+    """What the fitter found in each model, in words, the findings weighed
+    at the build's samples of that implementation (hlc.model.findings); in
+    the order found where the build's description or samples cannot be read."""
+    try:
+        library = parse_file(description_of(result.models, result.path))
+        predictor = Predictor.of_models(library, result.models, load_used(result.path / "used_models.json"))
+        samples = Samples.read(result.path / "samples.jsonl").samples
+    except (OSError, UserError, ArtefactError):
+        return lambda name, entry: discovered_in_words(entry)
+
+    def weigh(name: str, entry: TimeModel) -> list[str]:
+        implementation = next((i for i in library.implementations if i.name == name), None)
+        environments = [sample.environment for sample in samples if sample.implementation == name]
+        return in_words(predictor, implementation, entry, environments)
+
+    return weigh
+
+
 def summary_table(result: BuildResult) -> str:
     """Implementation, status, terms kept and verification MRE, one line
     each, its model's warnings beneath it, wrapped: a busy host gives most
@@ -650,10 +670,11 @@ def summary_table(result: BuildResult) -> str:
     if by_ranks:
         lines += _wrapped("verification MRE by rank count: " + "; ".join(
             f"{name} {by_ranks_text(errors)}" for name, errors in by_ranks))
+    weigh = _findings_of(result)
     for name, entry in times.items():
-        found = discovered_in_words(entry) if entry.status == "fitted" else []
+        found = weigh(name, entry) if entry.status == "fitted" else []
         if found:
-            lines.append(f"{name}: the fitter found that")
+            lines.append(f"{name}: the fitter found that (the largest first)")
             for finding in found:
                 lines += _wrapped(finding, "  - ")
     disturbed = sum(entry.disturbed_samples for entry in times.values())

@@ -10,8 +10,9 @@ from hlc.artefacts.models import Models, TimeModel
 from hlc.dispatch.reference import Choice
 from hlc.language import ast
 from hlc.language.expressions import EvaluationError, evaluate, integer_bounds
+from hlc.model.findings import in_words
 from hlc.model.predict import ModelUnavailable, Predictor, band, term_values
-from hlc.model.terms import discovered_in_words, model_terms
+from hlc.model.terms import model_terms
 from hlc.optimize import COARSE, SCAN_LIMIT, spread
 
 
@@ -245,9 +246,10 @@ def explanation(library: ast.Library, models: Models, interface_name: str,
         if shares:
             lines.append(f"\nwhat {winner.name}'s prediction is made of:")
             lines += composition(shares)
-        found = discovered_in_words(entry) if entry.status == "fitted" else []
+        found = in_words(predictor, winner, entry, [{**variables, **choice.parameters}]) \
+            if entry.status == "fitted" else []
         if found:
-            lines.append(f"\nwhat the fitter found in {winner.name}'s samples:")
+            lines.append(f"\nwhat the fitter found in {winner.name}'s samples, the largest here first:")
             lines += [f"  {line}" for line in found]
     notes = extrapolations(interface, models, variables, choice)
     if notes:

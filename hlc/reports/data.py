@@ -19,11 +19,13 @@ from typing import Any
 from hlc.artefacts import evaluation as evaluation_artefact
 from hlc.artefacts.evaluation import EvaluationDocument
 from hlc.artefacts.files import ArtefactError
-from hlc.artefacts.models import Models, TimeModel
+from hlc.artefacts.models import Models, TimeModel, load_used
 from hlc.artefacts.models import load as load_models
 from hlc.artefacts.samples import Failure, Sample, Samples
 from hlc.language import ast
 from hlc.language.nest import constant_values
+from hlc.model.findings import in_words
+from hlc.model.predict import Predictor
 
 
 @dataclass
@@ -41,6 +43,7 @@ class ImplementationInfo:
     doc: str | None
     parameters: list[ParameterInfo]
     entry: TimeModel  # its time model (NOT_CALIBRATED when the models do not name it)
+    findings: list[str] = field(default_factory=list)  # what the fitter found, in words, the largest first
 
 
 @dataclass
@@ -94,7 +97,28 @@ def read_build(folder: str | Path) -> BuildData:
     module = _module(folder, notes)
     constants = constant_values(library) if library is not None else {}
     interfaces = _interfaces(models, library, records)
+    _weigh_findings(folder, models, library, interfaces)
     return BuildData(folder, models, description, library, interfaces, evaluation, module, constants, notes)
+
+
+def _weigh_findings(folder: Path, models: Models, library: ast.Library | None,
+                    interfaces: list[InterfaceInfo]) -> None:
+    """Each fitted model's findings in words, weighed at its samples where
+    the description was read (hlc.model.findings), else in the order found."""
+    predictor = None
+    if library is not None:
+        try:
+            predictor = Predictor.of_models(library, models, load_used(folder / "used_models.json"))
+        except (ArtefactError, OSError):
+            predictor = None
+    for interface in interfaces:
+        for info in interface.implementations:
+            if info.entry.status != "fitted":
+                continue
+            implementation = library.interface(interface.name).implementation(info.name) \
+                if library is not None else None
+            environments = [s.environment for s in interface.samples if s.implementation == info.name]
+            info.findings = in_words(predictor, implementation, info.entry, environments)
 
 
 def _description(folder: Path, models: Models, records: Samples,

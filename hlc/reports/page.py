@@ -21,7 +21,6 @@ from hlc.artefacts.evaluation import EvaluationDocument, InterfaceResult
 from hlc.evaluation.text import probe_row, summary_rows
 from hlc.evaluation.verdicts import turns_on_the_input
 from hlc.model.calibration import missing_implementations
-from hlc.model.terms import discovered_in_words
 from hlc.reports.data import BuildData, ImplementationInfo, InterfaceInfo
 
 STYLE = """
@@ -184,9 +183,9 @@ def _model(section: ImplementationSection, interface: str) -> str:
         if negative:
             out.append(f"<p>dropped for a negative weight that made the model predict no positive time "
                        f"somewhere: {escape(', '.join(negative))}</p>\n")
-        found = discovered_in_words(entry)
+        found = implementation.findings
         if found:
-            out.append("<p>found by the fitter in the samples:</p><ul>"
+            out.append("<p>found by the fitter in the samples, the largest first:</p><ul>"
                        + "".join(f"<li>{escape(line)}</li>" for line in found) + "</ul>\n")
     facts = [("R²", entry.r2), ("fit MRE", entry.mre),
              ("verification MRE", entry.verification_mre),
