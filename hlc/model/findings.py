@@ -26,7 +26,7 @@ from hlc.artefacts.models import TimeModel
 from hlc.language import ast
 from hlc.language.expressions import EvaluationError
 from hlc.model.predict import ModelUnavailable, Predictor, term_columns
-from hlc.model.terms import describe, discovered_in_words, model_terms
+from hlc.model.terms import describe, discovered_in_words, in_seconds, model_terms
 
 #: A finding that makes less than this share of every prediction weighed is counted, not listed.
 LEAST_SHARE = 0.01
@@ -120,11 +120,4 @@ def in_words(predictor: Predictor | None, implementation: ast.Implementation | N
 
 def _signed(value: float) -> str:
     """``+1.2 ms``, ``-305 µs``."""
-    return ("-" if value < 0 else "+") + _seconds(abs(value))
-
-
-def _seconds(value: float) -> str:
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value / 1e-12:.3g} ps"
+    return ("-" if value < 0 else "+") + in_seconds(value)

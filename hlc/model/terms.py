@@ -76,7 +76,8 @@ def discovery_names(model: ast.CostModel) -> tuple[dict[str, ast.Expression], di
     return written, expressions
 
 
-def _seconds(value: float) -> str:
+def in_seconds(value: float) -> str:
+    """``|value|`` in the largest unit of seconds it reaches: ``2.1 ns``, ``865 µs``."""
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
         if abs(value) >= scale:
             return f"{abs(value) / scale:.3g} {unit}"
@@ -123,11 +124,11 @@ def describe(term: Discovered, coefficient: float) -> str:
                     else f", {_per(f)} beyond {_where(f)}," for f in conditions)
     change = "rises" if coefficient > 0 else "falls"
     if last.kind == "step":
-        return f"{per}{where} {change} by {_seconds(coefficient)} from {_where(last)}"
+        return f"{per}{where} {change} by {in_seconds(coefficient)} from {_where(last)}"
     if last.kind == "tent":
-        return f"{per}{where} is {_seconds(coefficient)} {'more' if coefficient > 0 else 'less'} at " \
+        return f"{per}{where} is {in_seconds(coefficient)} {'more' if coefficient > 0 else 'less'} at " \
                f"{_where(last)}, the difference falling to none {_span(last)} away"
-    return f"{per}{where} {'grows' if coefficient > 0 else 'shrinks'} by {_seconds(coefficient)} {_per(last)} " \
+    return f"{per}{where} {'grows' if coefficient > 0 else 'shrinks'} by {in_seconds(coefficient)} {_per(last)} " \
            f"beyond {_where(last)}"
 
 
