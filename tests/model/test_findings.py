@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from hlc.artefacts.models import Discovered, Factor, TimeModel
+from hlc.artefacts.samples import Header, Sample, Samples
 from hlc.language.expressions import unparse
 from hlc.language.parse import parse
 from hlc.model.findings import LEAST_SHARE, MOST_LISTED, Finding, findings, in_words, listed
@@ -102,3 +104,73 @@ def test_without_a_description_to_weigh_them_the_findings_keep_the_order_found(f
     _, _, entry = fitted
     assert in_words(None, None, entry, []) == discovered_in_words(entry)
     assert discovered_in_words(entry)[0] == "the cost per n rises by 0.1 ps from n = 2^6 (64)"
+
+
+TABLES = """
+library tables "Two ways to count."
+
+from numpy import ones
+
+interface work(values: float64[], extent: int) -> float "Some work."
+    n = len(values)
+    width = extent
+    reference scan
+
+    impl table = numpy.sum "random access into a table of 2**width counters"
+        time ~ 1 + n + n * steps(width)
+
+    impl scan = numpy.sum "a pass"
+        time ~ 1 + n
+
+    profile
+        for i in 4 .. 16 ++
+        for w in 1 .. 24 ++
+        values = ones(1 << i)
+        extent = w
+"""
+
+
+def table_samples() -> Samples:
+    """A table whose cost per key steps from 1 to 11 ns at width 19, and a
+    scan of 4 ns a key, both with 2% noise, at every width from 8 to 24."""
+    rng = np.random.default_rng(0)
+    records, index = [], 0
+    points = [(int(n), w) for w in range(8, 25) for n in (1e5, 2e5, 5e5, 1e6)] + [(10, w) for w in range(1, 25)]
+    for verify in (False, True):
+        for n, width in points if not verify else points[::5]:
+            noise = 1 + rng.normal(0, 0.02)
+            variables = {"n": n, "width": width, "P": 1, "logP": 0.0}
+            table = 1e-6 + (11e-9 if width >= 19 else 1e-9) * n
+            records.append(Sample("work", "table", verify, 1, index, {}, variables, table * noise))
+            records.append(Sample("work", "scan", verify, 1, index, {}, variables, (1e-6 + 4e-9 * n) * noise))
+            index += 1
+    header = Header("tables", "tables.hl", 0, 1, 0.0, {"resolution": 1e-9, "overhead": 0.0}, "3.11", "here", 0.1)
+    return Samples(headers=(header,), samples=tuple(records))
+
+
+def test_a_build_s_summary_and_report_list_the_step_its_samples_show_first(tmp_path):
+    """A fit of samples whose cost per key steps up tenfold at width 19: the
+    build's summary and its report put that step first, whatever else the
+    searches found, each finding's share no larger than the one before."""
+    import re
+
+    from hlc.artefacts.samples import append
+    from hlc.dispatch.build import BuildResult, summary_table
+    from hlc.language.parse import parse_file
+    from hlc.model.calibration import calibrate
+    from hlc.reports.data import read_build
+
+    records = table_samples()
+    (tmp_path / "tables.hl").write_text(TABLES)
+    append(tmp_path / "samples.jsonl", [*records.headers, *records.samples])
+    models = calibrate(parse_file(tmp_path / "tables.hl"), records)
+    models.save(tmp_path / "models.json")
+
+    summary = summary_table(BuildResult("tables", tmp_path, models)).splitlines()
+    start = summary.index("table: the fitter found that (the largest first)")
+    found = [line for line in summary[start + 1:] if line.startswith("  - ")]
+    assert found[0].startswith("  - the cost per n rises by") and "from width = 19" in found[0]
+    shares = [int(share) for share in re.findall(r"up to (\d+)% of a sample's", " ".join(summary[start + 1:]))]
+    assert shares == sorted(shares, reverse=True) and shares[0] >= 80
+    report = next(i for face in read_build(tmp_path).interfaces for i in face.implementations if i.name == "table")
+    assert report.findings[0].startswith("the cost per n rises by") and "from width = 19" in report.findings[0]
