@@ -107,46 +107,40 @@ def test_without_a_description_to_weigh_them_the_findings_keep_the_order_found(f
 
 
 TABLES = """
-library tables "Two ways to count."
+library counts "Counting keys into a table."
 
 from numpy import ones
 
-interface work(values: float64[], extent: int) -> float "Some work."
-    n = len(values)
-    width = extent
-    reference scan
+interface count(keys: float64[], bits: int) -> float "Count the keys."
+    n = len(keys)
+    width = bits
+    reference table
 
     impl table = numpy.sum "random access into a table of 2**width counters"
         time ~ 1 + n + n * steps(width)
 
-    impl scan = numpy.sum "a pass"
-        time ~ 1 + n
-
     profile
-        for i in 4 .. 16 ++
+        for i in 4 .. 20 ++
         for w in 1 .. 24 ++
-        values = ones(1 << i)
-        extent = w
+        keys = ones(1 << i)
+        bits = w
 """
 
 
 def table_samples() -> Samples:
-    """A table whose cost per key steps from 1 to 11 ns at width 19, and a
-    scan of 4 ns a key, both with 2% noise, at every width from 8 to 24."""
+    """A table whose cost per key steps from 1 to 11 ns at width 19, with 2%
+    noise, at every width from 8 to 24."""
     rng = np.random.default_rng(0)
-    records, index = [], 0
+    records = []
     points = [(int(n), w) for w in range(8, 25) for n in (1e5, 2e5, 5e5, 1e6)] + [(10, w) for w in range(1, 25)]
     for verify in (False, True):
         for n, width in points if not verify else points[::5]:
-            noise = 1 + rng.normal(0, 0.02)
-            variables = {"n": n, "width": width, "P": 1, "logP": 0.0}
-            table = 1e-6 + (11e-9 if width >= 19 else 1e-9) * n
-            records.append(Sample("work", "table", verify, 1, index, {}, variables, table * noise))
-            records.append(Sample("work", "scan", verify, 1, index, {}, variables, (1e-6 + 4e-9 * n) * noise))
-            index += 1
-    header = Header("tables", "tables.hl", 0, 1, 0.0, {"resolution": 1e-9, "overhead": 0.0}, "3.11", "here", 0.1)
+            index = len(records)
+            seconds = (1e-6 + (11e-9 if width >= 19 else 1e-9) * n) * (1 + rng.normal(0, 0.02))
+            records.append(Sample("count", "table", verify, 1, index, {},
+                                  {"n": n, "width": width, "P": 1, "logP": 0.0}, seconds))
+    header = Header("counts", "counts.hl", 0, 1, 0.0, {"resolution": 1e-9, "overhead": 0.0}, "3.11", "here", 0.1)
     return Samples(headers=(header,), samples=tuple(records))
-
 
 def test_a_build_s_summary_and_report_list_the_step_its_samples_show_first(tmp_path):
     """A fit of samples whose cost per key steps up tenfold at width 19: the
@@ -161,12 +155,12 @@ def test_a_build_s_summary_and_report_list_the_step_its_samples_show_first(tmp_p
     from hlc.reports.data import read_build
 
     records = table_samples()
-    (tmp_path / "tables.hl").write_text(TABLES)
+    (tmp_path / "counts.hl").write_text(TABLES)
     append(tmp_path / "samples.jsonl", [*records.headers, *records.samples])
-    models = calibrate(parse_file(tmp_path / "tables.hl"), records)
+    models = calibrate(parse_file(tmp_path / "counts.hl"), records)
     models.save(tmp_path / "models.json")
 
-    summary = summary_table(BuildResult("tables", tmp_path, models)).splitlines()
+    summary = summary_table(BuildResult("counts", tmp_path, models)).splitlines()
     start = summary.index("table: the fitter found that (the largest first)")
     found = [line for line in summary[start + 1:] if line.startswith("  - ")]
     assert found[0].startswith("  - the cost per n rises by") and "from width = 19" in found[0]
