@@ -622,6 +622,11 @@ def _exclusion(name: str, entry: TimeModel) -> str:
     return f"{entry.cause} (at {at}); a `requires` that leaves that point out keeps {name} where it works"
 
 
+#: The findings of each model a build's summary lists, the largest first
+#: (the report lists more, hlc.model.findings.MOST_LISTED).
+SUMMARY_FINDINGS = 3
+
+
 def _findings_of(result: BuildResult) -> Callable[[str, TimeModel], list[str]]:
     """What the fitter found in each model, in words, the findings weighed
     at the build's samples of that implementation (hlc.model.findings); in
@@ -636,7 +641,7 @@ def _findings_of(result: BuildResult) -> Callable[[str, TimeModel], list[str]]:
     def weigh(name: str, entry: TimeModel) -> list[str]:
         implementation = next((i for i in library.implementations if i.name == name), None)
         environments = [sample.environment for sample in samples if sample.implementation == name]
-        return in_words(predictor, implementation, entry, environments)
+        return in_words(predictor, implementation, entry, environments, most=SUMMARY_FINDINGS)
 
     return weigh
 

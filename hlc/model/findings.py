@@ -107,14 +107,14 @@ def listed(found: Sequence[Finding], at_one_point: bool, most: int = MOST_LISTED
 
 
 def in_words(predictor: Predictor | None, implementation: ast.Implementation | None, entry: TimeModel,
-             environments: Sequence[Mapping[str, Any]]) -> list[str]:
+             environments: Sequence[Mapping[str, Any]], most: int = MOST_LISTED) -> list[str]:
     """The findings of ``entry`` as lines, weighed at ``environments`` where
-    they can be (:func:`findings`, :func:`listed`), else every one of them
-    in the order found."""
+    they can be, ``most`` of them listed (:func:`findings`, :func:`listed`),
+    else every one of them in the order found."""
     if predictor is not None and implementation is not None:
         found = findings(predictor, implementation, entry, environments)
         if found is not None:
-            return listed(found, at_one_point=len(environments) == 1)
+            return listed(found, at_one_point=len(environments) == 1, most=most)
     return discovered_in_words(entry)
 
 
