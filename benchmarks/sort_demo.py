@@ -2,7 +2,8 @@
 
 For each input it prints what the dispatcher chose (and the radix sort's
 digit width), then the time of the dispatched call and of every
-implementation, measured side by side, as ratios to numpy.sort.
+implementation, measured side by side (in rounds that take each in turn),
+as ratios to numpy.sort.
 
     python benchmarks/sort_demo.py [BUILD]        (default: build/sort)
 """
@@ -21,23 +22,38 @@ INPUTS = [(100, 8), (10_000, 16), (200_000, 12), (200_000, 30), (1_000_000, 8), 
 COLUMNS = ("dispatched", "radix", "counting", "narrow", "numpy")
 
 
-def seconds(call) -> float:
-    number = max(1, int(0.02 / max(timeit.timeit(call, number=1), 1e-7)))
-    return statistics.median(timeit.repeat(call, number=number, repeat=5)) / number
+#: Rounds of timings: each round times every column once, so that a spell
+#: of the host slows the columns of that round alike, and the median of a
+#: column's rounds is taken.
+ROUNDS = 7
+
+
+def repeat_count(call) -> int:
+    """Calls per timing: enough for 20 ms, after a first call that warms the caches."""
+    call()
+    return max(1, int(0.02 / max(timeit.timeit(call, number=1), 1e-7)))
 
 
 def measure(sort, module, keys: np.ndarray, radix_bpd: int) -> dict[str, float]:
-    """Seconds of the dispatched call and of each implementation, side by side."""
+    """Seconds of the dispatched call and of each implementation, timed in
+    rounds that take every one in turn (each round starting one further
+    along), the median of each one's rounds."""
     width = sort.variables_sort(keys)["width"]
-    timings = {
-        "dispatched": seconds(lambda: sort.sort(keys)),
-        "radix": seconds(lambda: module.radix_sort(keys, bpd=radix_bpd)),
-        "narrow": seconds(lambda: module.narrow_sort(keys)),
-        "numpy": seconds(lambda: np.sort(keys)),
+    calls = {
+        "dispatched": lambda: sort.sort(keys),
+        "radix": lambda: module.radix_sort(keys, bpd=radix_bpd),
+        "narrow": lambda: module.narrow_sort(keys),
+        "numpy": lambda: np.sort(keys),
     }
     if width <= 24:
-        timings["counting"] = seconds(lambda: module.counting_sort(keys))
-    return timings
+        calls["counting"] = lambda: module.counting_sort(keys)
+    numbers = {name: repeat_count(call) for name, call in calls.items()}
+    names = list(calls)
+    rounds: dict[str, list[float]] = {name: [] for name in names}
+    for turn in range(ROUNDS):
+        for name in names[turn % len(names):] + names[:turn % len(names)]:
+            rounds[name].append(timeit.timeit(calls[name], number=numbers[name]) / numbers[name])
+    return {name: statistics.median(taken) for name, taken in rounds.items()}
 
 
 def main() -> None:
