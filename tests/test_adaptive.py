@@ -323,11 +323,11 @@ def test_a_round_fills_the_nest_only_when_no_decision_is_uncertain(adaptive):
     assert by_rule["uncertain"] + by_rule["gaps"] + by_rule["spread"] == len(chosen)
 
 
-def test_a_round_takes_the_uncertain_decisions_most_uncertain_per_predicted_second_first(adaptive):
-    """Each grid point stands for as many of the points a decision is asked
-    at, and a cheap one is settled in a fraction of an expensive one's
-    seconds: a round short of room takes a cheap uncertain point before a
-    more uncertain one that costs ten times as much."""
+def test_a_round_takes_the_uncertain_decisions_most_uncertain_per_root_of_their_seconds_first(adaptive):
+    """A cheap point is settled in a fraction of an expensive one's seconds,
+    and a wrong choice there costs a caller a fraction of the time: a round
+    short of room ranks the uncertain points by their uncertainty over the
+    square root of their predicted seconds (COST_POWER)."""
     library, samples, _, _, _ = adaptive
     records = Samples.read(samples)
     grid = Grid([site for site in read_sites(records) if not site.refined])
@@ -336,11 +336,11 @@ def test_a_round_takes_the_uncertain_decisions_most_uncertain_per_predicted_seco
     dear, cheap = grid.sites[1], grid.sites[-1]
     scores = {dear.key: 1.0, cheap.key: 0.6}
     judge.uncertainty = lambda site, widening=1.0: scores.get(site.key, 0.0)
-    judge.cost = lambda site, candidates=None: 10.0 if site.key == dear.key else 1.0
+    judge.cost = lambda site, candidates=None: 16.0 if site.key == dear.key else 1.0
     chosen, by_rule = next_round(grid, taken, judge, 4.0)
-    assert chosen[0] == cheap and by_rule["uncertain"] == 1
-    assert dear not in chosen  # ten seconds: more than the round has room for once the cheap one is in
-    scores[cheap.key] = 0.05  # a twentieth as uncertain for a tenth of the seconds: the dear one first
+    assert chosen[0] == cheap and by_rule["uncertain"] == 1  # 0.6 a root second against 1.0 / 4
+    assert dear not in chosen  # sixteen seconds: more than the round has room for once the cheap one is in
+    scores[cheap.key] = 0.2  # ahead per second (0.2 against 1/16), behind per root of it (against 1/4)
     chosen, _ = next_round(grid, taken, judge, 4.0)
     assert chosen[0] == dear and cheap not in chosen
 
