@@ -123,14 +123,22 @@ def _elementwise(function: Callable[..., float]) -> Callable[..., Value]:
 
 
 def _power(base: Value, exponent: Value) -> Value:
-    """``base ** exponent`` as evaluate gives it: NumPy's power where every
-    result is a whole number (an integral base to a whole non-negative
-    power, exact in float64 up to 2**53, which every implementation of pow
-    returns alike); else Python's, element by element, since NumPy's own
-    may differ from it in the last bit (NumPy 1.26 gave 2.25 ** 2.25 one
-    unit in the last place below Python's)."""
+    """``base ** exponent`` as evaluate gives it.  Where every result is a
+    whole number within 2**53 (an integral base to a whole non-negative
+    power), the power of integers, which is exact, as Python's is; NumPy's
+    power of floats is not always (NumPy 1.26 on a processor with AVX-512
+    gave 23.0 ** 10.0 as 41426511213648.99, not 41426511213649).  Else
+    Python's, element by element, since NumPy's may differ from it in the
+    last bit (NumPy 1.26 gave 2.25 ** 2.25 one unit in the last place below
+    Python's).  Results beyond 2**53 are left to the caller to refuse."""
     whole = np.all(np.asarray(exponent) >= 0) and all(np.all(np.asarray(v) == np.floor(v)) for v in (base, exponent))
-    return np.power(base, exponent) if whole else _elementwise(pow)(base, exponent)
+    if not whole:
+        return _elementwise(pow)(base, exponent)
+    approximate = np.power(base, exponent)
+    if not np.all(np.abs(approximate) <= 2.0**62):  # beyond what int64 holds
+        return approximate
+    exact = np.power(np.asarray(base, dtype=np.int64), np.asarray(exponent, dtype=np.int64)).astype(float)
+    return exact if exact.ndim else float(exact)
 
 
 def _comparison(compare: Callable[[Any, Any], Any]) -> Callable[[Value, Value], Value]:
