@@ -52,7 +52,7 @@ from hlc.model.calibration import (
     excluded_at,
     missing_implementations,
 )
-from hlc.model.findings import in_words
+from hlc.model.findings import in_words_at_samples
 from hlc.model.fingerprint import source_digests
 from hlc.model.fit import mean_relative_error
 from hlc.model.predict import Predictor
@@ -640,8 +640,7 @@ def _findings_of(result: BuildResult) -> Callable[[str, TimeModel], list[str]]:
 
     def weigh(name: str, entry: TimeModel) -> list[str]:
         implementation = next((i for i in library.implementations if i.name == name), None)
-        environments = [sample.environment for sample in samples if sample.implementation == name]
-        return in_words(predictor, implementation, entry, environments, most=SUMMARY_FINDINGS)
+        return in_words_at_samples(predictor, implementation, entry, samples, most=SUMMARY_FINDINGS)
 
     return weigh
 

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from hlc.artefacts.models import TimeModel
+from hlc.artefacts.samples import Sample
 from hlc.language import ast
 from hlc.language.expressions import EvaluationError
 from hlc.model.predict import ModelUnavailable, Predictor, term_columns
@@ -53,10 +54,8 @@ def findings(predictor: Predictor, implementation: ast.Implementation, entry: Ti
     found = entry.discovered
     if model is None or not model.fitted or not found or not environments:
         return None
-    terms = model_terms(model, found)
-    texts = list(entry.terms) if len(entry.terms) == len(terms) else None
     try:
-        columns = term_columns(predictor, implementation, terms, environments, texts)
+        columns = term_columns(predictor, implementation, model_terms(model, found), environments)
     except (EvaluationError, ModelUnavailable, ArithmeticError, TypeError, ValueError, KeyError):
         return None
     names = list(columns)
@@ -116,6 +115,15 @@ def in_words(predictor: Predictor | None, implementation: ast.Implementation | N
         if found is not None:
             return listed(found, at_one_point=len(environments) == 1, most=most)
     return discovered_in_words(entry)
+
+
+def in_words_at_samples(predictor: Predictor | None, implementation: ast.Implementation | None,
+                        entry: TimeModel, samples: Sequence[Sample], most: int = MOST_LISTED) -> list[str]:
+    """:func:`in_words`, weighed at those of ``samples`` that are the
+    implementation's: a build's summary, and its report."""
+    name = implementation.name if implementation is not None else None
+    return in_words(predictor, implementation, entry, [s.environment for s in samples if s.implementation == name],
+                    most)
 
 
 def _signed(value: float) -> str:

@@ -24,7 +24,7 @@ from hlc.artefacts.models import load as load_models
 from hlc.artefacts.samples import Failure, Sample, Samples
 from hlc.language import ast
 from hlc.language.nest import constant_values
-from hlc.model.findings import in_words
+from hlc.model.findings import in_words_at_samples
 from hlc.model.predict import Predictor
 
 
@@ -117,8 +117,7 @@ def _weigh_findings(folder: Path, models: Models, library: ast.Library | None,
                 continue
             implementation = library.interface(interface.name).implementation(info.name) \
                 if library is not None else None
-            environments = [s.environment for s in interface.samples if s.implementation == info.name]
-            info.findings = in_words(predictor, implementation, info.entry, environments)
+            info.findings = in_words_at_samples(predictor, implementation, info.entry, interface.samples)
 
 
 def _description(folder: Path, models: Models, records: Samples,
