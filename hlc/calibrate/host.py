@@ -39,18 +39,16 @@ it out.
 
 Where the program runs on several ranks, a third yardstick, read after
 every block and not waited for either, times a few all-reduces of one
-number over the ranks, then one of a buffer (LINK_DOUBLES).  The ranks of
-one host talk through shared memory, and how fast depends on where the
-hypervisor runs their virtual cores at the moment.  On the development
-host, over 100 seconds, the two ranks' round trip took 2.7 µs most of the
-time, 3.3 to 4.3 µs in spells of five to ten seconds, and 10 µs for five
-seconds.  Other spells slow the bytes, not the round trip: over another
-100 seconds an all-reduce of 8,192 doubles took 24.5 µs or 53 µs, in
-spells of seconds to a minute, while one number's took 3.2 or 4.0 µs.  A
-counting sort over two ranks, whose all-reduce of its counters is most of
-its time, ran 2.1 times as long through those spells, and the core's and
-the memory's yardsticks never moved.  A sample taken in either kind of
-spell says so, as for the memory's.
+number over the ranks.  The ranks of one host talk through shared memory,
+and how fast depends on where the hypervisor runs their virtual cores at
+the moment: on the development host, over 100 seconds, the two ranks'
+round trip took 2.7 µs most of the time, 3.3 to 4.3 µs in spells of five to
+ten seconds, and 10 µs for five seconds; an all-reduce of 32,768 doubles
+took 42 µs, then 48 to 55, then 82.  In another run, through a two-second
+spell in which that all-reduce ran 2.1 times as long as at its best, the
+core's yardstick read 0.9 times its best and the memory's 1.0: only the
+ranks' own exchange shows such a spell.  A sample taken in one says so,
+as for the memory's.
 """
 
 from __future__ import annotations
@@ -108,12 +106,8 @@ MEMORY_INTERVAL = 0.1
 #: 0.85 to 1.2 times its best, its spells at 1.5 to 3.9.
 LINK_TOLERANCE = 0.3
 #: All-reduces of one number per batch of the link yardstick (about 2 µs each
-#: between two ranks of one host) ...
+#: between two ranks of one host).
 LINK_CALLS = 10
-#: ... and the doubles of the one all-reduce that ends each batch: enough
-#: bytes that their pace shows (64 KiB; about as long as the round trips
-#: together), few enough that a reading after every block stays cheap.
-LINK_DOUBLES = 8192
 
 
 def _yardstick() -> Callable[[], float]:
@@ -159,12 +153,10 @@ def _memory_yardstick() -> Callable[[], float]:
 
 def link_yardstick(world: World) -> Callable[[], float]:
     """Seconds of a short exchange between the ranks of ``world``: the least
-    of three batches of LINK_CALLS all-reduces of one number and one of
-    LINK_DOUBLES, so that a spell that slows either the round trip or the
-    bytes shows.  A collective: every rank reads it at the same point of its
-    program."""
-    value, result = numpy.zeros(1), numpy.empty(1)
-    buffer, received = numpy.zeros(LINK_DOUBLES), numpy.empty(LINK_DOUBLES)  # kept: no page faults timed
+    of three batches of LINK_CALLS all-reduces of one number.  A collective:
+    every rank reads it at the same point of its program."""
+    value = numpy.zeros(1)
+    result = numpy.empty(1)
     counter = time.perf_counter
 
     def reading() -> float:
@@ -173,7 +165,6 @@ def link_yardstick(world: World) -> Callable[[], float]:
             start = counter()
             for _ in range(LINK_CALLS):
                 world.reduce(value, "max", out=result)
-            world.reduce(buffer, "max", out=received)
             least = min(least, counter() - start)
         return least
 

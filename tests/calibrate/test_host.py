@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from hlc.artefacts.samples import Sample, Samples
 from hlc.calibrate import engine, harness, timing
 from hlc.calibrate.engine import HOST_RETAKES
 from hlc.calibrate.harness import Implementation, Interface
-from hlc.calibrate.host import LINK_CALLS, LINK_DOUBLES, LINK_TOLERANCE, MEMORY_TOLERANCE, TOLERANCE, HostMeter
+from hlc.calibrate.host import LINK_CALLS, LINK_TOLERANCE, MEMORY_TOLERANCE, TOLERANCE, HostMeter
 from hlc.calibrate.tasks import Context
 
 
@@ -250,25 +248,17 @@ def test_the_evaluator_always_waits_and_the_profiler_on_request():
 
 
 class Ranks:
-    """A stand-in for a context of two ranks: its all-reduces are counted by
-    size, its maxima are the values; in a spell of the bytes, an all-reduce
-    of a buffer takes ``spell`` seconds more."""
+    """A stand-in for a context of two ranks: its all-reduces are counted, its maxima are the values."""
 
     size = 2
 
     def __init__(self):
         self.reduced = 0
-        self.buffers = 0
-        self.spell = 0.0
         self.world = self
 
     def reduce(self, vector, operation="sum", out=None):
-        assert operation == "max" and vector.size in (1, LINK_DOUBLES) and out is not None
-        if vector.size == 1:
-            self.reduced += 1
-        else:
-            self.buffers += 1
-            time.sleep(self.spell)
+        assert operation == "max" and vector.size == 1
+        self.reduced += 1
         return vector
 
     def maxima(self, *values: float) -> list[float]:
@@ -283,21 +273,7 @@ def test_the_link_between_ranks_is_watched_on_several_ranks_only():
     host = harness.host_meter(options, ranks)
     assert host.link is not None and host.link_slowdown() == 1.0
     assert ranks.reduced == 3 * LINK_CALLS  # three batches, the least of them counts
-    assert ranks.buffers == 3  # ... each ending with a buffer's
     assert 0 < host.link_readings[0] < 0.01
-
-
-def test_a_spell_that_slows_the_bytes_and_not_the_round_trip_is_read():
-    """Between two virtual cores, a spell can halve the pace of the bytes
-    while the round trip of one number barely changes: the yardstick's
-    all-reduce of a buffer shows it."""
-    ranks = Ranks()
-    host = harness.host_meter(harness.parser("lib").parse_args([]), ranks)
-    for _ in range(5):  # the usual pace: microseconds
-        host.link_slowdown()
-    ranks.spell = 0.02
-    assert host.link_slowdown() > 1 + TOLERANCE
-    assert ranks.reduced == 6 * 3 * LINK_CALLS  # as many round trips as ever
 
 
 def test_a_link_spell_is_read_at_every_call_scaled_and_not_waited_for():
