@@ -115,10 +115,11 @@ def test_term_columns_are_the_term_values_of_every_sample():
     """Valued over arrays (hlc.language.arrays), each term of each sort model,
     written or of the kinds discovery adds, has at every stored sample the
     value term_values gives it there, exactly: a hybrid term too (the
-    two-rank radix sort's calls the one-rank model)."""
+    two-rank radix and counting sorts call the one-rank models)."""
     library = parse_file(ROOT / "libraries" / "sort.hl")
     samples = Samples.read(ROOT / "tests" / "data" / "sort" / "samples.jsonl").samples
-    predictor = Predictor(library, {"radix": _fitted(**{"1": 1e-6, "n * iter": 1e-9})})
+    predictor = Predictor(library, {"radix": _fitted(**{"1": 1e-6, "n * iter": 1e-9}),
+                                    "counting": _fitted(**{"1": 1e-6, "n": 1e-9, "values": 2e-9})})
     for implementation in library.interfaces[0].implementations:
         environments = [s.environment for s in samples if s.implementation == implementation.name]
         names = {let.name for let in implementation.lets} | set(environments[0])
