@@ -400,6 +400,16 @@ def _link_time_flags(compiler: Sequence[str]) -> tuple[list[str], list[str]] | N
     return ["-flto"], [f"-flto={cores}", *optimization]
 
 
+def _module_flags() -> list[str]:
+    """Flags for a dispatch module's C: its math functions need not set
+    ``errno``, which nothing reads, so that the compiler may value
+    ``log2(n)`` once for every term of a model that takes it, and once for
+    every candidate of a search.  A sort module's decision took 0.7-1.1 µs
+    with them, 1.6-2.5 µs without (at four calls of 100 to 2 million
+    keys).  Not for MSVC, which has no such flag."""
+    return [] if sys.platform == "win32" else ["-fno-math-errno"]
+
+
 def _build_module(target: Path, source: Path, cached: Path | None, c_sources: list[Path]) -> None:
     """Runs in the child process: the object of ``source`` (from ``cached``,
     or cythonized and compiled, then kept there), the C sources compiled,
@@ -438,7 +448,7 @@ def _build_module(target: Path, source: Path, cached: Path | None, c_sources: li
                 super().build_extension(extension)
 
     extension = Extension(name, [str(c) for c in c_sources] or ["none.c"], include_dirs=includes,
-                          extra_compile_args=["-g0"])
+                          extra_compile_args=["-g0", *_module_flags()])
     command = Linked(Distribution({"ext_modules": [extension]}))
     command.build_lib = str(target)
     command.build_temp = str(target / "temp")

@@ -184,15 +184,13 @@ class TimeModel:
         return bool(self.deviations and self.risk)
 
     @property
-    def planned_coefficients(self) -> dict[str, float]:
-        """The coefficients of the time a decision plans for: the prediction
-        plus ``risk`` typical deviations, a sum of the same terms."""
+    def plan_deviations(self) -> dict[str, float]:
+        """What a decision adds to the prediction, by term: ``risk`` times
+        each term's typical deviation (a sum of the same terms); none
+        where the model knows no deviation."""
         if not self.weighs_deviations:
-            return self.coefficients
-        planned = dict(self.coefficients)
-        for term, deviation in self.deviations.items():
-            planned[term] = planned.get(term, 0.0) + self.risk * deviation
-        return planned
+            return {}
+        return {term: self.risk * deviation for term, deviation in self.deviations.items()}
 
     @property
     def has_band(self) -> bool:

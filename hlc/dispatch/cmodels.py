@@ -12,9 +12,10 @@ works out what the template prints; the template says how it reads.
 Naming, so that no user name can collide with C or with another library:
 variables, parameters and helpers are ``v_<name>``; constants are
 ``hlc_const_<library>__<name>``; models are ``hlc_time_<library>__<impl>``
-and ``hlc_model_<library>__<name>``, and the time a decision plans for
-(hlc.model.deviation) ``hlc_planned_<library>__<impl>``, where it differs
-from the prediction.
+and ``hlc_model_<library>__<name>``, and where a model knows its typical
+deviation (hlc.model.deviation), ``hlc_plan_<library>__<impl>`` gives the
+time a decision plans for and the prediction, its terms valued once for
+both.
 """
 
 from __future__ import annotations
@@ -72,13 +73,15 @@ class Library:
     def time_function(self, implementation: str) -> str:
         return f"hlc_time_{self.library.name}__{implementation}"
 
-    def planned_function(self, implementation: str) -> str:
-        """The function of the time a decision plans for: the time function
-        itself where the model knows no deviation."""
-        entry = self.calibration.get(implementation, NOT_CALIBRATED)
-        if entry.status == "fitted" and entry.weighs_deviations:
-            return f"hlc_planned_{self.library.name}__{implementation}"
-        return self.time_function(implementation)
+    def plan_function(self, implementation: ast.Implementation) -> str | None:
+        """The function of the time a decision plans for (:meth:`plan_model`);
+        None where the model knows no deviation: its prediction is the plan."""
+        entry = self.calibration.get(implementation.name, NOT_CALIBRATED)
+        model = implementation.model("time")
+        if entry.status == "fitted" and entry.usable and entry.weighs_deviations and model is not None \
+                and model.fitted:
+            return f"hlc_plan_{self.library.name}__{implementation.name}"
+        return None
 
     def model_function(self, name: str) -> str:
         return f"hlc_model_{self.library.name}__{name}"
@@ -125,8 +128,6 @@ class Library:
         for interface in self.library.interfaces:
             for implementation in interface.implementations:
                 functions.append(self.time_model(interface, implementation))
-                if self.planned_function(implementation.name) != self.time_function(implementation.name):
-                    functions.append(self.time_model(interface, implementation, planned=True))
         return functions
 
     def predictions(self) -> list[dict[str, str]]:
@@ -139,47 +140,90 @@ class Library:
                  "arguments": ", ".join(v(n) for n in [*interface.signature(implementation), "P", "logP"])}
                 for interface in self.library.interfaces for implementation in interface.implementations]
 
-    def time_model(self, interface: ast.Interface, implementation: ast.Implementation,
-                   planned: bool = False) -> dict[str, Any]:
+    def time_model(self, interface: ast.Interface, implementation: ast.Implementation) -> dict[str, Any]:
         """An implementation's calibrated model: its helpers, then the sum of
-        its kept terms, one a line (a factored model: its expression).  With
-        ``planned``, the time its decisions plan for: the same terms, each
-        coefficient raised by ``risk`` times its typical deviation."""
+        its kept terms, one a line (a factored model: its expression)."""
         parameters = interface.signature(implementation)
         model = implementation.model("time")
         entry = self.calibration.get(implementation.name, NOT_CALIBRATED)
         status = entry.status
         doc = f"{implementation.name}: {implementation.doc}" if implementation.doc else implementation.name
-        if planned:
-            doc = (f"{implementation.name}, as its decisions weigh it: the prediction plus {entry.risk:g} "
-                   f"typical deviations of its samples from it")
-        function = {"function": (self.planned_function if planned else self.time_function)(implementation.name),
+        function = {"function": self.time_function(implementation.name),
                     "parameters": _parameter_list(parameters), "doc": comment(doc),
                     "unavailable": False, "helpers": [], "terms": None, "body": None}
         if model is None or not entry.usable:
             function.update(unavailable=True, note=comment(f"{status}: {entry.cause or status}"))
             return function
-        accuracy = [f"fit MRE {entry.mre:.3f}"] if entry.mre is not None else []
-        if entry.verification_mre is not None:
-            accuracy.append(f"verification MRE {entry.verification_mre:.3f}")
-        function["note"] = f"{status}; {', '.join(accuracy) or 'not verified'}"
+        function["note"] = self.accuracy(entry)
         function["helpers"] = [(v(let.name), self.c(let.value)) for let in used_helpers(implementation, model, entry)]
         if not model.fitted:
             function["body"] = self.c(model.body)
             return function
-        coefficients = entry.planned_coefficients if planned else entry.coefficients
-        terms = [("1", None)] if "1" in coefficients else []
-        terms += [(unparse(term), term) for term in model_terms(model, entry.discovered)
-                  if coefficients.get(unparse(term))]
         lines = []
-        for position, (source, term) in enumerate(terms):
-            value = repr(coefficients[source]) if term is None else \
-                f"{coefficients[source]!r} * {self.c(term) if atomic(term) else '(' + self.c(term) + ')'}"
+        for position, (source, coefficient, term) in enumerate(self.weighted_terms(implementation,
+                                                                                   entry.coefficients)):
+            value = coefficient if term is None else \
+                f"{coefficient} * {self.c(term) if atomic(term) else '(' + self.c(term) + ')'}"
             lines.append({"statement": f"double seconds = {value};" if position == 0 else f"seconds += {value};",
                           "source": comment(source)})
         function["terms"] = lines or [{"statement": "double seconds = 0.0;", "source": "no term kept"}]
         function["width"] = max(len(line["statement"]) for line in function["terms"])
         return function
+
+    @staticmethod
+    def accuracy(entry: TimeModel) -> str:
+        """A fitted model's accuracy, as its functions' first comment says it."""
+        accuracy = [f"fit MRE {entry.mre:.3f}"] if entry.mre is not None else []
+        if entry.verification_mre is not None:
+            accuracy.append(f"verification MRE {entry.verification_mre:.3f}")
+        return f"{entry.status}; {', '.join(accuracy) or 'not verified'}"
+
+    def weighted_terms(self, implementation: ast.Implementation,
+                       coefficients: Mapping[str, float]) -> list[tuple[str, str, ast.Expression | None]]:
+        """A fitted model's terms with a coefficient in ``coefficients``, in
+        the order the sum adds them (the constant first): the term as the
+        description writes it, its coefficient in C, and the term itself
+        (None for the constant)."""
+        entry = self.calibration.get(implementation.name, NOT_CALIBRATED)
+        terms: list[tuple[str, ast.Expression | None]] = [("1", None)] if "1" in coefficients else []
+        terms += [(unparse(term), term) for term in model_terms(implementation.model("time"), entry.discovered)
+                  if coefficients.get(unparse(term))]
+        return [(source, repr(coefficients[source]), term) for source, term in terms]
+
+    def plan_model(self, interface: ast.Interface, implementation: ast.Implementation) -> dict[str, Any] | None:
+        """The time a decision plans for (hlc.dispatch.reference): the
+        prediction plus ``risk`` typical deviations, each a sum of the
+        model's terms, valued once for both sums.  It returns that time,
+        ranked no better than the prediction, and puts the prediction (as
+        ranked, hlc_time) where its last argument points: the decision
+        reports it, a parameter's search does not.  None where the model
+        knows no deviation (:meth:`plan_function`)."""
+        function = self.plan_function(implementation)
+        if function is None:
+            return None
+        model = implementation.model("time")
+        entry = self.calibration[implementation.name]
+        sums = [("seconds", {source: c for source, c, _ in self.weighted_terms(implementation, entry.coefficients)}),
+                ("deviation", {source: c for source, c, _ in
+                               self.weighted_terms(implementation, entry.plan_deviations)})]
+        lines = []
+        for source, term in [("1", None)] + [(unparse(t), t) for t in model_terms(model, entry.discovered)]:
+            added = [(name, weights[source]) for name, weights in sums if source in weights]
+            if not added:
+                continue
+            if term is None:  # the constant: its coefficients alone
+                statements = [f"{name} += {coefficient};" for name, coefficient in added]
+            else:
+                statements = [f"term = {self.c(term)};", *(f"{name} += {c} * term;" for name, c in added)]
+            lines += [{"statement": statement, "source": comment(source) if position == 0 else None}
+                      for position, statement in enumerate(statements)]
+        return {"function": function,
+                "parameters": _parameter_list(interface.signature(implementation)) + ", double *predicted",
+                "doc": comment(f"{implementation.name}, as its decisions weigh it: the prediction plus "
+                               f"{entry.risk:g} typical deviations of its samples from it"),
+                "note": self.accuracy(entry),
+                "helpers": [(v(let.name), self.c(let.value)) for let in used_helpers(implementation, model, entry)],
+                "terms": lines, "width": max((len(line["statement"]) for line in lines if line["source"]), default=0)}
 
 
 _PLAIN = {"∞": "infinity", "≤": "<=", "≥": ">=", "≠": "!=", "→": "->", "←": "<-", "×": "x", "−": "-", "–": "-",
@@ -260,7 +304,7 @@ class Interface:
                             "condition": " && ".join(f"({library.c(c)})" for c in implementation.requires) or "1"},
                 "searches": [self.search(implementation, p) for p in implementation.parameters],
                 "meanwhile": meanwhile, "model": library.time_function(implementation.name),
-                "planned": library.planned_function(implementation.name),
+                "plan": library.plan_function(implementation),
                 "arguments": ", ".join(arguments)}
 
     def search(self, implementation: ast.Implementation, parameter: ast.Parameter) -> dict[str, Any]:
@@ -281,8 +325,12 @@ class Interface:
                   "field": self.parameter_field(implementation, parameter), "variable": v(parameter.name),
                   "unpacked": self.unpack(implementation, used - {parameter.name}),
                   "low": library.c(parameter.range.low), "high": library.c(parameter.range.high),
-                  "time_call": f"{library.time_function(implementation.name)}({time_arguments})" if needs_time
-                  else None,
+                  # ``time``: the planned time, as the decision ranks it (reference.Decider)
+                  "time_call": None if not needs_time else
+                  f"{library.plan_function(implementation)}({time_arguments}, &v_predicted)"
+                  if library.plan_function(implementation) else
+                  f"hlc_time({library.time_function(implementation.name)}({time_arguments}))",
+                  "plan": needs_time and library.plan_function(implementation) is not None,
                   "helpers": [(v(let.name), library.c(let.value)) for let in helpers],
                   "objective": library.c(objective), "kind": "minimum", "range_unpacked": None}
         if rule is not None and rule.over is not None:
@@ -327,6 +375,8 @@ class Interface:
         return {"name": self.name, "state": self.state, "fields": self.fields(),
                 "implementations": [self.implementation(index, implementation)
                                     for index, implementation in enumerate(self.interface.implementations)],
+                "plans": [plan for implementation in self.interface.implementations
+                          for plan in [self.library.plan_model(self.interface, implementation)] if plan is not None],
                 "decide": f"hlc_decide_{name}__{self.name}", "outside": f"hlc_outside_{name}__{self.name}",
                 "outside_tests": self.outside_tests()}
 

@@ -14,12 +14,12 @@ kept terms, to the absolute residuals of its fitting samples (relative to
 each sample's time, as the model is fitted): each term carries the share of
 the scatter that the samples where it weighs show.  Being a sum of the
 same terms, the time a decision plans for, the prediction plus RISK
-typical deviations, is again a plain sum of terms, with coefficients
-β + RISK·γ (``TimeModel.planned_coefficients``).  The verification samples
+typical deviations (Σβ·t + ΣRISK·γ·t, ``TimeModel.plan_deviations``), is
+valued with the prediction, each term once.  The verification samples
 play no part, so that they still judge the model.
 
-Only the choice between implementations weighs the planned time; the
-parameters are chosen by the predictions (hlc.dispatch.reference).  RISK
+The choice between implementations weighs the planned time, and so do
+the searches of their parameters (hlc.dispatch.reference).  RISK
 was set by refitting the samples of fifteen sort builds of this project and
 replaying the choices against their two exhaustive evaluations each
 (``hlc evaluate --replay``): from RISK 0 to 2, right choices went from

@@ -145,7 +145,7 @@ class Predictor:
                  planned: bool = False) -> float:
         """The implementation's model where variables and parameters are
         given by name in ``environment``; with ``planned``, the time a
-        decision plans for (``TimeModel.planned_coefficients``)."""
+        decision plans for: the prediction plus ``TimeModel.plan_deviations``."""
         prediction, planned_time = self._sums(name, environment, objective, planned)
         return planned_time if planned else prediction
 
@@ -170,16 +170,17 @@ class Predictor:
             raise ModelUnavailable(f"the {objective} model of {self.library.name}.{name} is not calibrated")
         coefficients = entry.coefficients
         planned = planned and entry.weighs_deviations
-        plan = entry.planned_coefficients if planned else coefficients
+        added = entry.plan_deviations if planned else {}
         kept, texts, lets = self._plan(name, objective, planned, entry)
         environment = self._with_lets({**self.constants, **environment}, lets)
         functions = self.functions(environment)
-        total, planned_total = coefficients.get("1", 0.0), plan.get("1", 0.0)
+        total, deviation = coefficients.get("1", 0.0), added.get("1", 0.0)
         for term, text in zip(kept, texts, strict=True):
             value = float(evaluate(term, environment, functions))
             total += coefficients.get(text, 0.0) * value
-            planned_total += plan.get(text, 0.0) * value
-        return total, (planned_total if planned else total)
+            if text in added:
+                deviation += added[text] * value
+        return total, (total + deviation if planned else total)
 
     def _plan(self, name: str, objective: str, planned: bool, entry: TimeModel
               ) -> tuple[list[ast.Expression], list[str], list[ast.Let]]:
@@ -190,9 +191,9 @@ class Predictor:
             _, implementation = self._implementations[name]
             model = implementation.model(objective)
             coefficients = entry.coefficients
-            plan = entry.planned_coefficients if planned else coefficients
+            added = entry.plan_deviations if planned else {}
             kept = [term for term in model_terms(model, entry.discovered)
-                    if coefficients.get(unparse(term), 0.0) or plan.get(unparse(term), 0.0)]
+                    if coefficients.get(unparse(term), 0.0) or added.get(unparse(term), 0.0)]
             cached = self._plans[(name, objective, planned)] = (
                 entry, kept, [unparse(term) for term in kept], helpers_for(implementation, kept))
         return cached[1], cached[2], cached[3]

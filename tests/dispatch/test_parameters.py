@@ -90,3 +90,34 @@ def test_the_compiled_module_passes_over_the_parameters_as_the_reference_does(tm
         variables = {"n": n, "P": 1, "logP": 0.0}
         assert module.choose_work_at(n=n).parameters == chosen_by.parameters(implementation, variables) \
             == {"tall": 20, "wide": 10}
+
+
+def test_a_search_weighs_the_time_its_decision_plans_for(tmp_path):
+    """A model whose samples scatter more at tall tiles (a typical
+    deviation on ``tall * tall``): its searches plan for that scatter, as
+    the choice between implementations does, and take lower tiles than the
+    prediction alone; in Python and in the compiled module alike."""
+    import hlc
+    from hlc.artefacts.models import ImplementationModel, Models
+    from hlc.dispatch.build import package
+    from hlc.dispatch.loading import load
+
+    chosen_by, implementation = decider()
+    variables = {"n": 100, "P": 1, "logP": 0.0}
+    steady = chosen_by.parameters(implementation, variables)
+    model = chosen_by.predictor.calibration["tiled"]
+    scattered = TimeModel("fitted", terms=model.terms, kept=model.kept, coefficients=dict(model.coefficients),
+                          deviations={"tall * tall": 0.5e-9}, risk=2.0)
+    library = chosen_by.library
+    planning = Decider(library, Predictor(library, {"tiled": scattered}))
+    chosen = planning.parameters(implementation, variables)
+    # (1.25 + 1)·tall² - 40·tall - tall·wide + wide², in nanoseconds: least at 10 by 5
+    assert steady == {"tall": 20, "wide": 10} and chosen == {"tall": 10, "wide": 5}
+    assert planning.decide(library.interfaces[0], variables).parameters == chosen
+    if shutil.which("cc") is None:
+        return
+    models = Models(library.name, library.filename, {"tiled": ImplementationModel("work", scattered)})
+    assert package(library, models, {}, tmp_path)[1]
+    with pytest.warns(hlc.StaleModelWarning):  # the models have no fingerprint
+        module = load(tmp_path)
+    assert module.choose_work_at(n=100).parameters == chosen

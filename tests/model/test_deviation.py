@@ -57,8 +57,8 @@ def test_nothing_to_fit_gives_no_deviation():
     assert fit_deviation({"n": np.zeros(3)}, np.ones(3), np.ones(3)) == {}
 
 
-def test_the_planned_time_adds_risk_typical_deviations_to_each_coefficient():
+def test_the_planned_time_adds_risk_typical_deviations_by_term():
     entry = TimeModel("fitted", coefficients={"1": 1e-6, "n": 2e-9}, deviations={"n": 5e-10}, risk=2.0)
-    assert entry.planned_coefficients == {"1": 1e-6, "n": pytest.approx(3e-9)}
-    assert TimeModel("fitted", coefficients={"n": 1.0}).planned_coefficients == {"n": 1.0}
-    assert TimeModel.from_json(entry.to_json()).planned_coefficients == entry.planned_coefficients
+    assert entry.plan_deviations == {"n": pytest.approx(1e-9)}
+    assert TimeModel("fitted", coefficients={"n": 1.0}).plan_deviations == {}
+    assert TimeModel.from_json(entry.to_json()).plan_deviations == entry.plan_deviations
