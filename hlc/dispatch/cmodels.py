@@ -320,17 +320,16 @@ class Interface:
         if needs_time:
             used |= set(signature) | {"P", "logP"}
         time_arguments = ", ".join(v(n) for n in [*signature, "P", "logP"])
+        plan = library.plan_function(implementation)
         range_used = self.needed(parameter.range.low, parameter.range.high)
         search = {"parameter": parameter.name, "prefix": f"{self.prefix(implementation)}__{parameter.name}",
                   "field": self.parameter_field(implementation, parameter), "variable": v(parameter.name),
                   "unpacked": self.unpack(implementation, used - {parameter.name}),
                   "low": library.c(parameter.range.low), "high": library.c(parameter.range.high),
                   # ``time``: the planned time, as the decision ranks it (reference.Decider)
-                  "time_call": None if not needs_time else
-                  f"{library.plan_function(implementation)}({time_arguments}, &v_predicted)"
-                  if library.plan_function(implementation) else
-                  f"hlc_time({library.time_function(implementation.name)}({time_arguments}))",
-                  "plan": needs_time and library.plan_function(implementation) is not None,
+                  "time_call": None if not needs_time else f"{plan}({time_arguments}, &v_predicted)" if plan
+                  else f"hlc_time({library.time_function(implementation.name)}({time_arguments}))",
+                  "plan": needs_time and plan is not None,
                   "helpers": [(v(let.name), library.c(let.value)) for let in helpers],
                   "objective": library.c(objective), "kind": "minimum", "range_unpacked": None}
         if rule is not None and rule.over is not None:

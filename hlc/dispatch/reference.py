@@ -30,11 +30,11 @@ evaluations (45 pairs), right choices went from 96.39% to 96.99% (SE of
 the paired difference 0.12), the expected penalty from 0.95% to 0.66%,
 the digit width within 3% of its best from 94.8% to 95.5%; on the stored
 corpora of earlier hosts (Intel, Zen 3, Zen 4, Zen 5), 96.67% to 96.94%
-right.  At two ranks, whose
-samples scatter with the link's paces rather than with the digit, one
-evaluation of the same nine builds: 88.8% to 88.3%.  (With models whose
-deviation did not depend on the digit, weighing it there had chosen the
-width worse: 92.5% within 3% of the best, against 95.5%.)
+right.  At two ranks, whose samples scatter with the link's paces rather
+than with the digit, one evaluation of the same nine builds: 88.8% to
+88.3%.  (With models whose deviation did not depend on the digit, weighing
+it there had chosen the width worse: 92.5% within 3% of the best, against
+95.5%.)
 
 The compiled module mirrors this in C and a test compares their decisions.
 The same class serves as the dispatch module where no C compiler exists.
