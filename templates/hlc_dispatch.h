@@ -85,8 +85,10 @@ static inline long hlc_spread(long lo, long hi, long j) {
 }
 
 /* Mirrors hlc.optimize.integer_minimum: a wide range narrowed around the least
-   of HLC_COARSE spread values until it is short, then every value of it. */
-static long hlc_integer_minimum(hlc_objective f, long lo, long hi, void *state) {
+   of HLC_COARSE spread values until it is short, then every value of it.  The
+   least value goes where least points (if it does): a decision whose search
+   minimized the very time it ranks by need not value it again. */
+static long hlc_integer_minimum(hlc_objective f, long lo, long hi, void *state, double *least_out) {
     long best, x, j, at;
     double least, value;
     while (hi - lo >= HLC_SCAN_LIMIT) {
@@ -106,6 +108,7 @@ static long hlc_integer_minimum(hlc_objective f, long lo, long hi, void *state) 
         value = f(x, state);
         if (value < least) { best = x; least = value; }
     }
+    if (least_out) *least_out = least;
     return best;
 }
 

@@ -15,12 +15,17 @@ variables, parameters and helpers are ``v_<name>``; constants are
 and ``hlc_model_<library>__<name>``, and where a model knows its typical
 deviation (hlc.model.deviation), ``hlc_plan_<library>__<impl>`` gives the
 time a decision plans for and the prediction, its terms valued once for
-both.
+both.  A model whose terms vary with a searched parameter is split
+(hlc.model.summation): ``hlc_fixed_<library>__<impl>`` holds what its
+searches do not vary, ``hlc_fix_…`` values it once a decision and
+``hlc_sum_…`` adds the varying products at one candidate; each decision
+works in an ``hlc_decision_<library>__<interface>``, its state and those.
 """
 
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,6 +38,7 @@ from hlc.language.machine import used_machine_constants
 from hlc.language.nest import constant_values
 from hlc.model.predict import helpers_for
 from hlc.model.render import atomic, used_helpers
+from hlc.model.summation import Summation, summation
 from hlc.model.terms import model_terms
 from hlc.optimize import COARSE, SCAN_LIMIT, SWEEPS
 
@@ -123,7 +129,7 @@ class Library:
         """Every model of the library: its own (``model``), then each implementation's."""
         functions = [{"function": self.model_function(model.name), "parameters": _parameter_list(model.parameters),
                       "doc": comment(model.doc) if model.doc else None, "note": None,
-                      "unavailable": False, "helpers": [], "terms": None, "body": self.c(model.body)}
+                      "unavailable": False, "helpers": [], "terms": None, "body": self.c(model.body), "split": None}
                      for model in self.library.models]
         for interface in self.library.interfaces:
             for implementation in interface.implementations:
@@ -150,11 +156,17 @@ class Library:
         doc = f"{implementation.name}: {implementation.doc}" if implementation.doc else implementation.name
         function = {"function": self.time_function(implementation.name),
                     "parameters": _parameter_list(parameters), "doc": comment(doc),
-                    "unavailable": False, "helpers": [], "terms": None, "body": None}
+                    "unavailable": False, "helpers": [], "terms": None, "body": None, "split": None}
         if model is None or not entry.usable:
             function.update(unavailable=True, note=comment(f"{status}: {entry.cause or status}"))
             return function
         function["note"] = self.accuracy(entry)
+        sums = self.summation(implementation)
+        if sums is not None:
+            function["split"] = self.split_model(interface, implementation, sums)
+            function["function_doc"] = comment(f"{implementation.name} at one call (predict(), and the models "
+                                               "that call it): its sum, split as its search adds it")
+            return function
         function["helpers"] = [(v(let.name), self.c(let.value)) for let in used_helpers(implementation, model, entry)]
         if not model.fitted:
             function["body"] = self.c(model.body)
@@ -190,6 +202,104 @@ class Library:
                   if coefficients.get(unparse(term))]
         return [(source, repr(coefficients[source]), term) for source, term in terms]
 
+    def summation(self, implementation: ast.Implementation) -> Summation | None:
+        """How a decision adds up the implementation's model, split where a
+        term varies with a parameter (hlc.model.summation), over the terms
+        the Python predictor keeps for it; None where none varies, or the
+        model is not a fitted sum."""
+        entry = self.calibration.get(implementation.name, NOT_CALIBRATED)
+        model = implementation.model("time")
+        if not implementation.parameters or model is None or not model.fitted or entry.status != "fitted" \
+                or not entry.usable:
+            return None
+        weights = [entry.coefficients, entry.plan_deviations]
+        kept = [term for term in model_terms(model, entry.discovered) if any(w.get(unparse(term)) for w in weights)]
+        sums = summation(implementation, kept)
+        return sums if sums.split else None
+
+    def fixed_type(self, implementation: ast.Implementation) -> str:
+        return f"hlc_fixed_{self.library.name}__{implementation.name}"
+
+    def fix_function(self, implementation: ast.Implementation) -> str:
+        return f"hlc_fix_{self.library.name}__{implementation.name}"
+
+    def sum_function(self, implementation: ast.Implementation) -> str:
+        return f"hlc_sum_{self.library.name}__{implementation.name}"
+
+    def split_model(self, interface: ast.Interface, implementation: ast.Implementation,
+                    sums: Summation) -> dict[str, Any]:
+        """A model split for its searches (hlc.model.summation): a struct of
+        what does not vary with its parameters, the function that values it
+        once a call, and the one that adds the varying factors to it."""
+        entry = self.calibration[implementation.name]
+        parameters = {p.name for p in implementation.parameters}
+        variables = [name for name in interface.signature(implementation) if name not in parameters]
+        weights = {"seconds": {t: repr(c) for t, c in entry.coefficients.items() if c},
+                   "deviation": {t: repr(c) for t, c in entry.plan_deviations.items() if c}}
+        fix: list[dict[str, str | None]] = []
+
+        def add(statements: list[str], source: str) -> None:
+            fix.extend({"statement": statement, "source": comment(source) if position == 0 else None}
+                       for position, statement in enumerate(statements))
+
+        add([f"{name} += {w['1']};" for name, w in weights.items() if "1" in w], "1")
+        for text, term in sums.fixed:
+            added = [f"{name} += {w[text]} * term;" for name, w in weights.items() if text in w]
+            if added:
+                add([f"term = {self.c(term)};", *added], text)
+        fields = {"seconds": "weight", "deviation": "deviation_weight"}
+        fix.append({"statement": "f->seconds = seconds;", "source": "the terms without a parameter"})
+        fix.append({"statement": "f->deviation = deviation;", "source": None})
+        vary: list[dict[str, str | None]] = []
+        spread = False
+        for index, group in enumerate(sums.groups):
+            assigned: set[str] = set()
+            for part in group.parts:
+                statements = [] if part.fixed is None else [f"term = {self.c(part.fixed)};"]
+                for name, w in weights.items():
+                    if part.text in w:
+                        target = f"f->{fields[name]}[{index}]"
+                        operator = "+=" if target in assigned else "="
+                        assigned.add(target)
+                        times = "" if part.fixed is None else " * term"
+                        statements.append(f"{target} {operator} {w[part.text]}{times};")
+                add(statements, part.text)
+            added = [f"{name} += f->{fields[name]}[{index}] * term;" for name in weights
+                     if f"f->{fields[name]}[{index}]" in assigned]
+            spread = spread or f"f->deviation_weight[{index}]" in assigned
+            vary += [{"statement": statement, "source": comment(group.text) if position == 0 else None}
+                     for position, statement in enumerate([f"term = {self.c(group.factor)};", *added])]
+        fixed_terms = [term for _, term in sums.fixed] + [p.fixed for g in sums.groups for p in g.parts if p.fixed]
+        named = " and ".join(p.name for p in implementation.parameters)
+        them = "it" if len(implementation.parameters) == 1 else "them"
+        doc = (f"{implementation.name}: {implementation.doc or 'its model'}.  Its terms, split for the search of "
+               f"{named}: what does not vary with {them} is valued once a call "
+               f"({self.fix_function(implementation)}), the terms without {them} and, for each product of the "
+               f"factors that vary, the sum of its terms' coefficients times their other factors.  Each value "
+               f"the search weighs then adds {len(sums.groups)} such products "
+               f"({self.sum_function(implementation)}).")
+        groups = len(sums.groups)
+        fields = [("double seconds, deviation;", "the sums of the terms without a parameter"),
+                  (f"double weight[{groups}];", "each varying product's weight in the prediction")]
+        if spread:
+            fields.append((f"double deviation_weight[{groups}];", "and in the deviation"))
+        return {"type": self.fixed_type(implementation), "fix": self.fix_function(implementation),
+                "doc": textwrap.wrap(comment(doc), 76), "fields": fields,
+                "field_width": max(len(field) for field, _ in fields),
+                "sum": self.sum_function(implementation), "groups": len(sums.groups), "spread": spread,
+                "fix_parameters": _parameter_list(variables) + f", {self.fixed_type(implementation)} *f",
+                "sum_parameters": f"const {self.fixed_type(implementation)} *f, "
+                                  f"{_parameter_list(interface.signature(implementation))}, double *spread",
+                "fix_arguments": ", ".join(v(n) for n in [*variables, "P", "logP"]),
+                "arguments": ", ".join(v(n) for n in [*interface.signature(implementation), "P", "logP"]),
+                "parameters": ", ".join(sorted(parameters)),
+                "fix_helpers": [(v(let.name), self.c(let.value)) for let in helpers_for(implementation, fixed_terms)],
+                "sum_helpers": [(v(let.name), self.c(let.value))
+                                for let in helpers_for(implementation, [g.factor for g in sums.groups])],
+                "fix_terms": fix, "vary_terms": vary,
+                "fix_width": max((len(line["statement"]) for line in fix if line["source"]), default=0),
+                "vary_width": max((len(line["statement"]) for line in vary if line["source"]), default=0)}
+
     def plan_model(self, interface: ast.Interface, implementation: ast.Implementation) -> dict[str, Any] | None:
         """The time a decision plans for (hlc.dispatch.reference): the
         prediction plus ``risk`` typical deviations, each a sum of the
@@ -203,6 +313,16 @@ class Library:
             return None
         model = implementation.model("time")
         entry = self.calibration[implementation.name]
+        doc = comment(f"{implementation.name}, as its decisions weigh it: the prediction plus "
+                      f"{entry.risk:g} typical deviations of its samples from it")
+        if self.summation(implementation) is not None:
+            fixed = self.fixed_type(implementation)
+            return {"function": function, "doc": doc, "note": self.accuracy(entry),
+                    "parameters": f"const {fixed} *f, {_parameter_list(interface.signature(implementation))}, "
+                                  "double *predicted",
+                    "sum": f"{self.sum_function(implementation)}(f, "
+                           f"{', '.join(v(n) for n in [*interface.signature(implementation), 'P', 'logP'])}, "
+                           "&deviation)"}
         sums = [("seconds", {source: c for source, c, _ in self.weighted_terms(implementation, entry.coefficients)}),
                 ("deviation", {source: c for source, c, _ in
                                self.weighted_terms(implementation, entry.plan_deviations)})]
@@ -219,9 +339,7 @@ class Library:
                       for position, statement in enumerate(statements)]
         return {"function": function,
                 "parameters": _parameter_list(interface.signature(implementation)) + ", double *predicted",
-                "doc": comment(f"{implementation.name}, as its decisions weigh it: the prediction plus "
-                               f"{entry.risk:g} typical deviations of its samples from it"),
-                "note": self.accuracy(entry),
+                "doc": doc, "note": self.accuracy(entry), "sum": None,
                 "helpers": [(v(let.name), self.c(let.value)) for let in used_helpers(implementation, model, entry)],
                 "terms": lines, "width": max((len(line["statement"]) for line in lines if line["source"]), default=0)}
 
@@ -264,6 +382,16 @@ class Interface:
     def parameter_field(implementation: ast.Implementation, parameter: ast.Parameter) -> str:
         return f"p_{implementation.name}__{parameter.name}"
 
+    @property
+    def decision(self) -> str:
+        """The struct one decision works in: the call's state, and what the
+        split models (hlc.model.summation) take from it once."""
+        return f"hlc_decision_{self.library.library.name}__{self.name}"
+
+    @staticmethod
+    def fixed_field(implementation: ast.Implementation) -> str:
+        return f"f_{implementation.name}"
+
     def prefix(self, implementation: ast.Implementation) -> str:
         return f"hlc_{self.library.library.name}__{implementation.name}"
 
@@ -299,10 +427,18 @@ class Interface:
         meanwhile = [(self.parameter_field(implementation, p), self.with_state(implementation, p.range.low))
                      for position, p in enumerate(implementation.parameters)
                      if position > 0 or p.name in read_early]
+        split = library.summation(implementation) is not None
+        searches = [self.search(implementation, p) for p in implementation.parameters]
         return {"name": implementation.name, "prefix": self.prefix(implementation),
+                # one search, of the very time the decision ranks by: its least value is that time
+                "reuse": len(searches) == 1 and searches[0]["ranks"],
+                "fixed": {"field": self.fixed_field(implementation), "function": library.fix_function(implementation),
+                          "arguments": ", ".join(f"s->{v(n)}" for n in signature if n not in
+                                                 {p.name for p in implementation.parameters}) + ", s->v_P, s->v_logP",
+                          "sum": library.sum_function(implementation)} if split else None,
                 "applies": {"unpacked": self.unpack(implementation, used),
                             "condition": " && ".join(f"({library.c(c)})" for c in implementation.requires) or "1"},
-                "searches": [self.search(implementation, p) for p in implementation.parameters],
+                "searches": searches,
                 "meanwhile": meanwhile, "model": library.time_function(implementation.name),
                 "plan": library.plan_function(implementation),
                 "arguments": ", ".join(arguments)}
@@ -321,14 +457,19 @@ class Interface:
             used |= set(signature) | {"P", "logP"}
         time_arguments = ", ".join(v(n) for n in [*signature, "P", "logP"])
         plan = library.plan_function(implementation)
+        split = library.summation(implementation) is not None
+        fixed = f"&d->{self.fixed_field(implementation)}"
         range_used = self.needed(parameter.range.low, parameter.range.high)
         search = {"parameter": parameter.name, "prefix": f"{self.prefix(implementation)}__{parameter.name}",
                   "field": self.parameter_field(implementation, parameter), "variable": v(parameter.name),
                   "unpacked": self.unpack(implementation, used - {parameter.name}),
                   "low": library.c(parameter.range.low), "high": library.c(parameter.range.high),
                   # ``time``: the planned time, as the decision ranks it (reference.Decider)
-                  "time_call": None if not needs_time else f"{plan}({time_arguments}, &v_predicted)" if plan
-                  else f"hlc_time({library.time_function(implementation.name)}({time_arguments}))",
+                  "time_call": None if not needs_time
+                  else f"{plan}({fixed}, {time_arguments}, &v_predicted)" if plan and split
+                  else f"{plan}({time_arguments}, &v_predicted)" if plan
+                  else f"hlc_time({library.sum_function(implementation)}({fixed}, {time_arguments}, (double *)0))"
+                  if split else f"hlc_time({library.time_function(implementation.name)}({time_arguments}))",
                   "plan": needs_time and plan is not None,
                   "helpers": [(v(let.name), library.c(let.value)) for let in helpers],
                   "objective": library.c(objective), "kind": "minimum", "range_unpacked": None}
@@ -343,6 +484,8 @@ class Interface:
         elif rule is not None and rule.method == "root":
             search["kind"] = "root"
         search["range_unpacked"] = self.unpack(implementation, range_used)
+        search["ranks"] = needs_time and search["kind"] in ("minimum", "over") and not helpers \
+            and isinstance(objective, ast.Name) and objective.id == "time"
         return search
 
     def with_state(self, implementation: ast.Implementation, expression: ast.Expression) -> str:
@@ -371,7 +514,10 @@ class Interface:
 
     def template_data(self) -> dict[str, Any]:
         name = self.library.library.name
-        return {"name": self.name, "state": self.state, "fields": self.fields(),
+        library = self.library
+        return {"name": self.name, "state": self.state, "fields": self.fields(), "decision": self.decision,
+                "fixed": [(library.fixed_type(i), self.fixed_field(i)) for i in self.interface.implementations
+                          if library.summation(i) is not None],
                 "implementations": [self.implementation(index, implementation)
                                     for index, implementation in enumerate(self.interface.implementations)],
                 "plans": [plan for implementation in self.interface.implementations

@@ -27,6 +27,7 @@ from hlc.language.expressions import EvaluationError, calls, evaluate, names, un
 from hlc.language.functions import BUILTINS
 from hlc.language.nest import constant_values
 from hlc.model.fit import CONSTANT
+from hlc.model.summation import Summation, add_up, summation
 from hlc.model.terms import model_terms
 
 #: A predictor keeps at most this many values of model calls (a fit asks
@@ -73,7 +74,7 @@ class Predictor:
         self._calls: dict[tuple, float] = {}
         self._calls_of: tuple[TimeModel, ...] = ()
         # Each fitted model's terms as evaluated: made once per entry.
-        self._plans: dict[tuple[str, str, bool], tuple[TimeModel, list, list[str], list[ast.Let]]] = {}
+        self._plans: dict[tuple[str, str], tuple[TimeModel, Summation, list[ast.Let]]] = {}
         # What a kept term value depends on besides the term and the point.
         self.constants_key = tuple(sorted(self.constants.items()))
 
@@ -168,35 +169,30 @@ class Predictor:
         entry = self.calibration.get(name) if objective == "time" else None
         if entry is None or entry.status != "fitted":
             raise ModelUnavailable(f"the {objective} model of {self.library.name}.{name} is not calibrated")
-        coefficients = entry.coefficients
         planned = planned and entry.weighs_deviations
-        added = entry.plan_deviations if planned else {}
-        kept, texts, lets = self._plan(name, objective, planned, entry)
+        sums, lets = self._plan(name, objective, entry)
         environment = self._with_lets({**self.constants, **environment}, lets)
         functions = self.functions(environment)
-        total, deviation = coefficients.get("1", 0.0), added.get("1", 0.0)
-        for term, text in zip(kept, texts, strict=True):
-            value = float(evaluate(term, environment, functions))
-            total += coefficients.get(text, 0.0) * value
-            if text in added:
-                deviation += added[text] * value
+        total, deviation = add_up(sums, entry.coefficients, entry.plan_deviations if planned else {},
+                                  lambda term: float(evaluate(term, environment, functions)))
         return total, (total + deviation if planned else total)
 
-    def _plan(self, name: str, objective: str, planned: bool, entry: TimeModel
-              ) -> tuple[list[ast.Expression], list[str], list[ast.Let]]:
-        """A fitted model's terms as evaluated (those of nonzero weight), their
-        texts and the helpers they need: made once per entry."""
-        cached = self._plans.get((name, objective, planned))
+    def _plan(self, name: str, objective: str, entry: TimeModel) -> tuple[Summation, list[ast.Let]]:
+        """A fitted model's terms as added up (those of nonzero weight in the
+        prediction or in the deviations it plans for, hlc.model.summation)
+        and the helpers they need: made once per entry, the same for the
+        prediction alone as for the planned time, as the compiled module's."""
+        cached = self._plans.get((name, objective))
         if cached is None or cached[0] is not entry:
             _, implementation = self._implementations[name]
             model = implementation.model(objective)
             coefficients = entry.coefficients
-            added = entry.plan_deviations if planned else {}
+            added = entry.plan_deviations if entry.weighs_deviations else {}
             kept = [term for term in model_terms(model, entry.discovered)
                     if coefficients.get(unparse(term), 0.0) or added.get(unparse(term), 0.0)]
-            cached = self._plans[(name, objective, planned)] = (
-                entry, kept, [unparse(term) for term in kept], helpers_for(implementation, kept))
-        return cached[1], cached[2], cached[3]
+            cached = self._plans[(name, objective)] = (
+                entry, summation(implementation, kept), helpers_for(implementation, kept))
+        return cached[1], cached[2]
 
     def array_functions(self, environment: Mapping[str, Any], size: int) -> dict[str, Callable[..., Any]]:
         """The models callable from an expression valued over arrays of
@@ -219,12 +215,10 @@ class Predictor:
             raise ArrayUnavailable(f"{name}() over arrays")
         scope = {**self.constants, **context, **dict(zip(signature, arguments, strict=True))}
         functions = self.array_functions(scope, size)
-        kept, texts, lets = self._plan(name, "time", False, entry)
+        sums, lets = self._plan(name, "time", entry)
         for let in lets:
             scope[let.name] = evaluate_over(let.value, scope, size, functions)
-        total: Any = entry.coefficients.get("1", 0.0)
-        for term, text in zip(kept, texts, strict=True):
-            total = total + entry.coefficients.get(text, 0.0) * evaluate_over(term, scope, size, functions)
+        total, _ = add_up(sums, entry.coefficients, {}, lambda term: evaluate_over(term, scope, size, functions))
         return np.broadcast_to(np.asarray(total, dtype=float), (size,))
 
     def _definition_over(self, name: str, context: Mapping[str, Any], size: int, *arguments: Any) -> np.ndarray:

@@ -73,6 +73,8 @@ def compile_synthetic(tmp_path_factory, negative: float):
     assert package(library, models, used, folder)[1]
     source = (folder / "decisions_decisions.c").read_text()
     assert "(v_n >= " in source and "log2(v_n) >=" not in source  # the steps of the size, as powers of two
+    # the searched models split: what their searches do not vary is valued once a decision
+    assert all(f"hlc_fix_decisions__{name}(" in source for name in ("digits", "tiles", "chunks"))
     with pytest.warns(hlc.StaleModelWarning):  # the synthetic models have no fingerprint
         module = load(folder)
     predictor = Predictor(library, models.times(), {"comm": Predictor(library.used["comm"], used["comm"].times())})
@@ -115,6 +117,9 @@ def test_compiled_and_python_decisions_agree_on_3000_random_calls(any_compiled):
         assert (actual.implementation, actual.parameters) == (expected.implementation, expected.parameters), \
             (variables, actual, expected)
         assert actual.settings == expected.settings, variables  # every search's value, chosen or not
+        # a dispatched call asks for no predictions, and takes a search's least time as its model's
+        assert module.dispatch_decisions._decide_work_at(**variables) == (expected.implementation,
+                                                                          expected.parameters), variables
         for name, seconds in expected.predicted.items():
             assert actual.predicted[name] == pytest.approx(seconds, rel=1e-12), (variables, name)
         chosen.add(actual.implementation)
