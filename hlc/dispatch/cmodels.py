@@ -516,6 +516,7 @@ class Interface:
         name = self.library.library.name
         library = self.library
         return {"name": self.name, "state": self.state, "fields": self.fields(), "decision": self.decision,
+                "searching": any(i.parameters for i in self.interface.implementations),
                 "fixed": [(library.fixed_type(i), self.fixed_field(i)) for i in self.interface.implementations
                           if library.summation(i) is not None],
                 "implementations": [self.implementation(index, implementation)
