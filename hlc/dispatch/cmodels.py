@@ -429,19 +429,23 @@ class Interface:
                      if position > 0 or p.name in read_early]
         split = library.summation(implementation) is not None
         searches = [self.search(implementation, p) for p in implementation.parameters]
+        plan, fixed = library.plan_function(implementation), f"&d.{self.fixed_field(implementation)}"
+        call = ", ".join(arguments)
+        # the time the decision ranks the implementation by (its prediction into m)
+        rank = f"{plan}({fixed}, {call}, &m)" if plan and split else f"{plan}({call}, &m)" if plan \
+            else f"hlc_time({library.sum_function(implementation)}({fixed}, {call}, (double *)0))" if split \
+            else f"hlc_time({library.time_function(implementation.name)}({call}))"
         return {"name": implementation.name, "prefix": self.prefix(implementation),
                 # one search, of the very time the decision ranks by: its least value is that time
                 "reuse": len(searches) == 1 and searches[0]["ranks"],
                 "fixed": {"field": self.fixed_field(implementation), "function": library.fix_function(implementation),
                           "arguments": ", ".join(f"s->{v(n)}" for n in signature if n not in
-                                                 {p.name for p in implementation.parameters}) + ", s->v_P, s->v_logP",
-                          "sum": library.sum_function(implementation)} if split else None,
+                                                 {p.name for p in implementation.parameters}) + ", s->v_P, s->v_logP"}
+                if split else None,
                 "applies": {"unpacked": self.unpack(implementation, used),
                             "condition": " && ".join(f"({library.c(c)})" for c in implementation.requires) or "1"},
                 "searches": searches,
-                "meanwhile": meanwhile, "model": library.time_function(implementation.name),
-                "plan": library.plan_function(implementation),
-                "arguments": ", ".join(arguments)}
+                "meanwhile": meanwhile, "plan": plan, "rank": rank}
 
     def search(self, implementation: ast.Implementation, parameter: ast.Parameter) -> dict[str, Any]:
         """One parameter's objective and the search that chooses it."""
