@@ -75,6 +75,7 @@ class Library:
         self.constants = set(used_machine_constants(library)) | {c.name for c in library.constants}
         self.models = {m.name for m in library.models}
         self.implementations = {i.name for i in library.implementations}
+        self._sums: dict[str, Summation | None] = {}  # summation(), by implementation
 
     def time_function(self, implementation: str) -> str:
         return f"hlc_time_{self.library.name}__{implementation}"
@@ -207,15 +208,30 @@ class Library:
         term varies with a parameter (hlc.model.summation), over the terms
         the Python predictor keeps for it; None where none varies, or the
         model is not a fitted sum."""
-        entry = self.calibration.get(implementation.name, NOT_CALIBRATED)
-        model = implementation.model("time")
-        if not implementation.parameters or model is None or not model.fitted or entry.status != "fitted" \
-                or not entry.usable:
-            return None
-        weights = [entry.coefficients, entry.plan_deviations]
-        kept = [term for term in model_terms(model, entry.discovered) if any(w.get(unparse(term)) for w in weights)]
-        sums = summation(implementation, kept)
-        return sums if sums.split else None
+        if implementation.name not in self._sums:
+            entry = self.calibration.get(implementation.name, NOT_CALIBRATED)
+            model = implementation.model("time")
+            sums = None
+            if implementation.parameters and model is not None and model.fitted and entry.status == "fitted" \
+                    and entry.usable:
+                weights = [entry.coefficients, entry.plan_deviations]
+                kept = [term for term in model_terms(model, entry.discovered)
+                        if any(w.get(unparse(term)) for w in weights)]
+                sums = summation(implementation, kept)
+            self._sums[implementation.name] = sums if sums is not None and sums.split else None
+        return self._sums[implementation.name]
+
+    def ranking(self, implementation: ast.Implementation, fixed: str, arguments: str, predicted: str) -> str:
+        """The C of the time a decision ranks ``implementation`` by at
+        ``arguments``: its plan, the prediction put where ``predicted``
+        points, else its prediction as ranked (hlc_time); from ``fixed``,
+        its split model's part valued once, where it has one."""
+        plan, split = self.plan_function(implementation), self.summation(implementation) is not None
+        if plan is not None:
+            return f"{plan}({fixed + ', ' if split else ''}{arguments}, {predicted})"
+        if split:
+            return f"hlc_time({self.sum_function(implementation)}({fixed}, {arguments}, (double *)0))"
+        return f"hlc_time({self.time_function(implementation.name)}({arguments}))"
 
     def fixed_type(self, implementation: ast.Implementation) -> str:
         return f"hlc_fixed_{self.library.name}__{implementation.name}"
@@ -429,12 +445,8 @@ class Interface:
                      if position > 0 or p.name in read_early]
         split = library.summation(implementation) is not None
         searches = [self.search(implementation, p) for p in implementation.parameters]
-        plan, fixed = library.plan_function(implementation), f"&d.{self.fixed_field(implementation)}"
-        call = ", ".join(arguments)
-        # the time the decision ranks the implementation by (its prediction into m)
-        rank = f"{plan}({fixed}, {call}, &m)" if plan and split else f"{plan}({call}, &m)" if plan \
-            else f"hlc_time({library.sum_function(implementation)}({fixed}, {call}, (double *)0))" if split \
-            else f"hlc_time({library.time_function(implementation.name)}({call}))"
+        plan = library.plan_function(implementation)
+        rank = library.ranking(implementation, f"&d.{self.fixed_field(implementation)}", ", ".join(arguments), "&m")
         return {"name": implementation.name, "prefix": self.prefix(implementation),
                 # one search, of the very time the decision ranks by: its least value is that time
                 "reuse": len(searches) == 1 and searches[0]["ranks"],
@@ -461,19 +473,14 @@ class Interface:
             used |= set(signature) | {"P", "logP"}
         time_arguments = ", ".join(v(n) for n in [*signature, "P", "logP"])
         plan = library.plan_function(implementation)
-        split = library.summation(implementation) is not None
-        fixed = f"&d->{self.fixed_field(implementation)}"
         range_used = self.needed(parameter.range.low, parameter.range.high)
         search = {"parameter": parameter.name, "prefix": f"{self.prefix(implementation)}__{parameter.name}",
                   "field": self.parameter_field(implementation, parameter), "variable": v(parameter.name),
                   "unpacked": self.unpack(implementation, used - {parameter.name}),
                   "low": library.c(parameter.range.low), "high": library.c(parameter.range.high),
                   # ``time``: the planned time, as the decision ranks it (reference.Decider)
-                  "time_call": None if not needs_time
-                  else f"{plan}({fixed}, {time_arguments}, &v_predicted)" if plan and split
-                  else f"{plan}({time_arguments}, &v_predicted)" if plan
-                  else f"hlc_time({library.sum_function(implementation)}({fixed}, {time_arguments}, (double *)0))"
-                  if split else f"hlc_time({library.time_function(implementation.name)}({time_arguments}))",
+                  "time_call": library.ranking(implementation, f"&d->{self.fixed_field(implementation)}",
+                                               time_arguments, "&v_predicted") if needs_time else None,
                   "plan": needs_time and plan is not None,
                   "helpers": [(v(let.name), library.c(let.value)) for let in helpers],
                   "objective": library.c(objective), "kind": "minimum", "range_unpacked": None}
