@@ -9,7 +9,7 @@ call values those once: the terms without a parameter sum to a fixed part,
 and the terms with one are grouped by the product of their factors that
 vary, each group's *weight* being the sum of its terms' coefficients times
 their fixed factors.  A candidate then costs one product per group (the
-radix sort's 29 terms take 14) instead of one per term.
+radix sort's 29 terms of one build took 15) instead of one per term.
 
 The compiled module (hlc.dispatch.cmodels) and the Python predictor
 (hlc.model.predict) both add in this order, operation for operation, so
