@@ -38,7 +38,7 @@ from hlc.language.machine import used_machine_constants
 from hlc.language.nest import constant_values
 from hlc.model.predict import helpers_for
 from hlc.model.render import atomic, used_helpers
-from hlc.model.summation import Summation, summation
+from hlc.model.summation import Summation, kept_terms, summation
 from hlc.model.terms import model_terms
 from hlc.optimize import COARSE, SCAN_LIMIT, SWEEPS
 
@@ -214,10 +214,7 @@ class Library:
             sums = None
             if implementation.parameters and model is not None and model.fitted and entry.status == "fitted" \
                     and entry.usable:
-                weights = [entry.coefficients, entry.plan_deviations]
-                kept = [term for term in model_terms(model, entry.discovered)
-                        if any(w.get(unparse(term)) for w in weights)]
-                sums = summation(implementation, kept)
+                sums = summation(implementation, kept_terms(model, entry))
             self._sums[implementation.name] = sums if sums is not None and sums.split else None
         return self._sums[implementation.name]
 
@@ -302,13 +299,13 @@ class Library:
         return {"type": self.fixed_type(implementation), "fix": self.fix_function(implementation),
                 "doc": textwrap.wrap(comment(doc), 76), "fields": fields,
                 "field_width": max(len(field) for field, _ in fields),
-                "sum": self.sum_function(implementation), "groups": len(sums.groups), "spread": spread,
+                "sum": self.sum_function(implementation), "groups": groups, "spread": spread,
                 "fix_parameters": _parameter_list(variables) + f", {self.fixed_type(implementation)} *f",
                 "sum_parameters": f"const {self.fixed_type(implementation)} *f, "
                                   f"{_parameter_list(interface.signature(implementation))}, double *spread",
                 "fix_arguments": ", ".join(v(n) for n in [*variables, "P", "logP"]),
                 "arguments": ", ".join(v(n) for n in [*interface.signature(implementation), "P", "logP"]),
-                "parameters": ", ".join(sorted(parameters)),
+                "parameters": named,
                 "fix_helpers": [(v(let.name), self.c(let.value)) for let in helpers_for(implementation, fixed_terms)],
                 "sum_helpers": [(v(let.name), self.c(let.value))
                                 for let in helpers_for(implementation, [g.factor for g in sums.groups])],

@@ -27,7 +27,7 @@ from hlc.language.expressions import EvaluationError, calls, evaluate, names, un
 from hlc.language.functions import BUILTINS
 from hlc.language.nest import constant_values
 from hlc.model.fit import CONSTANT
-from hlc.model.summation import Summation, add_up, summation
+from hlc.model.summation import Summation, add_up, kept_terms, summation
 from hlc.model.terms import model_terms
 
 #: A predictor keeps at most this many values of model calls (a fit asks
@@ -185,11 +185,7 @@ class Predictor:
         cached = self._plans.get((name, objective))
         if cached is None or cached[0] is not entry:
             _, implementation = self._implementations[name]
-            model = implementation.model(objective)
-            coefficients = entry.coefficients
-            added = entry.plan_deviations if entry.weighs_deviations else {}
-            kept = [term for term in model_terms(model, entry.discovered)
-                    if coefficients.get(unparse(term), 0.0) or added.get(unparse(term), 0.0)]
+            kept = kept_terms(implementation.model(objective), entry)
             cached = self._plans[(name, objective)] = (
                 entry, summation(implementation, kept), helpers_for(implementation, kept))
         return cached[1], cached[2]

@@ -23,8 +23,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from hlc.artefacts.models import TimeModel
 from hlc.language import ast
 from hlc.language.expressions import names, unparse
+from hlc.model.terms import model_terms
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,14 @@ def summation(implementation: ast.Implementation, terms: Sequence[ast.Expression
         assert factor is not None
         groups.setdefault(unparse(factor), (factor, []))[1].append(Part(text, product(still)))
     return Summation(tuple(fixed), tuple(Group(factor, tuple(parts)) for factor, parts in groups.values()))
+
+
+def kept_terms(model: ast.CostModel, entry: TimeModel) -> list[ast.Expression]:
+    """The terms of a fitted model that its sums add, in the model's order:
+    those of nonzero weight in the prediction or in the deviations a
+    decision plans for (TimeModel.plan_deviations)."""
+    weights = (entry.coefficients, entry.plan_deviations)
+    return [term for term in model_terms(model, entry.discovered) if any(w.get(unparse(term)) for w in weights)]
 
 
 def add_up(sums: Summation, coefficients: Mapping[str, float], deviations: Mapping[str, float],
