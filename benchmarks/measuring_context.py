@@ -70,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     if name not in evaluation["interfaces"]:
         parser.error(f"--interface: the evaluation has no interface {name!r}")
     if options.child:
-        return measure(options, evaluation, name)
+        with tempfile.TemporaryDirectory(prefix="measuring-context-") as scratch:
+            return measure(options, evaluation, name, Path(scratch))
     ranks = evaluation["settings"]["ranks"][-1]
     from hlc.calibrate.run import mpiexec
 
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     return finished.returncode
 
 
-def measure(options: argparse.Namespace, evaluation: dict, name: str) -> int:
+def measure(options: argparse.Namespace, evaluation: dict, name: str, scratch: Path) -> int:
     from hlc.calibrate import harness
     from hlc.calibrate.allocator import keep_freed_memory
     from hlc.calibrate.timing import WARM_SECONDS
@@ -97,7 +98,6 @@ def measure(options: argparse.Namespace, evaluation: dict, name: str) -> int:
     interface = next(value for value in vars(module).values()
                      if isinstance(value, harness.Interface) and value.name == name)
     implementations = {i.name: i for i in interface.implementations}
-    scratch = Path(tempfile.mkdtemp(prefix="measuring-context-"))
     run = harness.ProgramRun(harness.parser(name).parse_args(["--out", str(scratch / f"{os.getpid()}.jsonl")]))
     engine, context = run.engine, run.context
     warms = [float(w) / 1000 for w in options.warm.split(",")]

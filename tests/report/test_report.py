@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shutil
 from html.parser import HTMLParser
@@ -171,8 +172,11 @@ def test_a_build_with_nothing_but_models_still_gets_a_page(tmp_path):
     assert any("excluded: crashed" in note for note in result.notes)
 
 
-def _chrome():
-    """Headless Chromium through the system chromedriver, or a skip saying what is missing."""
+def _chrome(scratch: Path):
+    """Headless Chromium through the system chromedriver, or a skip saying what is missing.
+
+    The browser's profile and sockets go under `scratch`, so a run leaves
+    nothing in the system's temporary folder."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     driver = shutil.which("chromedriver")
     if chromium is None or driver is None:
@@ -184,14 +188,15 @@ def _chrome():
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--window-size=1400,1000"):
+                     "--window-size=1400,1000", f"--user-data-dir={scratch / 'profile'}"):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(executable_path=driver), options=options)
+    service = Service(executable_path=driver, env={**os.environ, "TMPDIR": str(scratch)})
+    return webdriver.Chrome(service=service, options=options)
 
 
-def test_the_page_in_a_headless_browser(report):
-    driver = _chrome()
+def test_the_page_in_a_headless_browser(report, tmp_path):
+    driver = _chrome(tmp_path)
     try:
         driver.get(report.index.resolve().as_uri())
         images = driver.execute_script(
