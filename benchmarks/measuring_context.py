@@ -24,14 +24,19 @@ evaluation's rank count), side by side:
 
 and prints, per implementation, the geometric mean over the points of
 each context's median time divided by the blocks' (at the parameters the
-evaluation timed first; no loop for an interface whose calls change their
-arguments).  The last line gives, in each context, the ratio of the first
+evaluation timed first, or with ``--settings all`` at every setting it
+timed, one row each, labelled as the evaluation labels them; no loop for
+an interface whose calls change their arguments).  ``--within`` keeps the
+points whose variable lies in a range: a parameter's choice errs where
+some settings' costs depend on how they are timed, and at some sizes
+only.  The last line gives, in each context, the ratio of the first
 implementation to the one whose ratio to it moves most between the
 profile's blocks and the oracle's rounds at ``WARM_SECONDS``:
 
     A/B: blocks X.XXX, rounds W ms X.XXX (for each W of --warm), loop X.XXX, model X.XXX
 
     python benchmarks/measuring_context.py BUILD [--interface NAME] [--points N] [--warm 0,1,2,5]
+        [--settings first|all] [--within VAR=LOW..HIGH ...]
 """
 
 from __future__ import annotations
@@ -61,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interface", help="the interface to time (default: the evaluation's first)")
     parser.add_argument("--points", type=int, default=60, help="the evaluation's first N points (default 60)")
     parser.add_argument("--warm", default="0,1,2,5", help="the oracle's warm-ups to try, in ms")
+    parser.add_argument("--settings", choices=("first", "all"), default="first",
+                        help="each implementation at the first setting the evaluation timed (default), or at all")
+    parser.add_argument("--within", metavar="VAR=LOW..HIGH", action="append", type=_range, default=[],
+                        help="only the points whose variable VAR lies from LOW to HIGH (repeatable)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     evaluation = json.loads((options.build / "evaluation.json").read_text())
@@ -105,21 +114,26 @@ def measure(options: argparse.Namespace, evaluation: dict, name: str, scratch: P
     contexts.append("model")
     predictor = predictor_of(options.build)[1]
     timed_at_warm = engine.timing
-    points = [p for p in evaluation["interfaces"][name]["points"] if p["P"] == context.size][:options.points]
+    points = [p for p in evaluation["interfaces"][name]["points"] if p["P"] == context.size
+              and all(low <= p["variables"][variable] <= high for variable, low, high in options.within)]
+    points = points[:options.points]
     # medians[context][implementation][point's number]: its median time there
     medians: dict[str, dict[str, dict[int, float]]] = {c: {} for c in contexts}
     for number, point in enumerate(points):
         arguments, _ = run.inputs(interface, 1, point["point"])
-        first: dict[str, dict] = {}
+        # label → (implementation, its parameters): a row of the table each
+        first: dict[str, tuple[str, dict]] = {}
         for candidate in point["candidates"]:
             if candidate["implementation"] in implementations:
-                first.setdefault(candidate["implementation"], candidate["parameters"])
-        candidates = [(implementations[i], dict(parameters)) for i, parameters in first.items()]
+                row = candidate["label"] if options.settings == "all" else candidate["implementation"]
+                first.setdefault(row, (candidate["implementation"], candidate["parameters"]))
+        candidates = [(implementations[i], dict(parameters)) for i, parameters in first.values()]
+        label = {(i, _setting(parameters)): row for row, (i, parameters) in first.items()}
         times: dict[str, dict[str, list[float]]] = {c: {i: [] for i in first} for c in contexts}
         for _ in range(REPETITIONS):
-            for (implementation, _, _), values, _ in engine.time_blocks(interface, candidates, arguments,
-                                                                       point["point"]):
-                times["blocks"][implementation.name].append(statistics.median(values))
+            for (implementation, parameters, _), values, _ in engine.time_blocks(interface, candidates, arguments,
+                                                                                point["point"]):
+                times["blocks"][label[implementation.name, _setting(parameters)]].append(statistics.median(values))
             for warm in warms:
                 ready = engine.warm_up(interface, candidates, arguments, point["point"])
                 engine.timing = lambda *given, warm=warm, **named: timed_at_warm(*given, **{**named, "warm": warm})
@@ -127,15 +141,17 @@ def measure(options: argparse.Namespace, evaluation: dict, name: str, scratch: P
                     timings = engine.time_rounds(interface, ready, arguments, point["point"])
                 finally:
                     engine.timing = timed_at_warm
-                for (implementation, _, _), values in zip(ready, timings, strict=True):
+                for (implementation, parameters, _), values in zip(ready, timings, strict=True):
                     if values:
-                        times[f"rounds {warm * 1000:g} ms"][implementation.name].append(statistics.median(values))
+                        times[f"rounds {warm * 1000:g} ms"][label[implementation.name, _setting(parameters)]].append(
+                            statistics.median(values))
             if "loop" in times:
                 for implementation, parameters in candidates:
-                    times["loop"][implementation.name].append(loop(context, implementation, parameters, arguments))
+                    times["loop"][label[implementation.name, _setting(parameters)]].append(
+                        loop(context, implementation, parameters, arguments))
         for implementation, parameters in candidates:
-            times["model"][implementation.name].append(predictor.evaluate(implementation.name,
-                                                                          {**point["variables"], **parameters}))
+            times["model"][label[implementation.name, _setting(parameters)]].append(
+                predictor.evaluate(implementation.name, {**point["variables"], **parameters}))
         for c in contexts:
             for i in first:
                 if times[c][i]:
@@ -151,10 +167,11 @@ def measure(options: argparse.Namespace, evaluation: dict, name: str, scratch: P
 
     print(f"{options.build.name}: {name}, {len(points)} points of its evaluation at {context.size} rank(s); "
           f"each context's time / the profile's blocks', geometric mean over the points")
-    print(f"{'implementation':<16}" + "".join(f"{c:>14}" for c in contexts[1:]))
     names = list(medians["blocks"])
+    width = max([16, *(len(i) + 2 for i in names)])
+    print(f"{'implementation':<{width}}" + "".join(f"{c:>14}" for c in contexts[1:]))
     for i in names:
-        print(f"{i:<16}" + "".join(f"{mean_ratio(medians[c].get(i, {}), medians['blocks'][i]):>14.3f}"
+        print(f"{i:<{width}}" + "".join(f"{mean_ratio(medians[c].get(i, {}), medians['blocks'][i]):>14.3f}"
                                    for c in contexts[1:]))
     oracle = f"rounds {WARM_SECONDS * 1000:g} ms"
     if len(names) < 2 or oracle not in medians:
@@ -168,6 +185,21 @@ def measure(options: argparse.Namespace, evaluation: dict, name: str, scratch: P
     if moved is not None:
         print(f"{base}/{moved}: " + ", ".join(f"{c} {between(c, base, moved):.3f}" for c in contexts))
     return 0
+
+
+def _setting(parameters: dict) -> tuple:
+    """A candidate's parameters as a key."""
+    return tuple(sorted(parameters.items()))
+
+
+def _range(text: str) -> tuple[str, float, float]:
+    """``VAR=LOW..HIGH`` as (VAR, LOW, HIGH)."""
+    variable, _, bounds = text.partition("=")
+    low, _, high = bounds.partition("..")
+    try:
+        return variable.strip(), float(low), float(high)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected VAR=LOW..HIGH, such as n=500000..1000000") from None
 
 
 def loop(context, implementation, parameters: dict, arguments: tuple) -> float:

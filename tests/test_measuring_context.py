@@ -5,6 +5,7 @@ the blocks."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -49,3 +50,27 @@ def test_an_evaluation_that_timed_only_the_chosen_parameters_is_refused(evaluate
     with pytest.raises(SystemExit):
         context.main([str(chosen)])
     assert "is not exhaustive" in capsys.readouterr().err
+
+
+def test_every_setting_gets_a_row_at_the_points_within_a_range(evaluated, capsys):
+    evaluation = json.loads((evaluated / "evaluation.json").read_text())["interfaces"]["square_sum"]["points"]
+    sizes = sorted(point["variables"]["n"] for point in evaluation)
+    low = sizes[-1]  # the largest size alone
+    assert context.main([str(evaluated), "--warm", "5", "--settings", "all", "--within", f"n={low}..{low}"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    kept = sizes.count(low)
+    assert lines[0].startswith(f"squares: square_sum, {kept} points of its evaluation at 1 rank(s)")
+    labels = {candidate["label"] for point in evaluation if point["variables"]["n"] == low
+              for candidate in point["candidates"] if candidate["implementation"] in ("dot", "loop", "chunked")}
+    rows = {}
+    for line in lines[2:-1]:
+        label = next(label for label in sorted(labels, key=len, reverse=True) if line.startswith(label + " "))
+        rows[label] = [float(x) for x in line[len(label):].split()]
+    assert set(rows) == labels and sum(label.startswith("chunked block=") for label in labels) >= 2
+    assert all(len(ratios) == 3 for ratios in rows.values())  # rounds 5 ms, loop, model
+
+
+def test_a_range_that_is_not_one_is_refused(evaluated, capsys):
+    with pytest.raises(SystemExit):
+        context.main([str(evaluated), "--within", "n=big"])
+    assert "expected VAR=LOW..HIGH" in capsys.readouterr().err
