@@ -260,7 +260,7 @@ class Library:
             added = [f"{name} += {w[text]} * term;" for name, w in weights.items() if text in w]
             if added:
                 add([f"term = {self.c(term)};", *added], text)
-        fields = {"seconds": "weight", "deviation": "deviation_weight"}
+        weight_fields = {"seconds": "weight", "deviation": "deviation_weight"}
         fix.append({"statement": "f->seconds = seconds;", "source": "the terms without a parameter"})
         fix.append({"statement": "f->deviation = deviation;", "source": None})
         vary: list[dict[str, str | None]] = []
@@ -271,14 +271,14 @@ class Library:
                 statements = [] if part.fixed is None else [f"term = {self.c(part.fixed)};"]
                 for name, w in weights.items():
                     if part.text in w:
-                        target = f"f->{fields[name]}[{index}]"
+                        target = f"f->{weight_fields[name]}[{index}]"
                         operator = "+=" if target in assigned else "="
                         assigned.add(target)
                         times = "" if part.fixed is None else " * term"
                         statements.append(f"{target} {operator} {w[part.text]}{times};")
                 add(statements, part.text)
-            added = [f"{name} += f->{fields[name]}[{index}] * term;" for name in weights
-                     if f"f->{fields[name]}[{index}]" in assigned]
+            added = [f"{name} += f->{weight_fields[name]}[{index}] * term;" for name in weights
+                     if f"f->{weight_fields[name]}[{index}]" in assigned]
             spread = spread or f"f->deviation_weight[{index}]" in assigned
             vary += [{"statement": statement, "source": comment(group.text) if position == 0 else None}
                      for position, statement in enumerate([f"term = {self.c(group.factor)};", *added])]
@@ -304,7 +304,7 @@ class Library:
                 "sum_parameters": f"const {self.fixed_type(implementation)} *f, "
                                   f"{_parameter_list(interface.signature(implementation))}, double *spread",
                 "fix_arguments": ", ".join(v(n) for n in [*variables, "P", "logP"]),
-                "arguments": ", ".join(v(n) for n in [*interface.signature(implementation), "P", "logP"]),
+                "arguments": _call_arguments(interface, implementation),
                 "parameters": named,
                 "fix_helpers": [(v(let.name), self.c(let.value)) for let in helpers_for(implementation, fixed_terms)],
                 "sum_helpers": [(v(let.name), self.c(let.value))
@@ -333,8 +333,7 @@ class Library:
             return {"function": function, "doc": doc, "note": self.accuracy(entry),
                     "parameters": f"const {fixed} *f, {_parameter_list(interface.signature(implementation))}, "
                                   "double *predicted",
-                    "sum": f"{self.sum_function(implementation)}(f, "
-                           f"{', '.join(v(n) for n in [*interface.signature(implementation), 'P', 'logP'])}, "
+                    "sum": f"{self.sum_function(implementation)}(f, {_call_arguments(interface, implementation)}, "
                            "&deviation)"}
         sums = [("seconds", {source: c for source, c, _ in self.weighted_terms(implementation, entry.coefficients)}),
                 ("deviation", {source: c for source, c, _ in
@@ -366,6 +365,11 @@ def comment(text: str) -> str:
     (Cython before 3.1 writes the embedded C in Latin-1)."""
     text = "".join(_PLAIN.get(c, c) for c in text.replace("*/", "* /"))
     return text.encode("ascii", "replace").decode("ascii")
+
+
+def _call_arguments(interface: ast.Interface, implementation: ast.Implementation) -> str:
+    """The arguments of a time function's call inside its own file: its variables, P and logP."""
+    return ", ".join(v(n) for n in [*interface.signature(implementation), "P", "logP"])
 
 
 def _parameter_list(names_: tuple[str, ...] | list[str]) -> str:

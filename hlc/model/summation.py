@@ -94,16 +94,21 @@ def summation(implementation: ast.Implementation, terms: Sequence[ast.Expression
     """How the sum of ``terms`` (the kept terms of its model, in the model's
     order) is added up."""
     varying = varying_names(implementation)
+
+    def varies(expression: ast.Expression) -> bool:
+        return any(n.id in varying for n in names(expression))
+
     fixed: list[tuple[str, ast.Expression]] = []
     groups: dict[str, tuple[ast.Expression, list[Part]]] = {}
     for term in terms:
         text = unparse(term)
-        if not any(n.id in varying for n in names(term)):
+        if not varies(term):
             fixed.append((text, term))
             continue
-        split = factors(term)
-        moving = [f for f in split if any(n.id in varying for n in names(f))]
-        still = [f for f in split if not any(n.id in varying for n in names(f))]
+        moving: list[ast.Expression] = []
+        still: list[ast.Expression] = []
+        for factor in factors(term):
+            (moving if varies(factor) else still).append(factor)
         factor = product(moving)
         assert factor is not None
         groups.setdefault(unparse(factor), (factor, []))[1].append(Part(text, product(still)))
