@@ -125,9 +125,11 @@ def create_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--json", metavar="OUT", help="also write the figures and judged points here")
     evaluate.add_argument("--resume", action="store_true", help="continue an interrupted evaluation")
     evaluate.add_argument("--timeout", type=float, metavar="SECONDS", help="longest one timing may take")
-    evaluate.add_argument("--replay", nargs="?", const="", metavar="EVALUATION",
+    evaluate.add_argument("--replay", nargs="*", metavar="EVALUATION",
                           help="time nothing: judge BUILD's models against the candidates timed by a stored "
-                               "evaluation made with --params exhaustive (default: BUILD/evaluation.json)")
+                               "evaluation made with --params exhaustive (default: BUILD/evaluation.json), or "
+                               "by several of the same points together, each candidate's time the median over "
+                               "them")
 
     report.add_argument("build", metavar="BUILD", help="a built library (the folder hlc build wrote)")
     report.add_argument("--out", metavar="DIR", help="folder of the page and its images (default BUILD/report)")

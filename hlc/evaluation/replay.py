@@ -31,6 +31,12 @@ taken in yet another process, beat that on the same timings only by
 chance: it is the practical ceiling of replays against them, lower where
 costs move between processes (a sort of the same keys, its memory placed
 otherwise) than the noise within one run shows.
+
+Several evaluations of the same points judge together
+(:mod:`hlc.evaluation.combined`): each candidate's time the median over
+them, two candidates compared by the median of their ratios in each.  Where
+a candidate's cost moves by the minute, that judges a choice against the
+moments the evaluations saw rather than against one of them.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -47,6 +53,7 @@ from hlc.artefacts.evaluation import Candidate, Chosen, EvaluationDocument, Inte
 from hlc.artefacts.files import ArtefactError
 from hlc.dispatch.bundle import description_of
 from hlc.dispatch.reference import Decider
+from hlc.evaluation.combined import combine
 from hlc.evaluation.inputs import models_of, used_models_of
 from hlc.evaluation.oracle import label
 from hlc.evaluation.text import Figures, format_document
@@ -64,7 +71,7 @@ class Replay(Figures):
 
     document: EvaluationDocument  # its ``replayed`` names the two below
     models: Path  # the models file whose choices were judged (or the evaluation whose fastest candidates)
-    evaluation: Path  # the evaluation whose timings judged them
+    evaluation: Path  # the evaluation whose timings judged them (the first, where several did together)
     oracle: bool = False  # whether the choices were another evaluation's fastest candidates
     #: the implementations' source files that changed between the evaluation
     #: and the models (or the other evaluation): its timings are not their costs
@@ -73,12 +80,17 @@ class Replay(Figures):
     other_machine: tuple[str, ...] = ()
     #: each implementation's measured time against its model's (none when another evaluation chose)
     offsets: list[Offset] = field(default_factory=list)
+    #: every evaluation whose timings judged together (hlc.evaluation.combined); () where one did
+    judges: tuple[Path, ...] = ()
 
     def table(self) -> str:
         """The figures as text, in the form ``hlc evaluate`` prints them."""
         chooser = (f"the fastest candidates measured by {self.models}" if self.oracle
                    else f"the models of {self.models}")
-        lines = [f"replayed: {chooser} against the timings of {self.evaluation} (nothing timed)"]
+        timings = (f"the timings of {len(self.judges)} evaluations of the same points, each candidate's time the "
+                   f"median over them ({', '.join(map(str, self.judges))})" if self.judges
+                   else f"the timings of {self.evaluation}")
+        lines = [f"replayed: {chooser} against {timings} (nothing timed)"]
         if self.changed:
             lines.append(f"warning: {self.evaluation} timed other versions of {', '.join(self.changed)}; "
                          f"its timings are not the costs of the implementations these choices were made for")
@@ -145,13 +157,14 @@ def format_offsets(found: list[Offset]) -> list[str]:
     return lines
 
 
-def replay(build: str | Path, evaluation: str | Path | None = None, *, tolerance: float | None = None,
-           description: str | Path | None = None) -> Replay:
+def replay(build: str | Path, evaluation: str | Path | Sequence[str | Path] | None = None, *,
+           tolerance: float | None = None, description: str | Path | None = None) -> Replay:
     """Judge the choices of the models in ``build`` against the candidates
-    timed by a stored ``evaluation`` (default: the build's own)."""
+    timed by a stored ``evaluation`` (default: the build's own), or by
+    several of the same points together."""
     models_file, models = models_of(build)
-    stored = Path(evaluation) if evaluation is not None else models_file.with_name("evaluation.json")
-    document = _exhaustive(stored)
+    judges = _paths(evaluation) or [models_file.with_name("evaluation.json")]
+    stored, document = judges[0], _judge(judges)
     library = parse_file(description or description_of(models, models_file.parent))
     if document.library != library.name:
         raise ValueError(f"{stored} evaluated {document.library}, not {library.name}")
@@ -178,22 +191,26 @@ def replay(build: str | Path, evaluation: str | Path | None = None, *, tolerance
         summary, by_ranks = summaries(judged, settings.ranks, tolerance, settings.baseline or reference, reference)
         interfaces[interface.name] = InterfaceResult(summary, by_ranks, judged, unmeasured)
     return Replay(EvaluationDocument(library.name, settings, interfaces, document.created, document.machine,
-                                     Replayed(str(models_file), str(stored)), document.sources),
+                                     Replayed(str(models_file), ", ".join(map(str, judges))), document.sources),
                   models_file, stored, changed=changed_sources(document.sources, models.fingerprint.sources),
                   other_machine=tuple(machine_differences(document.machine, models.fingerprint)),
-                  offsets=offsets(library, predictor, document))
+                  offsets=offsets(library, predictor, document), judges=tuple(judges) if len(judges) > 1 else ())
 
 
-def replay_oracle(first: str | Path, second: str | Path, *, tolerance: float | None = None) -> Replay:
+def replay_oracle(first: str | Path, second: str | Path | Sequence[str | Path], *,
+                  tolerance: float | None = None) -> Replay:
     """Judge the fastest candidates ``first`` measured at each point against
     the timings of ``second``, an exhaustive evaluation of the same points
     and inputs (the same library, seed and points, at the rank counts both
-    timed: a run at one rank is judged against one at one and two): the
-    oracle's agreement with itself, what models can expect to reach on
-    ``second``'s timings at best.  A ValueError says why two evaluations cannot be
-    compared."""
-    chooser, judge_by = Path(first), Path(second)
-    documents = mine, theirs = _exhaustive(chooser), _exhaustive(judge_by)
+    timed: a run at one rank is judged against one at one and two), or of
+    several such evaluations together: the oracle's agreement with itself,
+    what models can expect to reach on ``second``'s timings at best.  A
+    ValueError says why two evaluations cannot be compared."""
+    judges = _paths(second)
+    if not judges:
+        raise ValueError(f"name the evaluation of the same points whose timings judge {first}'s fastest candidates")
+    chooser, judge_by = Path(first), judges[0]
+    documents = mine, theirs = _exhaustive(chooser), _judge(judges)
     if mine.library != theirs.library:
         raise ValueError(f"{chooser} evaluated {mine.library}, {judge_by} {theirs.library}")
     settings = [(d.settings.seed, d.settings.points) for d in documents]
@@ -231,9 +248,10 @@ def replay_oracle(first: str | Path, second: str | Path, *, tolerance: float | N
         interfaces[name] = InterfaceResult(summary, by_ranks, judged, unmeasured)
     return Replay(EvaluationDocument(theirs.library, replace(theirs.settings, tolerance=tolerance, ranks=ranks),
                                      interfaces, theirs.created, theirs.machine,
-                                     Replayed(str(chooser), str(judge_by)), theirs.sources),
+                                     Replayed(str(chooser), ", ".join(map(str, judges))), theirs.sources),
                   chooser, judge_by, oracle=True, changed=changed_sources(theirs.sources, mine.sources),
-                  other_machine=tuple(machine_differences(theirs.machine, mine.machine)))
+                  other_machine=tuple(machine_differences(theirs.machine, mine.machine)),
+                  judges=tuple(judges) if len(judges) > 1 else ())
 
 
 def changed_sources(timed: Mapping[str, str], other: Mapping[str, str]) -> tuple[str, ...]:
@@ -243,6 +261,22 @@ def changed_sources(timed: Mapping[str, str], other: Mapping[str, str]) -> tuple
     does not know of is not counted, and neither is an evaluation that
     predates the record."""
     return tuple(sorted(name for name, digest in timed.items() if other.get(name, digest) != digest))
+
+
+def _paths(given: str | Path | Sequence[str | Path] | None) -> list[Path]:
+    """The evaluations named: none, one path, or several."""
+    if given is None:
+        return []
+    if isinstance(given, (str, Path)):
+        return [Path(given)]
+    return [Path(path) for path in given]
+
+
+def _judge(paths: Sequence[Path]) -> EvaluationDocument:
+    """The stored evaluation at the one path, or those at several combined."""
+    if len(paths) == 1:
+        return _exhaustive(paths[0])
+    return combine([(path, _exhaustive(path)) for path in paths])
 
 
 def _exhaustive(path: Path) -> EvaluationDocument:
