@@ -128,8 +128,7 @@ def create_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--replay", nargs="*", metavar="EVALUATION",
                           help="time nothing: judge BUILD's models against the candidates timed by a stored "
                                "evaluation made with --params exhaustive (default: BUILD/evaluation.json), or "
-                               "by several of the same points together, each candidate's time the median over "
-                               "them")
+                               "by several of the same points together, their rounds taken together")
 
     report.add_argument("build", metavar="BUILD", help="a built library (the folder hlc build wrote)")
     report.add_argument("--out", metavar="DIR", help="folder of the page and its images (default BUILD/report)")

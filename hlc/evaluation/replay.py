@@ -33,10 +33,11 @@ costs move between processes (a sort of the same keys, its memory placed
 otherwise) than the noise within one run shows.
 
 Several evaluations of the same points judge together
-(:mod:`hlc.evaluation.combined`): each candidate's time the median over
-them, two candidates compared by the median of their ratios in each.  Where
-a candidate's cost moves by the minute, that judges a choice against the
-moments the evaluations saw rather than against one of them.
+(:mod:`hlc.evaluation.combined`): a candidate's rounds are those of all of
+them, and two candidates are compared by the median of their ratios in the
+rounds of each evaluation that timed both.  Where a candidate's cost moves
+by the minute, that judges a choice against the moments the evaluations
+saw rather than against one of them.
 """
 
 from __future__ import annotations
@@ -87,8 +88,8 @@ class Replay(Figures):
         """The figures as text, in the form ``hlc evaluate`` prints them."""
         chooser = (f"the fastest candidates measured by {self.models}" if self.oracle
                    else f"the models of {self.models}")
-        timings = (f"the timings of {len(self.judges)} evaluations of the same points, each candidate's time the "
-                   f"median over them ({', '.join(map(str, self.judges))})" if self.judges
+        timings = (f"the timings of {len(self.judges)} evaluations of the same points, their rounds taken "
+                   f"together ({', '.join(map(str, self.judges))})" if self.judges
                    else f"the timings of {self.evaluation}")
         lines = [f"replayed: {chooser} against {timings} (nothing timed)"]
         if self.changed:
