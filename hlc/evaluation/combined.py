@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -80,6 +80,15 @@ def combine(documents: Sequence[tuple[Path, EvaluationDocument]]) -> EvaluationD
                    probes=())
 
 
+def changed_sources(timed: Mapping[str, str], other: Mapping[str, str]) -> tuple[str, ...]:
+    """The source files whose digests differ between those an evaluation
+    timed (``timed``) and another record of them (``other``: a models
+    file's fingerprint, or another evaluation's sources); a file either one
+    does not know of is not counted, and neither is an evaluation that
+    predates the record."""
+    return tuple(sorted(name for name, digest in timed.items() if other.get(name, digest) != digest))
+
+
 def _comparable(first_path: Path, first: EvaluationDocument, path: Path, other: EvaluationDocument) -> None:
     """Nothing, where ``other`` times the points ``first`` timed, as ``first`` did (module doc)."""
     if other.library != first.library:
@@ -91,7 +100,7 @@ def _comparable(first_path: Path, first: EvaluationDocument, path: Path, other: 
     if mine.params != "exhaustive" or theirs.params != "exhaustive":
         raise ValueError(f"{first_path if mine.params != 'exhaustive' else path} timed the chosen parameters "
                          f"only; combining needs evaluations made with --params exhaustive")
-    changed = sorted(name for name, digest in first.sources.items() if other.sources.get(name, digest) != digest)
+    changed = changed_sources(first.sources, other.sources)
     if changed:
         raise ValueError(f"{first_path} and {path} timed different versions of {', '.join(changed)}")
     differences = machine_differences(first.machine, other.machine)

@@ -45,7 +45,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -54,7 +54,7 @@ from hlc.artefacts.evaluation import Candidate, Chosen, EvaluationDocument, Inte
 from hlc.artefacts.files import ArtefactError
 from hlc.dispatch.bundle import description_of
 from hlc.dispatch.reference import Decider
-from hlc.evaluation.combined import combine
+from hlc.evaluation.combined import changed_sources, combine
 from hlc.evaluation.inputs import models_of, used_models_of
 from hlc.evaluation.oracle import label
 from hlc.evaluation.text import Figures, format_document
@@ -253,15 +253,6 @@ def replay_oracle(first: str | Path, second: str | Path | Sequence[str | Path], 
                   chooser, judge_by, oracle=True, changed=changed_sources(theirs.sources, mine.sources),
                   other_machine=tuple(machine_differences(theirs.machine, mine.machine)),
                   judges=tuple(judges) if len(judges) > 1 else ())
-
-
-def changed_sources(timed: Mapping[str, str], other: Mapping[str, str]) -> tuple[str, ...]:
-    """The source files whose digests differ between those an evaluation
-    timed (``timed``) and another record of them (``other``: a models
-    file's fingerprint, or another evaluation's sources); a file either one
-    does not know of is not counted, and neither is an evaluation that
-    predates the record."""
-    return tuple(sorted(name for name, digest in timed.items() if other.get(name, digest) != digest))
 
 
 def _paths(given: str | Path | Sequence[str | Path] | None) -> list[Path]:
