@@ -290,7 +290,8 @@ def fake_compiler(folder, name: str, says: str):
 def test_code_is_generated_at_the_link_in_parallel_jobs_only_by_gcc_on_several_cores(tmp_path, monkeypatch):
     monkeypatch.setattr(compiling.os, "sched_getaffinity", lambda pid: {0, 1, 2})
     gcc = fake_compiler(tmp_path, "gcc", GCC_VERSION.replace("\n", "\\n"))
-    assert compiling._link_time_flags([gcc, "-DNDEBUG", "-O2", "-Wall", "-O3"]) == (["-flto"], ["-flto=3", "-O3"])
+    assert compiling._link_time_flags([gcc, "-DNDEBUG", "-O2", "-Wall", "-O3"]) == (
+        ["-flto"], ["-flto=3", "--param=lto-partitions=3", "-O3"])
     (tmp_path / "mac").mkdir()
     assert compiling._link_time_flags([fake_compiler(tmp_path / "mac", "cc", "Apple clang version 15.0.0\\n")]) is None
     assert compiling._link_time_flags([fake_compiler(tmp_path, "x86_64-conda-linux-gnu-cc", "GCC")]) is None
@@ -320,3 +321,28 @@ def test_a_compiler_that_refuses_to_generate_code_at_the_link_compiles_plainly(t
     monkeypatch.delenv("CC")
     compile_extensions([source], tmp_path / "plain", cached=False, at_link=False)
     assert load(tmp_path / "plain", "arith").triple(5) == 15
+
+
+def test_the_sources_compile_without_the_warnings_nobody_reads(tmp_path, monkeypatch):
+    """Python's -Wall is left out of a description's sources' compile (its
+    output is shown only on failure), at the link or plainly; the other
+    flags stay."""
+    real = compiling.shutil.which("gcc")
+    if real is None:
+        pytest.skip("no gcc here")
+    said = tmp_path / "arguments"
+    wrapper = tmp_path / "bin" / "gcc"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\necho "$@" >> {said}\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    source = tmp_path / "arith.pyx"
+    source.write_text(SOURCE)
+    monkeypatch.setenv("CC", f"{wrapper} -Wall -Wextra -DMARKED")
+    for at_link in (True, False):
+        said.unlink(missing_ok=True)
+        folder = tmp_path / f"at-link-{at_link}"
+        compile_extensions([source], folder, cached=False, at_link=at_link)
+        assert load(folder, "arith").triple(7) == 21
+        compiles = [line.split() for line in said.read_text().splitlines() if " -c " in f" {line} "]
+        assert compiles and all("-DMARKED" in line for line in compiles)
+        assert not any(flag in line for line in compiles for flag in ("-Wall", "-Wextra"))
