@@ -121,3 +121,19 @@ def test_the_profile_times_an_implementation_predicted_slow_where_its_step_may_n
     # without the samples, the Judge trusts the knot where the fit put it
     blind = Judge(library, models)
     assert len(blind.worth_timing(at(18 if models.time("table").discovered[0].factors[0].knot <= 18 else 20))) == 1
+
+
+def test_the_values_over_arrays_are_those_point_by_point(monkeypatch):
+    """The loose knots found from the terms valued over arrays of the
+    samples' values are the ones found from them valued sample by sample."""
+    from hlc.model import knots
+
+    valued = []
+    real = knots.array_columns
+    monkeypatch.setattr(knots, "array_columns", lambda *arguments: valued.append(real(*arguments)) or valued[-1])
+    library, models, over_arrays = knots_of(samples([16, 22]))
+    assert valued and all(columns is not None for columns in valued)
+    assert any(knot.below is not None and knot.above is not None for knot in over_arrays)
+    monkeypatch.setattr(knots, "array_columns", lambda *arguments: None)  # point by point
+    _, _, point_by_point = knots_of(samples([16, 22]))
+    assert over_arrays == point_by_point
