@@ -114,8 +114,12 @@ FAST_QUANTILE = 0.1
 SEARCH_COST = 10.0
 #: A library's fits run side by side in worker processes from this cost on
 #: (_fit_cost, summed over its models): below, the passing of samples and
-#: models to the workers costs more than it saves.
-FIT_SIDE_BY_SIDE = 20_000.0
+#: models to the workers costs more than it saves.  An adaptive sort build's
+#: rounds refit its models' coefficients at a cost of 12,000-13,000, in
+#: 0.32-0.34 s in one process and 0.19-0.21 s beside a worker (the check
+#: that each model predicts a positive time everywhere is most of it); the
+#: runtime library's, at 2,300, took 19 ms alone and 17 ms beside one.
+FIT_SIDE_BY_SIDE = 2_000.0
 #: Samples taken in spells are kept, scaled back, when fewer than this many
 #: others per written term and family would be left to fit and discover from.
 STEADY_PER_TERM = 3
