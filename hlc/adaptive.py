@@ -187,8 +187,15 @@ PACE_BOUNDS = (1.0, 8.0)
 ROUND_OVERRUN = 2.0
 #: A round with room left takes the decisions uncertain at these multiples of the models' uncertainty.
 WIDENINGS = (2.0, 4.0)
-#: The fitter searches the terms again when the measured points have grown by this factor.
+#: The fitter searches the terms again when the measured points have grown by this factor ...
 REDISCOVER = 2.0
+#: ... and at least this many times the seconds that search is expected to
+#: take (the last one's, grown with the points) are left of the rounds'
+#: budget: a search only guides the rounds after it, and the final fit
+#: searches every sample anyway.  In three sort builds the last search came
+#: with about two seconds left, took 0.8-1.0 s and planned half a second of
+#: timings; a refit of the terms found before takes a fifth of it.
+SEARCH_WORTH = 4.0
 #: A round's search cross-validates this many candidates a step, fewer than the
 #: final fit's (hlc.model.discover.SHORTLIST): its models only say where to
 #: measure next, and its seconds are not spent measuring.
@@ -1155,6 +1162,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
     rounds: list[Round] = []
     used_models = load_each(models_of or {})
     searched: tuple[int, Models] | None = None  # fitting points, and the models, of the last search
+    search_seconds = 0.0  # what the last search took
     values: dict[tuple, dict[str, float]] = {}  # the terms' values at the sites, for every round's Judge
     overhead = 0.0  # the least a round measures: a multiple of what fitting and planning the last one took
     thought = 0.0  # seconds the last round's fit and planning took
@@ -1185,7 +1193,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
     def fitting_rounds(until: float, portion: float = ROUND_SHARE) -> bool:
         """Rounds until ``until`` seconds into the budget, each planned with
         ``portion`` of what is left; whether that cut them short."""
-        nonlocal records, taken, searched, overhead, previous, thought
+        nonlocal records, taken, searched, search_seconds, overhead, previous, thought
         while True:
             left = until - (time.monotonic() - started)
             unsure = None  # the share of the decisions uncertain, as the round's plan saw them
@@ -1207,9 +1215,12 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                 with spent.spending("fit"):
                     if searched is None:  # workers for the next fits, large enough to share
                         start_workers(fit_workers_wanted(library), preload=["hlc.model.calibration"])
-                    # The terms are searched again once the points have doubled; in
+                    # The terms are searched again once the points have doubled, while
+                    # enough is left for the rounds it guides (SEARCH_WORTH); in
                     # between, a round refits the coefficients of the terms found last.
-                    search = searched is None or len(taken) >= REDISCOVER * searched[0]
+                    search = searched is None or (len(taken) >= REDISCOVER * searched[0] and left >= SEARCH_WORTH
+                                                  * search_seconds * len(taken) / max(searched[0], 1))
+                    fitting_started = time.monotonic()
                     models = calibrate(library, records, models_of=models_of,
                                        terms_of=None if search else searched[1], shortlist=ROUND_SHORTLIST,
                                        every_sample=False)
@@ -1217,6 +1228,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                         wait_for_workers()
                     if search:
                         searched = (len(taken), models)
+                        search_seconds = time.monotonic() - fitting_started
                 # Outside the planning account: surveying new midpoints is the
                 # program's work, which it accounts for itself (inputs).  Once
                 # every grid point is measured, no more (BISECT_UNTIL_COVERED).

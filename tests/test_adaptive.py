@@ -788,3 +788,28 @@ def test_boundaries_between_implementations_are_bisected_first_then_the_cheapest
     assert ordered == [cheap, cheap_too, costly, setting, unknown]
     assert bisection_order([costly, cheap], Costs(), {costly.key: (True, 60.0), cheap.key: (True, 0.1)}) \
         == [costly, cheap]  # 2 s for a stake 600 times as large
+
+
+def test_the_terms_are_searched_again_only_where_enough_is_left_for_the_rounds_it_guides(tmp_path, monkeypatch):
+    """Once the points have doubled, a round's fit searches the terms again
+    while the budget left is SEARCH_WORTH times what that search is
+    expected to take; else it refits the coefficients of the terms found."""
+    library = hlc.parse_file(DESCRIPTIONS / "crossing.hl")
+    real = adaptive_profile.calibrate
+
+    def searches(worth: float) -> list[bool]:
+        searched: list[bool] = []
+
+        def calibrate(*arguments, terms_of=None, **options):
+            searched.append(terms_of is None)
+            return real(*arguments, terms_of=terms_of, **options)
+
+        monkeypatch.setattr(adaptive_profile, "calibrate", calibrate)
+        monkeypatch.setattr(adaptive_profile, "SEARCH_WORTH", worth)
+        folder = tmp_path / f"worth-{worth}"
+        profile_adaptively(library, folder / "samples.jsonl", folder, ranks=[1], budget=6.0)
+        return searched
+
+    assert sum(searches(0.0)) >= 2
+    always = searches(math.inf)
+    assert always[0] and not any(always[1:]) and len(always) >= 2
