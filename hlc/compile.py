@@ -11,7 +11,7 @@ disables it), keyed by everything the compiled code depends on: the
 source and its neighbouring ``.pxd``/``.pxi``/``.h`` files, the Cython,
 NumPy and Python versions, the compiler settings and the CPU's instruction
 sets.  The sort library's kernels are 1.7 MB of C that take Cython and
-the C compiler 5.6 seconds on two cores, with the code generated at the
+the C compiler 5.9 seconds on two cores, with the code generated at the
 link in a job per core (:func:`_link_time_flags`) and without the warnings
 no one reads (``_UNSEEN_WARNINGS``); a rebuild or a second build of the
 same sources takes them from the cache.
@@ -396,11 +396,11 @@ def _link_time_flags(compiler: Sequence[str]) -> tuple[list[str], list[str]] | N
     the jobs.  One Cython module
     is one C file, and one C file is one job for the compiler: the sort
     library's kernels, 1.9 MB of C, took the C compiler 5.3 s, in two jobs
-    at the link 3.7 s, and sorted as fast.  The code is split into as many
-    parts as there are jobs: GCC's own split made five parts of the sort
-    kernels for two jobs, whose link took 3.1-3.5 s, against 2.7-3.2 s in
-    two parts (sorting as fast).  The link gets the compile's optimization
-    flags too."""
+    at the link 3.7 s, and sorted as fast.  The link gets the compile's
+    optimization flags too.  GCC splits the code into parts for the jobs
+    as it sees fit (five for the sort kernels): split into two, their link
+    took 0.3 s less, but the code was laid out otherwise, and some sorts
+    ran up to a tenth faster or slower for it."""
     cores = usable_cores() or 1
     if cores < 2 or not compiler or Path(compiler[0]).name not in _PARALLEL_LINKERS:
         return None
@@ -413,7 +413,7 @@ def _link_time_flags(compiler: Sequence[str]) -> tuple[list[str], list[str]] | N
     if "clang" in said.lower() or "free software foundation" not in said.lower():
         return None
     optimization = [flag for flag in compiler[1:] if flag.startswith("-O")][-1:]
-    return ["-flto"], [f"-flto={cores}", f"--param=lto-partitions={cores}", *optimization]
+    return ["-flto"], [f"-flto={cores}", *optimization]
 
 
 def _module_flags() -> list[str]:

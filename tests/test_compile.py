@@ -290,8 +290,7 @@ def fake_compiler(folder, name: str, says: str):
 def test_code_is_generated_at_the_link_in_parallel_jobs_only_by_gcc_on_several_cores(tmp_path, monkeypatch):
     monkeypatch.setattr(compiling.os, "sched_getaffinity", lambda pid: {0, 1, 2})
     gcc = fake_compiler(tmp_path, "gcc", GCC_VERSION.replace("\n", "\\n"))
-    assert compiling._link_time_flags([gcc, "-DNDEBUG", "-O2", "-Wall", "-O3"]) == (
-        ["-flto"], ["-flto=3", "--param=lto-partitions=3", "-O3"])
+    assert compiling._link_time_flags([gcc, "-DNDEBUG", "-O2", "-Wall", "-O3"]) == (["-flto"], ["-flto=3", "-O3"])
     (tmp_path / "mac").mkdir()
     assert compiling._link_time_flags([fake_compiler(tmp_path / "mac", "cc", "Apple clang version 15.0.0\\n")]) is None
     assert compiling._link_time_flags([fake_compiler(tmp_path, "x86_64-conda-linux-gnu-cc", "GCC")]) is None
