@@ -192,9 +192,10 @@ REDISCOVER = 2.0
 #: ... and at least this many times the seconds that search is expected to
 #: take (the last one's, grown with the points) are left of the rounds'
 #: budget: a search only guides the rounds after it, and the final fit
-#: searches every sample anyway.  In three sort builds the last search came
-#: with about two seconds left, took 0.8-1.0 s and planned half a second of
-#: timings; a refit of the terms found before takes a fifth of it.
+#: searches every sample anyway.  In two sort builds the last search came
+#: two seconds before the end of the profile, took 0.8 and 1.0 s, and
+#: planned a round of under a second; a refit of the terms found before
+#: takes a fifth of it.
 SEARCH_WORTH = 4.0
 #: A round's search cross-validates this many candidates a step, fewer than the
 #: final fit's (hlc.model.discover.SHORTLIST): its models only say where to

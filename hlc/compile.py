@@ -399,8 +399,9 @@ def _link_time_flags(compiler: Sequence[str]) -> tuple[list[str], list[str]] | N
     at the link 3.7 s, and sorted as fast.  The link gets the compile's
     optimization flags too.  GCC splits the code into parts for the jobs
     as it sees fit (five for the sort kernels): split into two, their link
-    took 0.3 s less, but the code was laid out otherwise, and some sorts
-    ran up to a tenth faster or slower for it."""
+    took 0.3 s less, but the code was laid out otherwise; the sorts ran as
+    fast in the median of 58 cases, single cases up to a tenth faster or
+    slower, which one comparison could not tell from the host's noise."""
     cores = usable_cores() or 1
     if cores < 2 or not compiler or Path(compiler[0]).name not in _PARALLEL_LINKERS:
         return None
