@@ -197,7 +197,7 @@ class _Printer:
             return f"ldexp({plain_left}, (int)({plain_right}))"
         if operator == ">>":
             return f"floor(ldexp({plain_left}, -(int)({plain_right})))"
-        power = _power_of_two_comparison(node)
+        power = power_of_two_comparison(node)
         if power is not None:
             argument, threshold = power
             return f"{self.wrap(argument, _level(argument) <= PRECEDENCE['<<'])} {operator} {threshold!r}"
@@ -208,7 +208,7 @@ class _Printer:
         return f"{left} {symbol} {right}"
 
 
-def _power_of_two_comparison(node: Binary) -> tuple[Expression, float] | None:
+def power_of_two_comparison(node: Binary) -> tuple[Expression, float] | None:
     """``log2(x) >= k`` as ``(x, 2 ** k)``, so that C compares ``x >= 2 ** k``.
 
     A discovered step of a size (``n * (log2(n) >= 17.5)``) is evaluated at

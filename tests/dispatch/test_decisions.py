@@ -359,3 +359,45 @@ def test_where_no_model_predicts_a_positive_time_the_first_implementation_that_a
     assert all(math.isinf(seconds) for seconds in module.choose([1.0] * 100).predicted.values())
     assert module.choose([1.0] * 5000).seconds == pytest.approx(4e-3)
     assert "no model predicts a positive time here: fourfold runs" in module.explain([1.0] * 100)
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_a_searched_hinge_in_log2_takes_the_logarithm_only_above_its_knot_to_the_same_value(tmp_path):
+    """``max(0, log2(x) - k)`` among the factors a search values at each
+    candidate compiles to C that takes the logarithm only where x lies above
+    2 ** k: bit for bit the hinge's value at every x around the knot, at
+    zero, negatives, NaN and infinity.  Where the factors take log2 of x
+    elsewhere too, the hinge stays as it is (the compiler shares the call)."""
+    from hlc.dispatch.cmodels import Library, logarithms_taken
+    from hlc.language.parser import parse_syntax
+    from hlc.model.terms import factor_expression
+
+    def parse_expression(text: str):
+        return parse_syntax(f"library probe\nlet value = {text}").constants[0].value
+
+    spelled = Library(hlc.parse("library empty\n"), {}, {})
+    lines, sizes = [], [0.0, -1.0, 0.5, 1.0, 3.0, 1e300, float("inf"), float("nan")]
+    for k in (0, 1, 6.5, 12, 17.25, -2, 40):
+        hinge = factor_expression(Factor("hinge", "x", k, log=True))  # as the fitter finds it
+        guarded = spelled.guarded_hinge(hinge, [hinge, parse_expression("x * (log2(x) >= 3)")])
+        assert guarded is not None and guarded.startswith("(v_x > ")
+        assert spelled.guarded_hinge(hinge, [hinge, parse_expression("log2(x) * n")]) is None
+        lines.append(f'        printf("%a %a\\n", (double)({spelled.c(hinge)}), (double)({guarded}));\n')
+        center = 2.0 ** k
+        sizes += [center, math.nextafter(center, 0), math.nextafter(center, math.inf), math.floor(center),
+                  math.ceil(center) + 1, center * (1 - 2.0 ** -40), center * (1 + 2.0 ** -40)]
+    assert logarithms_taken(parse_expression("log2(x) >= 3 and max(0, log2(y) - 2) > 0")) == ["y"]
+    values = ", ".join("NAN" if math.isnan(x) else "INFINITY" if math.isinf(x) else repr(x) for x in sizes)
+    headers = Path(__file__).resolve().parents[2] / "templates"
+    program = tmp_path / "hinges.c"
+    program.write_text("#define HLC_SCAN_LIMIT 64L\n#define HLC_COARSE 16L\n#include \"hlc_dispatch.h\"\n"
+                       "#include <stdio.h>\nint main(void) {\n"
+                       f"    double xs[] = {{{values}}};\n"
+                       "    for (unsigned i = 0; i < sizeof xs / sizeof xs[0]; i++) {\n        double v_x = xs[i];\n"
+                       f"{''.join(lines)}    }}\n    return 0;\n}}\n")
+    binary = tmp_path / "hinges"
+    subprocess.run(["cc", "-O2", "-fno-math-errno", f"-I{headers}", str(program), "-o", str(binary), "-lm"],
+                   check=True)
+    rows = subprocess.run([str(binary)], check=True, capture_output=True, text=True).stdout.splitlines()
+    assert len(rows) == len(sizes) * 7
+    assert all(plain == guarded for plain, guarded in map(str.split, rows))
