@@ -265,8 +265,8 @@ class Library:
         fix.append({"statement": "f->deviation = deviation;", "source": None})
         vary: list[dict[str, str | None]] = []
         spread = False
-        varying = [group.factor for group in sums.groups] + [let.value for let in helpers_for(
-            implementation, [group.factor for group in sums.groups])]
+        sum_helpers = helpers_for(implementation, [group.factor for group in sums.groups])
+        varying = [group.factor for group in sums.groups] + [let.value for let in sum_helpers]
         guarded = {factor: text for factor in varying if (text := self.guarded_hinge(factor, varying)) is not None}
         for index, group in enumerate(sums.groups):
             assigned: set[str] = set()
@@ -311,8 +311,7 @@ class Library:
                 "arguments": _call_arguments(interface, implementation),
                 "parameters": named,
                 "fix_helpers": [(v(let.name), self.c(let.value)) for let in helpers_for(implementation, fixed_terms)],
-                "sum_helpers": [(v(let.name), self.c(let.value))
-                                for let in helpers_for(implementation, [g.factor for g in sums.groups])],
+                "sum_helpers": [(v(let.name), self.c(let.value)) for let in sum_helpers],
                 "fix_terms": fix, "vary_terms": vary,
                 "fix_width": max((len(line["statement"]) for line in fix if line["source"]), default=0),
                 "vary_width": max((len(line["statement"]) for line in vary if line["source"]), default=0)}
