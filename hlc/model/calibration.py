@@ -353,7 +353,7 @@ def _leveled(predictor: Predictor, implementation: ast.Implementation, entry: Ti
     judge = Predictor(predictor.library, {**predictor.calibration, implementation.name: entry}, predictor.used)
 
     # log of each sample's time over its prediction, NaN where it predicts nothing
-    predicted = np.array([judge.evaluate(implementation.name, _environment(s)) for s in fitting])
+    predicted = judge.evaluate_each(implementation.name, [_environment(s) for s in fitting])
     usable = (predicted > 0) & np.isfinite(predicted)
     miss = np.full(len(fitting), np.nan)
     miss[usable] = np.log(np.array([s.seconds for s in fitting])[usable] / predicted[usable])
@@ -769,6 +769,21 @@ class _Judged:
         return _Fitted(entry, search, samples)
 
 
+def _steadied(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
+              fitting: list[Sample], verification: list[Sample], tolerance: HostTolerance, relative: bool,
+              slowdown: float | None = None) -> tuple[Steadiness, bool]:
+    """The samples a model is judged on (:func:`_steady`), and whether they
+    were pooled: where the steady fitting samples are too few for its
+    terms, they are fitted with the verification ones, unverified, which
+    is better than no model."""
+    steadiness = _steady(predictor, implementation, model, fitting, verification, tolerance, relative, slowdown)
+    fitting, verification = steadiness.fitting, steadiness.verification
+    pooled = model.fitted and _too_few(model, fitting) and not _too_few(model, fitting + verification)
+    if pooled:
+        steadiness = replace(steadiness, fitting=fitting + verification, verification=[])
+    return steadiness, pooled
+
+
 def _judge(predictor: Predictor, implementation: ast.Implementation, model: ast.CostModel,
            fitting: list[Sample], verification: list[Sample], relative: bool,
            confidence: float, tolerance: HostTolerance = HostTolerance(), discovering: bool = True,
@@ -777,12 +792,9 @@ def _judge(predictor: Predictor, implementation: ast.Implementation, model: ast.
     """The implementation's terms searched and fitted on the fitting
     samples and judged on the verification samples (the verification
     MRE); a model with no terms to fit is done here (a :class:`_Fitted`)."""
-    steadiness = _steady(predictor, implementation, model, fitting, verification, tolerance, relative, slowdown)
+    steadiness, pooled = _steadied(predictor, implementation, model, fitting, verification, tolerance, relative,
+                                   slowdown)
     fitting, verification, disturbed = steadiness.fitting, steadiness.verification, steadiness.left_out
-    pooled = model.fitted and _too_few(model, fitting) and not _too_few(model, fitting + verification)
-    if pooled:  # a model fitted on every sample, unverified, is better than none
-        fitting, verification = fitting + verification, []
-        steadiness = replace(steadiness, fitting=fitting, verification=verification)
     counts = {"samples": len(fitting), "verification_samples": len(verification),
               "noisy_samples": sum(1 for s in fitting + verification if s.noisy),
               "disturbed_samples": disturbed}
@@ -1189,6 +1201,7 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
     left: dict[str, int] = {}  # searches of a model not back yet
     searching: dict[str, bool] = {}  # whether the model's terms are searched (not given by terms_of)
     fit_jobs: dict[str, tuple] = {}
+    halves: dict[str, dict[str, Any]] = {}  # a split final fit's searches back so far (level)
     started: set[str] = set()
 
     def start(interface: ast.Interface, implementation: ast.Implementation) -> list[Job]:
@@ -1208,7 +1221,41 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
                           previous.discovered if previous and previous.status == "fitted" else None,
                           shortlist, shared_sites[interface.name], every_sample, every_sample)
         cost = _fit_cost(implementation.model("time"), fitting, discovering and searching[name])
-        return [Job(_fit_job, fit_jobs[name], cost, then=lambda fitted: fitted_back(name, fitted))]
+        if not (every_sample and implementation.parameters and implementation.model("time").fitted):
+            return [Job(_fit_job, fit_jobs[name], cost, then=lambda fitted: fitted_back(name, fitted))]
+        halves[name] = {}  # a split final fit (_fit_job): the judged search and the one on every sample
+        return [Job(_fit_job, fit_jobs[name], cost, then=lambda judged: half_back(name, "judged", judged)),
+                Job(_every_sample_job, fit_jobs[name][:13], cost, then=lambda kept: half_back(name, "kept", kept))]
+
+    def half_back(name: str, half: str, result: Any) -> list[Job]:
+        halves[name][half] = result
+        if len(halves[name]) < 2:
+            return []
+        return [Job(level, (name,), 0.0, here=True,
+                    then=lambda done: done if isinstance(done, list) else fitted_back(name, done))]
+
+    def level(name: str) -> _Fitted | list[Job]:
+        """A split final fit's points leveled by its search on every sample:
+        its model, or where any point is leveled, the job that judges it again."""
+        judged, kept = halves[name]["judged"], halves.pop(name)["kept"]
+        if isinstance(judged, _Fitted):  # nothing to search (or it failed): the model as it is
+            return judged
+        if isinstance(kept, str):
+            return _Fitted(TimeModel("unfitted", cause=kept))
+        implementation, model = implementations[name], implementations[name].model("time")
+        fitting, verification = fit_jobs[name][4], fit_jobs[name][5]
+        try:
+            leveled = _leveled(predictor, implementation, judged.kept(model, kept, relative).entry, fitting,
+                               tolerance)
+        except (FitError, EvaluationError, ModelUnavailable) as error:
+            return _Fitted(TimeModel("unfitted", cause=str(error)))
+        if not leveled:
+            return _Pending(judged, {}, None, _domain(fitting + verification)).done(model, kept, relative)
+        # the spells' slowdown, for their other samples, is the one all of them showed
+        steadiness = judged.steadiness
+        again = (*fit_jobs[name], leveled, steadiness.slowdown if steadiness.scaled else None)
+        cost = _fit_cost(model, fitting, discovering and searching[name])
+        return [Job(_fit_job, again, cost, then=lambda fitted: fitted_back(name, fitted))]
 
     def fitted_back(name: str, fitted: _Fitted) -> list[Job]:
         """The final fit's search on every sample, and its bags' (_bagged), as jobs of their own."""
@@ -1301,7 +1348,8 @@ def _fit_job(shared: Shared, models_of: dict[str, Path], callees: dict[str, Time
              fitting: list[Sample], verification: list[Sample], relative: bool, confidence: float,
              tolerance: HostTolerance, discovering: bool, discovered: tuple[Discovered, ...] | None,
              shortlist: int | None, shared_sites: Shared, every_sample: bool = True,
-             later: bool = False) -> _Fitted:
+             later: bool = False, leveled: dict[str, float] | None = None,
+             slowdown: float | None = None) -> _Fitted | _Judged:
     """One implementation's fitted model, with its domain: a job that runs
     in this process or in a worker (hlc.model.workers), given the fitted
     models its terms call (``callees``).
@@ -1322,7 +1370,19 @@ def _fit_job(shared: Shared, models_of: dict[str, Path], callees: dict[str, Time
     (``pending``), to run as a job of its own beside the bags'
     (:func:`_search_job`): the final fit of a sort build, whose radix
     models are searched six times each, took 11.7 s with each model's
-    searches one after the other in its job, 8.4 s so (two cores)."""
+    searches one after the other in its job, 8.4 s so (two cores).
+
+    A parameterized model's points taken in the host's spells are leveled
+    by the model kept (:func:`_leveled`), and the model judged again on
+    them.  Its final fit (``every_sample`` and ``later``) is split so that
+    the searches run side by side: this job returns the judged model (a
+    :class:`_Judged`), the search on every sample runs beside it
+    (:func:`_every_sample_job`), the caller levels the points by that, and
+    where any are, this job runs again with ``leveled`` (the factors) and
+    the spells' ``slowdown``, for the judged model on the leveled samples,
+    whose search on every sample is left to the caller.  A sort build's
+    final fit took 3.1-3.3 s so, 4.0 s with the three searches that
+    judge, level and judge again one after the other (two cores)."""
     library, sites = shared.value, shared_sites.value
     implementation = next(m for i in library.interfaces for m in i.implementations if m.name == name)
     model = implementation.model("time")
@@ -1330,35 +1390,68 @@ def _fit_job(shared: Shared, models_of: dict[str, Path], callees: dict[str, Time
     try:
         if model.fitted and not fitting:
             raise FitError("no fitting samples (was the library profiled?)")
-        judged = _judge(predictor, implementation, model, fitting, verification, relative, confidence,
-                        tolerance, discovering, discovered, shortlist, sites)
-        if isinstance(judged, _Fitted):
-            judged.entry = replace(judged.entry, domain=_domain(fitting + verification))
-            return judged
-        # A parameterized model's points are leveled by the model that would be kept (on every sample).
-        kept = None
-        if every_sample and judged.searched_again and implementation.parameters:
-            kept = _search_and_fit(predictor, implementation, model, judged.everything, relative, confidence,
-                                   discovering, discovered, shortlist, sites)
-        leveled = _leveled(predictor, implementation, judged.kept(model, kept, relative).entry, fitting, tolerance)
-        if leveled:
-            # the spells' slowdown, for their other samples, is the one all of them showed
-            steadiness = judged.steadiness
+        if leveled:  # the second part of a split final fit: judged again, on the leveled samples
             judged = _judge(predictor, implementation, model, leveled_samples(leveled, fitting), verification,
-                            relative, confidence, tolerance, discovering, discovered, shortlist, sites,
-                            steadiness.slowdown if steadiness.scaled else None)
+                            relative, confidence, tolerance, discovering, discovered, shortlist, sites, slowdown)
             assert isinstance(judged, _Judged)
+        else:
+            judged = _judge(predictor, implementation, model, fitting, verification, relative, confidence,
+                            tolerance, discovering, discovered, shortlist, sites)
+            if isinstance(judged, _Fitted):
+                judged.entry = replace(judged.entry, domain=_domain(fitting + verification))
+                return judged
+            if every_sample and later and implementation.parameters:
+                return judged  # the first part of a split final fit
+            # A parameterized model's points are leveled by the model that would be kept (on every sample).
             kept = None
+            if every_sample and judged.searched_again and implementation.parameters:
+                kept = _search_and_fit(predictor, implementation, model, judged.everything, relative, confidence,
+                                       discovering, discovered, shortlist, sites)
+            leveled = _leveled(predictor, implementation, judged.kept(model, kept, relative).entry, fitting,
+                               tolerance)
+            if leveled:
+                # the spells' slowdown, for their other samples, is the one all of them showed
+                steadiness = judged.steadiness
+                judged = _judge(predictor, implementation, model, leveled_samples(leveled, fitting), verification,
+                                relative, confidence, tolerance, discovering, discovered, shortlist, sites,
+                                steadiness.slowdown if steadiness.scaled else None)
+                assert isinstance(judged, _Judged)
+            elif kept is not None:
+                return _Pending(judged, {}, None, _domain(fitting + verification)).done(model, kept, relative)
         pending = _Pending(judged, leveled, _leveled_text(leveled, fitting) if leveled else None,
                            _domain(fitting + verification))
-        if every_sample and judged.searched_again and later and kept is None:
+        if every_sample and judged.searched_again and later:
             return _Fitted(TimeModel("unfitted", cause="its search on every sample is pending"), pending=pending)
-        if every_sample and judged.searched_again and kept is None:
+        kept = None
+        if every_sample and judged.searched_again:
             kept = _search_and_fit(predictor, implementation, model, judged.everything, relative, confidence,
                                    discovering, discovered, shortlist, sites)
         return pending.done(model, kept, relative)
     except (FitError, EvaluationError, ModelUnavailable) as error:
         return _Fitted(TimeModel("unfitted", cause=str(error)))
+
+
+def _every_sample_job(shared: Shared, models_of: dict[str, Path], callees: dict[str, TimeModel], name: str,
+                      fitting: list[Sample], verification: list[Sample], relative: bool, confidence: float,
+                      tolerance: HostTolerance, discovering: bool, discovered: tuple[Discovered, ...] | None,
+                      shortlist: int | None, shared_sites: Shared) -> _Search | str | None:
+    """The search on every sample that a parameterized model's points are
+    leveled by, in a split final fit (:func:`_fit_job`): a job beside the
+    judged search, on the samples the judge keeps (:func:`_steadied`), all
+    of them.  None where the judge keeps no verification sample (the
+    judged model is then kept); the error's text where the search fails."""
+    library, sites = shared.value, shared_sites.value
+    implementation = next(m for i in library.interfaces for m in i.implementations if m.name == name)
+    model = implementation.model("time")
+    predictor = Predictor(library, callees, used_predictors(library, models_of))
+    try:
+        steadiness, _ = _steadied(predictor, implementation, model, fitting, verification, tolerance, relative)
+        if not steadiness.verification:
+            return None
+        return _search_and_fit(predictor, implementation, model, steadiness.fitting + steadiness.verification,
+                               relative, confidence, discovering, discovered, shortlist, sites)
+    except (FitError, EvaluationError, ModelUnavailable) as error:
+        return str(error)
 
 
 def _search_job(shared: Shared, models_of: dict[str, Path], callees: dict[str, TimeModel], name: str,

@@ -396,6 +396,7 @@ def test_a_discovered_step_may_not_pull_a_cost_per_unit_below_zero(monkeypatch):
     assert entry.coefficients["n"] == pytest.approx(3e-9, rel=0.05)  # the larger arrays' cost per element
     assert any("left out the fitter's term n * (bits >=" in note and "predicted no positive time" in note
                for note in entry.warnings), entry.warnings
+    monkeypatch.setenv("HLC_FIT_WORKERS", "0")  # every job in this process, where PROBES is patched
     monkeypatch.setattr(calibration, "PROBES", 0)
     unchecked = calibrate(library, stepped_samples()).time("digits")
     assert any(term.base == "n" and term.factors[0].kind == "step" and term.factors[0].variable == "bits"
