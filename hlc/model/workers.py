@@ -144,11 +144,14 @@ class _Worker:
     """One worker process and its pipes."""
 
     def __init__(self, preload: Sequence[str] = ()) -> None:
+        # The worker imports this process's hlc: its folder first on the path,
+        # and not the working folder, which -m would put first (-P), where a
+        # checkout of another hlc may lie.
         package_root = str(Path(__file__).resolve().parents[2])
         path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH", "")) if p)
         # its error output goes to a file, read only to say why it failed
         self.errors = tempfile.TemporaryFile()  # noqa: SIM115
-        self.process = subprocess.Popen([sys.executable, "-m", "hlc.model.workers", *preload],
+        self.process = subprocess.Popen([sys.executable, "-P", "-m", "hlc.model.workers", *preload],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors,
                                         env={**os.environ, **_ONE_THREAD, "PYTHONPATH": path})
         self.started = False  # whether it said it is ready

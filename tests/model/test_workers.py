@@ -235,3 +235,19 @@ def test_a_build_starts_no_more_workers_than_its_widest_wave_can_use(monkeypatch
     assert calibration.fit_workers_wanted(library) == 4  # five models in the widest wave (the one-rank ones)
     monkeypatch.setenv("HLC_FIT_WORKERS", "1")
     assert calibration.fit_workers_wanted(library) == 1
+
+
+def test_a_worker_imports_this_process_s_hlc_whatever_lies_in_the_working_folder(monkeypatch, tmp_path):
+    """A worker started from a folder that holds another hlc (a checkout
+    of another version, say) imports the hlc of the process that started
+    it, not that one: here, one that cannot be imported."""
+    (tmp_path / "hlc").mkdir()
+    (tmp_path / "hlc" / "__init__.py").write_text("raise ImportError('the hlc of the working folder')\n")
+    workers.close_workers()
+    monkeypatch.setattr(workers, "_failures", 0)
+    monkeypatch.chdir(tmp_path)
+    try:
+        pids = side_by_side(os.getpid, [(), ()], [1.0, 1.0], workers=1)
+        assert workers._failures == 0 and pids[1] != os.getpid()
+    finally:
+        workers.close_workers()
