@@ -1381,7 +1381,7 @@ def _fit_job(shared: Shared, models_of: dict[str, Path], callees: dict[str, Time
     where any are, this job runs again with ``leveled`` (the factors) and
     the spells' ``slowdown``, for the judged model on the leveled samples,
     whose search on every sample is left to the caller.  A sort build's
-    final fit took 3.1-3.3 s so, 4.0 s with the three searches that
+    final fit took 3.0-3.4 s so, 3.5-4.0 s with the three searches that
     judge, level and judge again one after the other (two cores)."""
     library, sites = shared.value, shared_sites.value
     implementation = next(m for i in library.interfaces for m in i.implementations if m.name == name)
