@@ -1219,7 +1219,7 @@ def _calibrate(library: ast.Library, samples: Samples, *, relative: bool, confid
         fit_jobs[name] = (shared, dict(models_of or {}), called, name, fitting, verification, relative, confidence,
                           tolerance, discovering,
                           previous.discovered if previous and previous.status == "fitted" else None,
-                          shortlist, shared_sites[interface.name], every_sample, every_sample)
+                          shortlist, shared_sites[interface.name], every_sample)
         cost = _fit_cost(implementation.model("time"), fitting, discovering and searching[name])
         if not (every_sample and implementation.parameters and implementation.model("time").fitted):
             return [Job(_fit_job, fit_jobs[name], cost, then=lambda fitted: fitted_back(name, fitted))]
@@ -1348,8 +1348,7 @@ def _fit_job(shared: Shared, models_of: dict[str, Path], callees: dict[str, Time
              fitting: list[Sample], verification: list[Sample], relative: bool, confidence: float,
              tolerance: HostTolerance, discovering: bool, discovered: tuple[Discovered, ...] | None,
              shortlist: int | None, shared_sites: Shared, every_sample: bool = True,
-             later: bool = False, leveled: dict[str, float] | None = None,
-             slowdown: float | None = None) -> _Fitted | _Judged:
+             leveled: dict[str, float] | None = None, slowdown: float | None = None) -> _Fitted | _Judged:
     """One implementation's fitted model, with its domain: a job that runs
     in this process or in a worker (hlc.model.workers), given the fitted
     models its terms call (``callees``).
@@ -1366,23 +1365,23 @@ def _fit_job(shared: Shared, models_of: dict[str, Path], callees: dict[str, Time
     and worse in 6; refitting only the coefficients on every sample gained
     0.3 (SE 0.2).  The caller may bag the search kept (:func:`_bagged`).
 
-    With ``later``, the search on every sample is left to the caller
-    (``pending``), to run as a job of its own beside the bags'
-    (:func:`_search_job`): the final fit of a sort build, whose radix
-    models are searched six times each, took 11.7 s with each model's
-    searches one after the other in its job, 8.4 s so (two cores).
+    The search on every sample is left to the caller (``pending``), to
+    run as a job of its own beside the bags' (:func:`_search_job`): the
+    final fit of a sort build, whose radix models are searched six times
+    each, took 11.7 s with each model's searches one after the other in
+    its job, 8.4 s so (two cores).
 
     A parameterized model's points taken in the host's spells are leveled
-    by the model kept (:func:`_leveled`), and the model judged again on
-    them.  Its final fit (``every_sample`` and ``later``) is split so that
-    the searches run side by side: this job returns the judged model (a
-    :class:`_Judged`), the search on every sample runs beside it
-    (:func:`_every_sample_job`), the caller levels the points by that, and
-    where any are, this job runs again with ``leveled`` (the factors) and
-    the spells' ``slowdown``, for the judged model on the leveled samples,
-    whose search on every sample is left to the caller.  A sort build's
-    final fit took 3.0-3.4 s so, 3.5-4.0 s with the three searches that
-    judge, level and judge again one after the other (two cores)."""
+    (:func:`_leveled`), and the model judged again on them: in the rounds
+    (without ``every_sample``) by the judged model, here; in the final fit
+    by the model kept, so that its searches run side by side: this job
+    returns the judged model (a :class:`_Judged`), the search on every
+    sample runs beside it (:func:`_every_sample_job`), the caller levels
+    the points by that, and where any are, this job runs again with
+    ``leveled`` (the factors) and the spells' ``slowdown``.  A sort
+    build's final fit took 3.0-3.4 s so, 3.5-4.0 s with the three
+    searches that judge, level and judge again one after the other (two
+    cores)."""
     library, sites = shared.value, shared_sites.value
     implementation = next(m for i in library.interfaces for m in i.implementations if m.name == name)
     model = implementation.model("time")
@@ -1390,43 +1389,27 @@ def _fit_job(shared: Shared, models_of: dict[str, Path], callees: dict[str, Time
     try:
         if model.fitted and not fitting:
             raise FitError("no fitting samples (was the library profiled?)")
-        if leveled:  # the second part of a split final fit: judged again, on the leveled samples
-            judged = _judge(predictor, implementation, model, leveled_samples(leveled, fitting), verification,
-                            relative, confidence, tolerance, discovering, discovered, shortlist, sites, slowdown)
-            assert isinstance(judged, _Judged)
-        else:
+        if not leveled:
             judged = _judge(predictor, implementation, model, fitting, verification, relative, confidence,
                             tolerance, discovering, discovered, shortlist, sites)
             if isinstance(judged, _Fitted):
                 judged.entry = replace(judged.entry, domain=_domain(fitting + verification))
                 return judged
-            if every_sample and later and implementation.parameters:
+            if every_sample and implementation.parameters:
                 return judged  # the first part of a split final fit
-            # A parameterized model's points are leveled by the model that would be kept (on every sample).
-            kept = None
-            if every_sample and judged.searched_again and implementation.parameters:
-                kept = _search_and_fit(predictor, implementation, model, judged.everything, relative, confidence,
-                                       discovering, discovered, shortlist, sites)
-            leveled = _leveled(predictor, implementation, judged.kept(model, kept, relative).entry, fitting,
+            leveled = _leveled(predictor, implementation, judged.kept(model, None, relative).entry, fitting,
                                tolerance)
-            if leveled:
-                # the spells' slowdown, for their other samples, is the one all of them showed
-                steadiness = judged.steadiness
-                judged = _judge(predictor, implementation, model, leveled_samples(leveled, fitting), verification,
-                                relative, confidence, tolerance, discovering, discovered, shortlist, sites,
-                                steadiness.slowdown if steadiness.scaled else None)
-                assert isinstance(judged, _Judged)
-            elif kept is not None:
-                return _Pending(judged, {}, None, _domain(fitting + verification)).done(model, kept, relative)
+            # the spells' slowdown, for their other samples, is the one all of them showed
+            slowdown = judged.steadiness.slowdown if judged.steadiness.scaled else None
+        if leveled:
+            judged = _judge(predictor, implementation, model, leveled_samples(leveled, fitting), verification,
+                            relative, confidence, tolerance, discovering, discovered, shortlist, sites, slowdown)
+            assert isinstance(judged, _Judged)
         pending = _Pending(judged, leveled, _leveled_text(leveled, fitting) if leveled else None,
                            _domain(fitting + verification))
-        if every_sample and judged.searched_again and later:
-            return _Fitted(TimeModel("unfitted", cause="its search on every sample is pending"), pending=pending)
-        kept = None
         if every_sample and judged.searched_again:
-            kept = _search_and_fit(predictor, implementation, model, judged.everything, relative, confidence,
-                                   discovering, discovered, shortlist, sites)
-        return pending.done(model, kept, relative)
+            return _Fitted(TimeModel("unfitted", cause="its search on every sample is pending"), pending=pending)
+        return pending.done(model, None, relative)
     except (FitError, EvaluationError, ModelUnavailable) as error:
         return _Fitted(TimeModel("unfitted", cause=str(error)))
 

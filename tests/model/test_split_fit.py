@@ -13,7 +13,6 @@ from hlc.language.parse import parse_file
 from hlc.model import calibration
 from hlc.model.calibration import calibrate
 from hlc.model.predict import Predictor
-from hlc.model.workers import Shared
 
 ROOT = Path(__file__).resolve().parents[2]
 #: A busy Zen 4 host's default sort build: many of its radix points were timed in spells, and are leveled.
@@ -41,10 +40,24 @@ def test_the_split_fit_keeps_the_model_of_its_searches_one_after_the_other(in_th
     within = Predictor(library, {})
     fitting = calibration._within(within, implementation, samples.of("sort", "radix", verify=False))
     verification = calibration._within(within, implementation, samples.of("sort", "radix", verify=True))
-    sites = Shared(calibration.sites_of(samples, "sort"))
-    whole = calibration._fit_job(Shared(library), {}, {}, "radix", fitting, verification, True, 0.95,
-                                 calibration.host_tolerance(samples), True, None, None, sites,
-                                 every_sample=True, later=False).entry
+    sites = calibration.sites_of(samples, "sort")
+    tolerance = calibration.host_tolerance(samples)
+    model = implementation.model("time")
+
+    def searched(on):
+        return calibration._search_and_fit(within, implementation, model, on, True, 0.95, True, None, None, sites)
+
+    judged = calibration._judge(within, implementation, model, fitting, verification, True, 0.95, tolerance,
+                                True, None, None, sites)
+    leveled = calibration._leveled(within, implementation, judged.kept(model, searched(judged.everything),
+                                                                        True).entry, fitting, tolerance)
+    steadiness = judged.steadiness
+    again = calibration._judge(within, implementation, model, calibration.leveled_samples(leveled, fitting),
+                               verification, True, 0.95, tolerance, True, None, None, sites,
+                               steadiness.slowdown if steadiness.scaled else None)
+    whole = calibration._Pending(again, leveled, calibration._leveled_text(leveled, fitting),
+                                 calibration._domain(fitting + verification)).done(
+        model, searched(again.everything), True).entry
     for field in ("discovered", "terms", "coefficients", "leveled", "verification_mre", "samples",
                   "verification_samples", "on_every_sample", "domain", "warnings"):
         assert getattr(split, field) == getattr(whole, field), field
