@@ -110,11 +110,26 @@ def _where(factor: Factor) -> str:
     return f"{factor.variable} = {knot:g}"
 
 
+def _calls_a_model(base: str) -> bool:
+    """Whether a written term calls another implementation's model (a
+    hybrid term, ``radix(n, width, bpd)``): its value is a time, so its
+    coefficient is a multiple of that time, not a cost in seconds."""
+    from hlc.language.functions import MATH
+
+    return any(name not in MATH for name in re.findall(r"([A-Za-z_]\w*)\s*\(", base))
+
+
 def describe(term: Discovered, coefficient: float) -> str:
     """A discovered term in words: "the cost per n rises by 2.1 ns from
     n = 2^18.25 (311,744)"; "… grows by 0.4 ns per octave of n beyond …";
-    "… is 1.2 ns more at bits = 6, the difference falling to none 1 away"."""
-    per = "the constant cost" if term.base == "1" else f"the cost per {term.base}"
+    "… is 1.2 ns more at bits = 6, the difference falling to none 1 away".
+    Over a term that calls another model the change is a multiple of that
+    model's time: "the cost, in multiples of radix(n, width, bpd), grows
+    by 0.223 per octave of n beyond …"."""
+    multiple = _calls_a_model(term.base)
+    per = ("the constant cost" if term.base == "1"
+           else f"the cost, in multiples of {term.base}," if multiple else f"the cost per {term.base}")
+    amount = f"{abs(coefficient):.3g}" if multiple else in_seconds(coefficient)
     *conditions, last = term.factors
     # A step among the first factors says where the change holds; a hinge,
     # that the change grows with that variable too; a tent, that it holds
@@ -124,11 +139,11 @@ def describe(term: Discovered, coefficient: float) -> str:
                     else f", {_per(f)} beyond {_where(f)}," for f in conditions)
     change = "rises" if coefficient > 0 else "falls"
     if last.kind == "step":
-        return f"{per}{where} {change} by {in_seconds(coefficient)} from {_where(last)}"
+        return f"{per}{where} {change} by {amount} from {_where(last)}"
     if last.kind == "tent":
-        return f"{per}{where} is {in_seconds(coefficient)} {'more' if coefficient > 0 else 'less'} at " \
+        return f"{per}{where} is {amount} {'more' if coefficient > 0 else 'less'} at " \
                f"{_where(last)}, the difference falling to none {_span(last)} away"
-    return f"{per}{where} {'grows' if coefficient > 0 else 'shrinks'} by {in_seconds(coefficient)} {_per(last)} " \
+    return f"{per}{where} {'grows' if coefficient > 0 else 'shrinks'} by {amount} {_per(last)} " \
            f"beyond {_where(last)}"
 
 

@@ -207,6 +207,23 @@ def test_a_discovered_term_is_an_expression_and_reads_in_words():
         "the cost per n where k = 14 or more grows by 7 ns per octave of m beyond m = 2^0.5 (1.41)")
 
 
+def test_a_change_over_a_term_that_calls_a_model_is_a_multiple_of_its_time():
+    """A hybrid term's value is another model's time, in seconds: the change
+    over it is a pure number, not a cost in seconds."""
+    from hlc.model.terms import describe
+
+    hinge = {"base": "radix(n, width, bpd)", "factors": [{"kind": "hinge", "variable": "n", "knot": 14, "log": True}]}
+    assert describe(Discovered.from_json(hinge), 0.223) == (
+        "the cost, in multiples of radix(n, width, bpd), grows by 0.223 per octave of n beyond n = 2^14 (16,384)")
+    step = {"base": "counting(n, width) * logP",
+            "factors": [{"kind": "step", "variable": "width", "knot": 20, "log": False}]}
+    assert describe(Discovered.from_json(step), -0.05) == (
+        "the cost, in multiples of counting(n, width) * logP, falls by 0.05 from width = 20")
+    # the functions a description may call without importing them are not models
+    step["base"] = "n * log2(n)"
+    assert describe(Discovered.from_json(step), 2e-9) == "the cost per n * log2(n) rises by 2 ns from width = 20"
+
+
 def test_steps_of_a_variable_of_whole_numbers_say_so():
     """Discovery marks the factors of a variable whose samples are whole numbers."""
     x = np.repeat(np.array([1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128, 512, 4096]), 3).astype(float)
