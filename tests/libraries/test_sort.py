@@ -130,6 +130,31 @@ def test_one_kept_scratch_serves_the_keys_at_every_digit_width(sorts):
         assert radix._kept.buffers["second"] is kept["second"], bpd
 
 
+@pytest.mark.parametrize("dtype", ["int64", "uint32", "int16"])
+def test_large_sorts_write_their_own_huge_page_mappings(sorts, dtype):
+    """From HUGE_FROM bytes on, the result and the kept scratch of a radix
+    sort are mappings of their own, advised onto huge pages where the system
+    offers them, starting at a huge page's boundary; the result is an
+    ordinary writable array of the keys' dtype, and stays valid once the
+    scratch is dropped."""
+    radix, _ = sorts
+    radix._kept.buffers = {}
+    info = np.iinfo(dtype)
+    count = radix.HUGE_FROM // info.dtype.itemsize + 12_345
+    keys = np.random.default_rng(1).integers(info.min, info.max, count, dtype=dtype, endpoint=True)
+    result = radix.radix_sort(keys, bpd=7)
+    first = radix._kept.buffers["first"]
+    radix._kept.buffers = {}
+    assert np.array_equal(result, np.sort(keys))
+    assert result.dtype == keys.dtype and result.shape == keys.shape and result.flags.writeable
+    result[0] = 0  # its own memory
+    mapped = [radix._HUGE_PAGES and count * info.dtype.itemsize >= radix.HUGE_FROM] * 2
+    assert [isinstance(a.base, np.ndarray) and a.ctypes.data % radix.HUGE_PAGE == 0
+            for a in (result, first)] == mapped
+    small = radix.radix_sort(keys[:1000], bpd=7)
+    assert np.array_equal(small, np.sort(keys[:1000])) and small.base is None
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(keys=keys(), bpd=st.integers(1, 16))
 def test_keys_in_the_other_byte_order(sorts, keys, bpd):
