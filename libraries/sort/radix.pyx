@@ -421,16 +421,18 @@ SCRATCH_SLACK = 32
 
 _kept = threading.local()
 
-#: Memory that a scatter writes, from this many bytes on, is mapped on its
-#: own and advised onto huge pages (2 MiB), where the system offers them.
-#: A scatter of 2**bpd streams over millions of keys on 4 KiB pages misses
-#: the TLB on nearly every write, and whether an array of numpy's gets huge
-#: pages depends on the allocator's history: the same sort of 2,965,820
-#: keys in one pass of 6 bits took 7.1 ms in a fresh process and 14 to 18
-#: ms in one that had allocated and freed other arrays before (a build's
-#: profile), so the fitted costs of wide digits at large n came out twice
-#: what another process measured.  On a mapping of its own advised before
-#: its first write, the same sort takes 7.2 to 7.4 ms whatever came before.
+#: Kept scratch of this many bytes or more is a mapping of its own, advised
+#: onto huge pages (2 MiB) before its first write, where the system offers
+#: them.  A scatter of 2**bpd streams over millions of keys on 4 KiB pages
+#: misses the TLB at nearly every write, and whether numpy's memory is on
+#: huge pages depends on the allocator's history (numpy advises its large
+#: arrays, but memory the heap hands out again keeps the pages it had):
+#: with numpy's huge pages turned off, two passes of 9 bits over 1,482,910
+#: keys took 12.8 ms, and 10.0 ms with the kept scratch on huge pages.  The
+#: result stays numpy's, an ordinary array: mapped anew at every call, it
+#: paid its page faults at every call (5-10% more at 4- and 5-bit digits
+#: over millions of keys), and builds so made agreed no better with the
+#: same calls timed in fresh processes.
 HUGE_FROM = 4 << 20
 HUGE_PAGE = 2 << 20
 
@@ -468,14 +470,6 @@ def _writable_bytes(Py_ssize_t size):
     whole = np.frombuffer(mapping, dtype=np.uint8)  # the array keeps the mapping alive
     start = (-whole.ctypes.data) % HUGE_PAGE
     return whole[start:start + size]
-
-
-def _scattered_into(array):
-    """A new array like ``array`` for a scatter to write: numpy's below
-    HUGE_FROM bytes, else on a mapping of its own (``_writable_bytes``)."""
-    if array.nbytes < HUGE_FROM or not _HUGE_PAGES:
-        return np.empty_like(array)
-    return _writable_bytes(array.nbytes).view(array.dtype)
 
 
 def _kept_array(str name, Py_ssize_t count, dtype):
@@ -710,7 +704,7 @@ def radix_sort(keys, int bpd=8):
     bpd = digit_bits(width, bpd)
     if team.size > 1:
         return _radix_parallel(array, low, width, bpd, team) if low is not None else array.copy()
-    out = _scattered_into(array)  # the last pass scatters into it
+    out = np.empty_like(array)
     if width == 0:
         out[:] = array
     else:

@@ -131,28 +131,26 @@ def test_one_kept_scratch_serves_the_keys_at_every_digit_width(sorts):
 
 
 @pytest.mark.parametrize("dtype", ["int64", "uint32", "int16"])
-def test_large_sorts_write_their_own_huge_page_mappings(sorts, dtype):
-    """From HUGE_FROM bytes on, the result and the kept scratch of a radix
-    sort are mappings of their own, advised onto huge pages where the system
-    offers them, starting at a huge page's boundary; the result is an
-    ordinary writable array of the keys' dtype, and stays valid once the
-    scratch is dropped."""
+def test_large_kept_scratch_is_a_huge_page_mapping_of_its_own(sorts, dtype):
+    """From HUGE_FROM bytes on, the kept scratch of a radix sort is a mapping
+    of its own, advised onto huge pages where the system offers them and
+    starting at a huge page's boundary; smaller scratch, and the result, are
+    numpy's memory (the result an ordinary array that owns its data)."""
     radix, _ = sorts
     radix._kept.buffers = {}
     info = np.iinfo(dtype)
-    count = radix.HUGE_FROM // info.dtype.itemsize + 12_345
+    count = radix.HUGE_FROM // 4 + 12_345  # scratch of uint32 offsets, or uint64 for 64-bit spans
     keys = np.random.default_rng(1).integers(info.min, info.max, count, dtype=dtype, endpoint=True)
-    result = radix.radix_sort(keys, bpd=7)
-    first = radix._kept.buffers["first"]
-    radix._kept.buffers = {}
+    result = radix.radix_sort(keys, bpd=5)  # four passes or more: both scratch arrays
     assert np.array_equal(result, np.sort(keys))
-    assert result.dtype == keys.dtype and result.shape == keys.shape and result.flags.writeable
-    result[0] = 0  # its own memory
-    mapped = [radix._HUGE_PAGES and count * info.dtype.itemsize >= radix.HUGE_FROM] * 2
-    assert [isinstance(a.base, np.ndarray) and a.ctypes.data % radix.HUGE_PAGE == 0
-            for a in (result, first)] == mapped
-    small = radix.radix_sort(keys[:1000], bpd=7)
-    assert np.array_equal(small, np.sort(keys[:1000])) and small.base is None
+    assert result.dtype == keys.dtype and result.flags.owndata and result.flags.writeable
+    for name in ("first", "second"):
+        scratch = radix._kept.buffers[name]
+        mapped = isinstance(scratch.base, np.ndarray) and scratch.ctypes.data % radix.HUGE_PAGE == 0
+        assert mapped == radix._HUGE_PAGES, name
+    radix._kept.buffers = {}
+    assert np.array_equal(radix.radix_sort(keys[:1000], bpd=5), np.sort(keys[:1000]))
+    assert all(b.base is None for b in radix._kept.buffers.values())
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
