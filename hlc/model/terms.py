@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from hlc.artefacts.models import Discovered, Factor, TimeModel
 from hlc.language import ast
 from hlc.language.expressions import unparse
+from hlc.language.functions import MATH
 
 
 def _number(value: float) -> ast.Number:
@@ -114,8 +115,6 @@ def _calls_a_model(base: str) -> bool:
     """Whether a written term calls another implementation's model (a
     hybrid term, ``radix(n, width, bpd)``): its value is a time, so its
     coefficient is a multiple of that time, not a cost in seconds."""
-    from hlc.language.functions import MATH
-
     return any(name not in MATH for name in re.findall(r"([A-Za-z_]\w*)\s*\(", base))
 
 
