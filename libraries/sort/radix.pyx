@@ -484,9 +484,11 @@ def _kept_array(str name, Py_ssize_t count, dtype):
     buffer = buffers.get(name)
     if buffer is None or buffer.shape[0] < size:
         buffers.pop(name, None)
-        buffer = _writable_bytes(size + size // SCRATCH_SLACK)
-        if buffer.shape[0] + sum(b.shape[0] for b in buffers.values()) <= SCRATCH_KEPT:
-            buffers[name] = buffer
+        made = size + size // SCRATCH_SLACK
+        if made + sum(b.shape[0] for b in buffers.values()) <= SCRATCH_KEPT:
+            buffer = buffers[name] = _writable_bytes(made)  # mapped once, for every later call
+        else:  # not kept: a mapping would be new pages at every call
+            buffer = np.empty(made, dtype=np.uint8)
     return buffer[:size].view(dtype)
 
 
