@@ -340,6 +340,29 @@ def test_calibrated_models_predict_their_verification_samples(tmp_path):
     assert any(verifying), verifying
 
 
+def test_a_point_s_blocks_start_with_the_reference_and_draw_each_implementation_s_settings_in_turn():
+    """The slower first block of an implementation at a point must not fall
+    on the same setting at every point (harness.block_order)."""
+
+    def implementation(name):
+        return harness.Implementation(name, print, lambda v: True, lambda p, v: [], lambda r, p, v: None)
+
+    radix, counting, numpy = implementation("radix"), implementation("counting"), implementation("numpy")
+    candidates = ([(radix, {"bpd": b}) for b in range(1, 9)] + [(counting, {})] + [(numpy, {})]
+                  + [(radix, {"bpd": 12})])
+    firsts = collections.Counter()
+    for index in range(200):
+        order = harness.block_order(candidates, "numpy", random.Random(index))
+        assert sorted(order, key=repr) == sorted(candidates, key=repr)
+        names = [c[0].name for c in order]
+        assert names == ["numpy"] + ["radix"] * 9 + ["counting"]
+        firsts[order[1][1]["bpd"]] += 1
+    assert set(firsts) == {*range(1, 9), 12}  # every setting is first somewhere
+    assert max(firsts.values()) < 50  # and none at most points (uniform: 22 of 200)
+    again = harness.block_order(candidates, "numpy", random.Random(7))
+    assert again == harness.block_order(candidates, "numpy", random.Random(7))
+
+
 def test_log_uniform_draws_give_each_octave_its_share():
     rng = random.Random(7)
     draws = [harness.log_uniform(rng, 1, 2**20 - 1) for _ in range(20_000)]
