@@ -181,9 +181,10 @@ def block_order(candidates: list[tuple[Implementation, dict]], reference: str | 
     drawn anew at every point.
 
     The first block of an implementation at a point runs after another
-    implementation has had the caches, and a large task wins them back over
-    several calls, more slowly than the block's cold timings show: on a
-    two-core Intel Xeon host, a radix sort of 1,482,910 keys took 16.2,
+    implementation's, and a large task wins its pace back over several
+    calls, more slowly than the block's cold timings show
+    (benchmarks/pause_pace.py measures one cause): on a two-core Intel Xeon
+    host, in a fresh process, a radix sort of 1,482,910 keys took 16.2,
     13.7, 12.7, 12.6, 12.4, 12.1, 11.8, 11.5, 11.3 and 11.0 ms in ten calls
     after a numpy.sort, each no more than 5% faster than the last.  Its
     settings in ascending order put that slower block on the narrowest
