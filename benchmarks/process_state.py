@@ -4,9 +4,9 @@ A build times its candidates in one process per rank count, and ``hlc
 evaluate`` times them again in another.  On some hosts the same call on the
 same keys takes a time that holds within a process to a percent or two, but
 differs from one process to the next by far more, and stays put while the
-process lives: where the process's memory came to lie sets it.  Two runs
-of one process with the same history differ, and so do runs with address
-randomization off and different histories.  A model fitted in one process
+process lives: each process draws it when it starts (two runs of one
+history differ; report.md, "What bounds the sort's figures on this host",
+gives what was ruled out).  A model fitted in one process
 and judged in another then misses by that much, and where two settings of a
 parameter lie closer than that, the evaluations of two processes disagree
 on which is best.
