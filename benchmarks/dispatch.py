@@ -13,7 +13,9 @@ Then, on the sort library (built here, or the build given with --sort), what
 the dispatch adds where it matters to a user: the dispatched call against
 its choice called directly at held-out random points of the calibrated
 domain (sizes log-uniform), each pair timed in alternation; and a sort of
-100 keys against numpy.sort.  Its last line gives both.
+100 keys against numpy.sort, called with the same keys (the module keeps
+its last decision) and with 100 and 101 keys in turn (it decides at every
+call).  Its last line gives all three.
 
     python benchmarks/dispatch.py [--build DIR] [--sort BUILD] [--points 60]
 """
@@ -123,10 +125,15 @@ def sort_overhead(sort, models: Models, points: int) -> None:
         print(f"  n = {n:>9}, {width:>2} bits: {chosen:<10} overhead {overhead:+7.1%}")
     keys = rng.integers(0, 2**31, 100, dtype=np.int64)
     small = alternated(lambda: sort.sort(keys), lambda: np.sort(keys), 20_000)
+    # The module keeps its last decision for a call with the same variables;
+    # 100 and 101 keys in turn make it decide at every call.
+    other = rng.integers(0, 2**31, 101, dtype=np.int64)
+    changing = alternated(lambda: (sort.sort(keys), sort.sort(other)), lambda: (np.sort(keys), np.sort(other)),
+                          10_000)
     median = statistics.median(overheads)
     p95 = float(np.quantile(overheads, 0.95))
     print(f"dispatch overhead on sort: median {median:+.1%} at {points} held-out points (95th percentile "
-          f"{p95:+.1%}); 100 keys: {small:.2f}x numpy.sort")
+          f"{p95:+.1%}); 100 keys: {small:.2f}x numpy.sort, {changing:.2f}x deciding at every call")
 
 
 if __name__ == "__main__":

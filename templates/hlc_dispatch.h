@@ -71,6 +71,19 @@ static inline double hlc_exp2(double x) {
     return exp2(x);
 }
 
+/* log2(x): the exponent of a positive power of two read from its bits,
+ * log2 elsewhere (the same value: the C library's log2 is exact there).
+ * Models take log2 of 2 ** digit counters or 2 ** width values at every
+ * candidate of a search, and log2 is a call into the C library: a sort
+ * module's decision took 0.50-0.64 us with it, 0.54-0.72 us without. */
+static inline double hlc_log2(double x) {
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    if ((bits & 0x000fffffffffffffULL) == 0 && (bits >> 52) - 1 < 0x7fe)  /* positive, normal, no fraction */
+        return (double)((long)(bits >> 52) - 1023);
+    return log2(x);
+}
+
 static inline long hlc_clamp(long value, long lo, long hi) {
     return value < lo ? lo : (value > hi ? hi : value);
 }

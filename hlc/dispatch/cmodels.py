@@ -531,6 +531,7 @@ class Interface:
             value_used = self.needed(over.value) - {over.variable}
             over_used = self.needed(over.range.low, over.range.high)
             search.update(kind="over", step=v(over.variable), step_name=over.variable, value=library.c(over.value),
+                          memo=f"last_{implementation.name}__{parameter.name}",
                           value_unpacked=self.unpack(implementation, value_used),
                           first=library.c(over.range.low), last=library.c(over.range.high))
             range_used |= over_used

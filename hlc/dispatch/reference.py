@@ -183,7 +183,15 @@ class Decider:
 
             if over_low > over_high:
                 return low
-            best = value_at(integer_minimum(lambda step: cost(value_at(step)), over_low, over_high))
+            costs: dict[int, float] = {}  # neighbouring steps may propose one value: it is valued once
+
+            def cost_at(step: int) -> float:
+                value = value_at(step)
+                if value not in costs:
+                    costs[value] = cost(value)
+                return costs[value]
+
+            best = value_at(integer_minimum(cost_at, over_low, over_high))
             return min(max(best, low), high)
         return integer_minimum(cost, low, high)
 

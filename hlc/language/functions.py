@@ -129,7 +129,7 @@ def _fold(c_function: str, arguments: list[str]) -> str:
 MATH = {
     f.name: f
     for f in (
-        Function("log2", 1, 1, "math", "math.log2({0})", math.log2, "log2({0})",
+        Function("log2", 1, 1, "math", "math.log2({0})", math.log2, "hlc_log2({0})",
                  doc="logarithm base 2"),
         Function("log", 1, 2, "math", "math.log({args})", _log, "",
                  doc="natural logarithm; log(x, b) is the logarithm base b"),

@@ -401,3 +401,35 @@ def test_a_searched_hinge_in_log2_takes_the_logarithm_only_above_its_knot_to_the
     rows = subprocess.run([str(binary)], check=True, capture_output=True, text=True).stdout.splitlines()
     assert len(rows) == len(sizes) * 7
     assert all(plain == guarded for plain, guarded in map(str.split, rows))
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_hlc_log2_is_the_c_library_s_log2_bit_for_bit(tmp_path):
+    """hlc_log2 reads the exponent of a positive power of two from its bits
+    and calls log2 elsewhere: the same value at every power of two a double
+    holds, beside each, at subnormals, zero, negatives, NaN, infinity and
+    random numbers; and Python's at every positive finite one (the
+    reference decides with math.log2)."""
+    rng = random.Random(11)
+    xs = [2.0 ** e for e in range(-1074, 1024)]
+    xs += [math.nextafter(x, 0) for x in xs[::7]] + [math.nextafter(x, math.inf) for x in xs[::7]]
+    xs += [0.0, -0.0, -1.0, -4.0, 5e-324, 3 * 5e-324, 2.0 ** -1023 * 1.5, float("inf"), float("-inf"), float("nan")]
+    xs += [2 ** rng.uniform(-1000, 1000) for _ in range(500)] + [float(rng.randint(1, 1 << 40)) for _ in range(500)]
+    values = ", ".join("NAN" if math.isnan(x) else ("-" if x < 0 else "") + "INFINITY" if math.isinf(x)
+                       else x.hex() for x in xs)
+    headers = Path(__file__).resolve().parents[2] / "templates"
+    program = tmp_path / "log2.c"
+    program.write_text("#include \"hlc_dispatch.h\"\n#include <stdio.h>\nint main(void) {\n"
+                       f"    static const double xs[] = {{{values}}};\n"
+                       "    for (unsigned i = 0; i < sizeof xs / sizeof xs[0]; i++)\n"
+                       "        printf(\"%a %a\\n\", hlc_log2(xs[i]), log2(xs[i]));\n    return 0;\n}\n")
+    binary = tmp_path / "log2"
+    subprocess.run(["cc", "-O2", "-fno-math-errno", f"-I{headers}", str(program), "-o", str(binary), "-lm"],
+                   check=True)
+    rows = [row.split() for row in subprocess.run([str(binary)], check=True, capture_output=True,
+                                                  text=True).stdout.splitlines()]
+    assert len(rows) == len(xs)
+    assert all(ours == library for ours, library in rows)
+    for x, (ours, _) in zip(xs, rows, strict=True):
+        if 0 < x < math.inf:
+            assert float.fromhex(ours) == math.log2(x), x

@@ -190,7 +190,7 @@ def test_a_discovered_term_is_an_expression_and_reads_in_words():
                                             {"kind": "hinge", "variable": "n", "knot": 18.25, "log": True}]}
     expression = discovered_expression(written, Discovered.from_json(spec))
     assert unparse(expression) == "n * iter * (digit >= 9) * max(0, log2(n) - 18.25)"
-    assert to_c(expression) == "n * iter * (digit >= 9.0) * hlc_max(0.0, log2(n) - 18.25)"
+    assert to_c(expression) == "n * iter * (digit >= 9.0) * hlc_max(0.0, hlc_log2(n) - 18.25)"
     assert evaluate(expression, {"n": 2.0**20, "iter": 3, "digit": 11}) == 2.0**20 * 3 * 1.75
     assert evaluate(expression, {"n": 2.0**20, "iter": 3, "digit": 8}) == 0
     assert describe(Discovered.from_json(spec), -4e-10) == (
