@@ -423,8 +423,24 @@ def _module_flags() -> list[str]:
     ``log2(n)`` once for every term of a model that takes it, and once for
     every candidate of a search.  A sort module's decision took 0.7-1.1 µs
     with them, 1.6-2.5 µs without (at four calls of 100 to 2 million
-    keys).  Not for MSVC, which has no such flag."""
-    return [] if sys.platform == "win32" else ["-fno-math-errno"]
+    keys).  Not for MSVC, which has no such flag.
+
+    On x86-64 where this host has SSE4.1, the code is built for it too:
+    ``ceil`` and ``floor``, which a digit-width search takes at every
+    candidate, are then one instruction, where x86-64's baseline needs a
+    sequence of eight with a branch (the same values: rounding to an integer
+    is exact either way).  A sort module's decision took 0.26-0.35 µs so,
+    0.34-0.44 µs without (the same choices and predictions).  The module is compiled on the host that builds
+    it, and anew by a rebuild or recalibration on another; every x86-64
+    processor made since 2008 has SSE4.1, and NumPy 2.4 asks for more."""
+    if sys.platform == "win32":
+        return []
+    return ["-fno-math-errno", *(["-msse4.1"] if _has_sse41() else [])]
+
+
+def _has_sse41() -> bool:
+    """Whether this is an x86-64 host whose processor has SSE4.1 (read from /proc/cpuinfo)."""
+    return platform.machine().lower() in ("x86_64", "amd64") and "sse4_1" in _instruction_sets().split()
 
 
 def _build_module(target: Path, source: Path, cached: Path | None, c_sources: list[Path]) -> None:

@@ -345,3 +345,19 @@ def test_the_sources_compile_without_the_warnings_nobody_reads(tmp_path, monkeyp
         compiles = [line.split() for line in said.read_text().splitlines() if " -c " in f" {line} "]
         assert compiles and all("-DMARKED" in line for line in compiles)
         assert not any(flag in line for line in compiles for flag in ("-Wall", "-Wextra"))
+
+
+def test_a_module_s_c_is_built_for_sse41_only_on_an_x86_64_host_that_has_it(monkeypatch):
+    """ceil and floor are one instruction with SSE4.1: the module's C asks
+    for it where this host has it, and nowhere else."""
+    monkeypatch.setattr(compiling.sys, "platform", "linux")
+    monkeypatch.setattr(compiling.platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(compiling, "_instruction_sets", lambda: "flags : fpu sse2 ssse3 sse4_1 sse4_2 avx2")
+    assert compiling._module_flags() == ["-fno-math-errno", "-msse4.1"]
+    monkeypatch.setattr(compiling, "_instruction_sets", lambda: "flags : fpu sse2 ssse3")
+    assert compiling._module_flags() == ["-fno-math-errno"]
+    monkeypatch.setattr(compiling, "_instruction_sets", lambda: "Features : fp asimd sse4_1")
+    monkeypatch.setattr(compiling.platform, "machine", lambda: "aarch64")
+    assert compiling._module_flags() == ["-fno-math-errno"]
+    monkeypatch.setattr(compiling.sys, "platform", "win32")
+    assert compiling._module_flags() == []
