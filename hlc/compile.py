@@ -430,9 +430,10 @@ def _module_flags() -> list[str]:
     candidate, are then one instruction, where x86-64's baseline needs a
     sequence of eight with a branch (the same values: rounding to an integer
     is exact either way).  A sort module's decision took 0.26-0.35 µs so,
-    0.34-0.44 µs without (the same choices and predictions).  The module is compiled on the host that builds
-    it, and anew by a rebuild or recalibration on another; every x86-64
-    processor made since 2008 has SSE4.1, and NumPy 2.4 asks for more."""
+    0.34-0.44 µs without, with the same choices and predictions.  The
+    module is compiled on the host that builds it, and anew by a rebuild or
+    recalibration on another; every x86-64 processor made since 2008 has
+    SSE4.1, and NumPy 2.4 itself needs x86-64-v2, which includes it."""
     if sys.platform == "win32":
         return []
     return ["-fno-math-errno", *(["-msse4.1"] if _has_sse41() else [])]
