@@ -361,6 +361,23 @@ def test_where_no_model_predicts_a_positive_time_the_first_implementation_that_a
     assert "no model predicts a positive time here: fourfold runs" in module.explain([1.0] * 100)
 
 
+def c_doubles(xs: list[float]) -> str:
+    """``xs`` as the items of a C array of doubles, exactly (NaN and infinities by name)."""
+    return ", ".join("NAN" if math.isnan(x) else ("-" if x < 0 else "") + "INFINITY" if math.isinf(x)
+                     else float(x).hex() for x in xs)
+
+
+def run_c(tmp_path: Path, name: str, source: str) -> list[str]:
+    """The lines a C program prints, compiled as a module's C is (with
+    ``hlc_dispatch.h`` on the include path, without ``errno`` from math)."""
+    program, binary = tmp_path / f"{name}.c", tmp_path / name
+    program.write_text(source)
+    headers = Path(__file__).resolve().parents[2] / "templates"
+    subprocess.run(["cc", "-O2", "-fno-math-errno", f"-I{headers}", str(program), "-o", str(binary), "-lm"],
+                   check=True)
+    return subprocess.run([str(binary)], check=True, capture_output=True, text=True).stdout.splitlines()
+
+
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
 def test_a_searched_hinge_in_log2_takes_the_logarithm_only_above_its_knot_to_the_same_value(tmp_path):
     """``max(0, log2(x) - k)`` among the factors a search values at each
@@ -387,18 +404,11 @@ def test_a_searched_hinge_in_log2_takes_the_logarithm_only_above_its_knot_to_the
         sizes += [center, math.nextafter(center, 0), math.nextafter(center, math.inf), math.floor(center),
                   math.ceil(center) + 1, center * (1 - 2.0 ** -40), center * (1 + 2.0 ** -40)]
     assert logarithms_taken(parse_expression("log2(x) >= 3 and max(0, log2(y) - 2) > 0")) == ["y"]
-    values = ", ".join("NAN" if math.isnan(x) else "INFINITY" if math.isinf(x) else repr(x) for x in sizes)
-    headers = Path(__file__).resolve().parents[2] / "templates"
-    program = tmp_path / "hinges.c"
-    program.write_text("#define HLC_SCAN_LIMIT 64L\n#define HLC_COARSE 16L\n#include \"hlc_dispatch.h\"\n"
-                       "#include <stdio.h>\nint main(void) {\n"
-                       f"    double xs[] = {{{values}}};\n"
-                       "    for (unsigned i = 0; i < sizeof xs / sizeof xs[0]; i++) {\n        double v_x = xs[i];\n"
-                       f"{''.join(lines)}    }}\n    return 0;\n}}\n")
-    binary = tmp_path / "hinges"
-    subprocess.run(["cc", "-O2", "-fno-math-errno", f"-I{headers}", str(program), "-o", str(binary), "-lm"],
-                   check=True)
-    rows = subprocess.run([str(binary)], check=True, capture_output=True, text=True).stdout.splitlines()
+    rows = run_c(tmp_path, "hinges", "#define HLC_SCAN_LIMIT 64L\n#define HLC_COARSE 16L\n#include \"hlc_dispatch.h\"\n"
+                 "#include <stdio.h>\nint main(void) {\n"
+                 f"    double xs[] = {{{c_doubles(sizes)}}};\n"
+                 "    for (unsigned i = 0; i < sizeof xs / sizeof xs[0]; i++) {\n        double v_x = xs[i];\n"
+                 f"{''.join(lines)}    }}\n    return 0;\n}}\n")
     assert len(rows) == len(sizes) * 7
     assert all(plain == guarded for plain, guarded in map(str.split, rows))
 
@@ -415,19 +425,12 @@ def test_hlc_log2_is_the_c_library_s_log2_bit_for_bit(tmp_path):
     xs += [math.nextafter(x, 0) for x in xs[::7]] + [math.nextafter(x, math.inf) for x in xs[::7]]
     xs += [0.0, -0.0, -1.0, -4.0, 5e-324, 3 * 5e-324, 2.0 ** -1023 * 1.5, float("inf"), float("-inf"), float("nan")]
     xs += [2 ** rng.uniform(-1000, 1000) for _ in range(500)] + [float(rng.randint(1, 1 << 40)) for _ in range(500)]
-    values = ", ".join("NAN" if math.isnan(x) else ("-" if x < 0 else "") + "INFINITY" if math.isinf(x)
-                       else x.hex() for x in xs)
-    headers = Path(__file__).resolve().parents[2] / "templates"
-    program = tmp_path / "log2.c"
-    program.write_text("#include \"hlc_dispatch.h\"\n#include <stdio.h>\nint main(void) {\n"
-                       f"    static const double xs[] = {{{values}}};\n"
-                       "    for (unsigned i = 0; i < sizeof xs / sizeof xs[0]; i++)\n"
-                       "        printf(\"%a %a\\n\", hlc_log2(xs[i]), log2(xs[i]));\n    return 0;\n}\n")
-    binary = tmp_path / "log2"
-    subprocess.run(["cc", "-O2", "-fno-math-errno", f"-I{headers}", str(program), "-o", str(binary), "-lm"],
-                   check=True)
-    rows = [row.split() for row in subprocess.run([str(binary)], check=True, capture_output=True,
-                                                  text=True).stdout.splitlines()]
+    rows = [row.split() for row in run_c(tmp_path, "log2", "#include \"hlc_dispatch.h\"\n#include <stdio.h>\n"
+                                             "int main(void) {\n"
+                                             f"    static const double xs[] = {{{c_doubles(xs)}}};\n"
+                                             "    for (unsigned i = 0; i < sizeof xs / sizeof xs[0]; i++)\n"
+                                             "        printf(\"%a %a\\n\", hlc_log2(xs[i]), log2(xs[i]));\n"
+                                             "    return 0;\n}\n")]
     assert len(rows) == len(xs)
     assert all(ours == library for ours, library in rows)
     for x, (ours, _) in zip(xs, rows, strict=True):
