@@ -11,7 +11,8 @@ radix sort took twice as long there as the narrow sort.
 
 The typical deviation is fitted as a non-negative sum of the model's own
 kept terms, to the absolute residuals of its fitting samples (relative to
-each sample's time, as the model is fitted): each term carries the share of
+each sample's time, as the model is fitted; those the host ran steady for,
+hlc.model.calibration._deviation_rows): each term carries the share of
 the scatter that the samples where it weighs show.  Being a sum of the
 same terms, the time a decision plans for, the prediction plus RISK
 typical deviations (Σβ·t + ΣRISK·γ·t, ``TimeModel.plan_deviations``), is
