@@ -15,6 +15,15 @@ then the mean difference B - A over the builds with its standard error
 
     python benchmarks/refit_replay.py --builds build/a build/b ... \\
         --evaluations E1.json E2.json [--description A.hl] [--versus B.hl]
+    python benchmarks/refit_replay.py --stored sort [--description A.hl] [--versus B.hl]
+
+A change that helps one machine's builds can harm another's: ``--stored
+LIBRARY`` also judges the corpora of other machines that ``tests/data``
+keeps for the library (its folders ``LIBRARY`` and ``LIBRARY-*``), each
+one's samples files (``samples*.jsonl``, a build each) against its own
+evaluations (``evaluation*.json``) only: timings of one machine cannot
+judge another's models.  Each group, the builds given and each stored
+folder, gets its own tables and summary line.
 
 A defaults to the description each build's samples name, B to A with
 discovery off.  A library that uses another's models takes them from
@@ -23,6 +32,9 @@ each build's mean difference over the evaluations and rank counts it was
 judged at, then their mean over the builds:
 
     B against A over N builds: right +x.xx points (SE y.yy), expected penalty +z.zz% (SE w.ww)
+
+(with ``--stored``, over the builds of every group, each judged by its
+own group's evaluations).
 """
 
 from __future__ import annotations
@@ -38,6 +50,9 @@ from hlc.evaluation.replay import replay
 from hlc.model.calibration import fit_samples
 
 Key = tuple[str, str, int]  # evaluation, interface, rank count
+Group = tuple[str, list[Path], list[Path]]  # a name, its builds, the evaluations that judge them
+#: Where the stored corpora lie (tests/data/README.md says whose they are).
+STORED = Path(__file__).resolve().parent.parent / "tests" / "data"
 
 
 def judged(build: Path, description: Path | None, evaluations: list[Path],
@@ -48,12 +63,13 @@ def judged(build: Path, description: Path | None, evaluations: list[Path],
     implementation has a parameter, else the mean over those that have.  A
     rank count at which no point could be judged (a grid build cut short
     before it reached that count has no models there) has no entry."""
-    models = fit_samples(build / "samples.jsonl", description=description, discovering=discovering)
+    samples = samples_of(build)
+    models = fit_samples(samples, description=description, discovering=discovering)
     found = {}
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "models.json"
         models.save(path)
-        used = build / "used_models.json"
+        used = samples.parent / "used_models.json"
         if used.exists():
             (Path(folder) / used.name).write_bytes(used.read_bytes())
         for evaluation in evaluations:
@@ -69,6 +85,33 @@ def judged(build: Path, description: Path | None, evaluations: list[Path],
     return found
 
 
+def samples_of(build: Path) -> Path:
+    """A build's samples file: the folder's samples.jsonl, or the file itself."""
+    return build if build.suffix == ".jsonl" else build / "samples.jsonl"
+
+
+def stored_groups(library: str, root: Path | None = None) -> list[Group]:
+    """The corpora ``root`` keeps for ``library``: each folder named after it
+    (or after it and a dash) that holds samples files and evaluations, as
+    (folder name, its samples files, its evaluations)."""
+    root = root or STORED
+    groups = []
+    for folder in sorted(root.iterdir()) if root.is_dir() else ():
+        if folder.is_dir() and (folder.name == library or folder.name.startswith(library + "-")):
+            samples = sorted(folder.glob("samples*.jsonl"))
+            evaluations = sorted(folder.glob("evaluation*.json"))
+            if samples and evaluations:
+                groups.append((folder.name, samples, evaluations))
+    if not groups:
+        raise SystemExit(f"{root} holds no samples and evaluations of a library '{library}'")
+    return groups
+
+
+def label(build: Path) -> str:
+    """A build's name in the tables: its folder, or a stored file's folder and stem."""
+    return f"{build.parent.name}/{build.stem}" if build.suffix == ".jsonl" else build.name
+
+
 def mean_and_error(differences: list[float]) -> tuple[float, float]:
     """The mean of paired differences and its standard error (NaN for one)."""
     mean = statistics.fmean(differences)
@@ -78,25 +121,52 @@ def mean_and_error(differences: list[float]) -> tuple[float, float]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--builds", type=Path, nargs="+", required=True, help="build folders (their samples.jsonl)")
-    parser.add_argument("--evaluations", type=Path, nargs="+", required=True,
+    parser.add_argument("--builds", type=Path, nargs="+", help="build folders (their samples.jsonl)")
+    parser.add_argument("--evaluations", type=Path, nargs="+",
                         help="exhaustive evaluations of the same library on the same machine")
+    parser.add_argument("--stored", metavar="LIBRARY",
+                        help="also the corpora tests/data keeps for LIBRARY, each judged by its own evaluations")
     parser.add_argument("--description", type=Path, help="A: the description to fit (default: the samples')")
     parser.add_argument("--versus", type=Path, help="B: another description (default: A without discovery)")
     options = parser.parse_args(argv)
+    if bool(options.builds) != bool(options.evaluations):
+        parser.error("--builds and --evaluations go together")
+    if not options.builds and not options.stored:
+        parser.error("give --builds and --evaluations, or --stored LIBRARY, or both")
+    groups: list[Group] = [("the builds given", options.builds, options.evaluations)] if options.builds else []
+    if options.stored:
+        groups += stored_groups(options.stored)
     a_label = options.description.name if options.description else "the samples' description"
     b_label = options.versus.name if options.versus else "no discovery"
     print(f"A: {a_label}; B: {b_label}")
-    rows: dict[Key, list[tuple[str, tuple[float, ...], tuple[float, ...]]]] = defaultdict(list)
     # per build (by its path: two builds may share a folder name), its differences over its rows
     right_all: dict[Path, list[float]] = defaultdict(list)
     expected_all: dict[Path, list[float]] = defaultdict(list)
-    for build in options.builds:
-        first = judged(build, options.description, options.evaluations, True)
-        second = judged(build, options.versus or options.description, options.evaluations,
-                        options.versus is not None)
+    named = bool(options.stored)  # each group by name, with its own summary
+    for name, builds, evaluations in groups:
+        if named:
+            print(f"\n#### {name}: {len(builds)} build{'s' if len(builds) != 1 else ''}, "
+                  f"{len(evaluations)} evaluation{'s' if len(evaluations) != 1 else ''}")
+        right_group, expected_group = judge_group(builds, evaluations, options)
+        right_all.update(right_group)
+        expected_all.update(expected_group)
+        if named:
+            print(summary(f"{name}: B against A", right_group, expected_group))
+    print("\n" + summary("B against A", right_all, expected_all))
+
+
+def judge_group(builds: list[Path], evaluations: list[Path], options: argparse.Namespace
+                ) -> tuple[dict[Path, list[float]], dict[Path, list[float]]]:
+    """Each build fitted both ways and replayed against ``evaluations``: the
+    tables, and each build's differences B - A (right share, expected penalty) over its rows."""
+    rows: dict[Key, list[tuple[str, tuple[float, ...], tuple[float, ...]]]] = defaultdict(list)
+    right_all: dict[Path, list[float]] = defaultdict(list)
+    expected_all: dict[Path, list[float]] = defaultdict(list)
+    for build in builds:
+        first = judged(build, options.description, evaluations, True)
+        second = judged(build, options.versus or options.description, evaluations, options.versus is not None)
         for key in sorted(first.keys() & second.keys()):
-            rows[key].append((build.name, first[key], second[key]))
+            rows[key].append((label(build), first[key], second[key]))
             right_all[build].append(second[key][0] - first[key][0])
             expected_all[build].append(second[key][1] - first[key][1])
     for (evaluation, interface, ranks), judged_builds in sorted(rows.items()):
@@ -111,12 +181,18 @@ def main(argv: list[str] | None = None) -> None:
         expected, expected_error = mean_and_error([100 * (b[1] - a[1]) for _, a, b in judged_builds])
         print(f"{'B - A':<24} right {right:+.2f} points (SE {right_error:.2f}), "
               f"expected penalty {expected:+.2f}% (SE {expected_error:.2f})")
+    return right_all, expected_all
+
+
+def summary(what: str, right_all: dict[Path, list[float]], expected_all: dict[Path, list[float]]) -> str:
+    """``what`` over the builds: the mean over them of each build's mean difference, with its standard error."""
+    if not right_all:
+        return f"{what}: no build judged"
     right, right_error = mean_and_error([100 * statistics.fmean(values) for values in right_all.values()])
     expected, expected_error = mean_and_error([100 * statistics.fmean(values) for values in expected_all.values()])
     builds = f"{len(right_all)} build" + ("s" if len(right_all) != 1 else "")
-    print(f"\nB against A over {builds}: right {right:+.2f} points (SE {right_error:.2f}), "
-          f"expected penalty {expected:+.2f}% (SE {expected_error:.2f})")
-
+    return (f"{what} over {builds}: right {right:+.2f} points (SE {right_error:.2f}), "
+            f"expected penalty {expected:+.2f}% (SE {expected_error:.2f})")
 
 if __name__ == "__main__":
     main()

@@ -59,3 +59,46 @@ def test_a_build_without_models_at_a_rank_count_is_judged_at_the_others(tmp_path
     assert set(found) == {("evaluation-1", "sort", 1)}
     right, expected, optimal = found["evaluation-1", "sort", 1]
     assert 0.9 <= right <= 1.0 and 0 <= expected < 0.05 and 0.8 <= optimal <= 1.0
+
+
+def test_the_stored_corpora_of_a_library_are_its_folders_with_samples_and_evaluations(tmp_path):
+    """A folder named after the library, or after it and a dash, is a group;
+    each of its samples files is a build, judged by its own evaluations only."""
+    for folder, files in {"sort": ["samples.jsonl", "evaluation-1.json"],
+                          "sort-b": ["samples-2.jsonl", "samples.jsonl", "evaluation-2.json", "evaluation-1.json",
+                                     "runtime_samples.jsonl", "notes.md"],
+                          "sort-c": ["samples.jsonl"],  # nothing to judge it by
+                          "sorting": ["samples.jsonl", "evaluation-1.json"]}.items():
+        (tmp_path / folder).mkdir()
+        for name in files:
+            (tmp_path / folder / name).write_text("")
+    groups = refit_replay.stored_groups("sort", tmp_path)
+    assert [(name, [p.name for p in samples], [p.name for p in evaluations]) for name, samples, evaluations in groups] \
+        == [("sort", ["samples.jsonl"], ["evaluation-1.json"]),
+            ("sort-b", ["samples-2.jsonl", "samples.jsonl"], ["evaluation-1.json", "evaluation-2.json"])]
+    with pytest.raises(SystemExit, match="no samples and evaluations of a library 'stencil'"):
+        refit_replay.stored_groups("stencil", tmp_path)
+
+
+def test_stored_corpora_are_judged_group_by_group(tmp_path, monkeypatch, capsys):
+    """Each group gets its tables and its own summary line, and the last
+    line is over the builds of every group; a stored build is named by its
+    folder and file."""
+    corpus = tmp_path / "sort-epyc"
+    corpus.mkdir()
+    (corpus / "samples.jsonl").symlink_to(BUILD / "samples.jsonl")
+    (corpus / "evaluation-1.json").symlink_to(EVALUATION)
+    monkeypatch.setattr(refit_replay, "STORED", tmp_path)
+    refit_replay.main(["--stored", "sort", "--description", str(DESCRIPTION), "--versus", str(DESCRIPTION)])
+    lines = capsys.readouterr().out.splitlines()
+    assert "#### sort-epyc: 1 build, 1 evaluation" in lines
+    assert any(line.startswith("sort-epyc/samples ") for line in lines), lines
+    assert any(line.startswith("sort-epyc: B against A over 1 build: right +0.00 points") for line in lines), lines
+    assert lines[-1].startswith("B against A over 1 build: right +0.00 points"), lines[-1]
+
+
+def test_builds_need_their_evaluations():
+    with pytest.raises(SystemExit):
+        refit_replay.main(["--builds", str(BUILD)])
+    with pytest.raises(SystemExit):
+        refit_replay.main([])
