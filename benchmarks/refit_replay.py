@@ -22,8 +22,11 @@ LIBRARY`` also judges the corpora of other machines that ``tests/data``
 keeps for the library (its folders ``LIBRARY`` and ``LIBRARY-*``), each
 one's samples files (``samples*.jsonl``, a build each) against its own
 evaluations (``evaluation*.json``) only: timings of one machine cannot
-judge another's models.  Each group, the builds given and each stored
-folder, gets its own tables and summary line.
+judge another's models.  Where the library uses another's models, a
+stored corpus keeps them beside its samples (``runtime_models.json``
+for ``uses runtime``), and its builds are fitted and replayed with them.
+Each group, the builds given and each stored folder, gets its own tables
+and summary line.
 
 A defaults to the description each build's samples name, B to A with
 discovery off.  A library that uses another's models takes them from
@@ -46,7 +49,10 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+from hlc.artefacts.models import load_each, save_used
+from hlc.artefacts.samples import Samples
 from hlc.evaluation.replay import replay
+from hlc.language.parse import parse_file
 from hlc.model.calibration import fit_samples
 
 Key = tuple[str, str, int]  # evaluation, interface, rank count
@@ -64,7 +70,8 @@ def judged(build: Path, description: Path | None, evaluations: list[Path],
     rank count at which no point could be judged (a grid build cut short
     before it reached that count has no models there) has no entry."""
     samples = samples_of(build)
-    models = fit_samples(samples, description=description, discovering=discovering)
+    kept = stored_used_models(samples, description)
+    models = fit_samples(samples, description=description, discovering=discovering, models_of=kept or None)
     found = {}
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "models.json"
@@ -72,6 +79,8 @@ def judged(build: Path, description: Path | None, evaluations: list[Path],
         used = samples.parent / "used_models.json"
         if used.exists():
             (Path(folder) / used.name).write_bytes(used.read_bytes())
+        elif kept:
+            save_used(Path(folder) / used.name, load_each(kept))
         for evaluation in evaluations:
             result = replay(path, evaluation, description=description)
             for interface, entry in result.interfaces.items():
@@ -83,6 +92,15 @@ def judged(build: Path, description: Path | None, evaluations: list[Path],
                         summary.right_share, summary.expected_penalty,
                         statistics.fmean(optimal) if optimal else math.nan)
     return found
+
+
+def stored_used_models(samples: Path, description: Path | None) -> dict[str, Path]:
+    """The models of the libraries the description uses that a stored corpus
+    keeps beside its samples (``runtime_models.json`` for ``uses runtime``),
+    by library; a build folder's own record of them is its used_models.json."""
+    library = parse_file(description or Samples.load(samples).header.description)
+    kept = {name: samples.parent / f"{name}_models.json" for name in library.used}
+    return {name: path for name, path in kept.items() if path.exists()}
 
 
 def samples_of(build: Path) -> Path:

@@ -102,3 +102,13 @@ def test_builds_need_their_evaluations():
         refit_replay.main(["--builds", str(BUILD)])
     with pytest.raises(SystemExit):
         refit_replay.main([])
+
+
+def test_a_stored_corpus_keeps_the_models_its_library_uses_beside_its_samples():
+    """The stencil's models call the runtime library's: a stored stencil
+    corpus is fitted and replayed with the runtime models kept beside its
+    samples, not with whatever build/runtime holds."""
+    stencil = ROOT / "tests" / "data" / "stencil"
+    assert refit_replay.stored_used_models(stencil / "samples.jsonl", None) \
+        == {"runtime": stencil / "runtime_models.json"}
+    assert refit_replay.stored_used_models(BUILD / "samples.jsonl", DESCRIPTION) == {}
