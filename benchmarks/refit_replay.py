@@ -43,6 +43,7 @@ own group's evaluations).
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import statistics
 import tempfile
@@ -98,9 +99,17 @@ def stored_used_models(samples: Path, description: Path | None) -> dict[str, Pat
     """The models of the libraries the description uses that a stored corpus
     keeps beside its samples (``runtime_models.json`` for ``uses runtime``),
     by library; a build folder's own record of them is its used_models.json."""
-    library = parse_file(description or Samples.load(samples).header.description)
+    library = parse_file(description or described_by(samples))
     kept = {name: samples.parent / f"{name}_models.json" for name in library.used}
     return {name: path for name, path in kept.items() if path.exists()}
+
+
+def described_by(samples: Path) -> str:
+    """The description a samples file names, from its header, its first line
+    (not the whole file, which the fit reads)."""
+    with samples.open(encoding="utf-8") as stream:
+        first = stream.readline()
+    return Samples.of_records([json.loads(first)] if first.strip() else [], samples).header.description
 
 
 def samples_of(build: Path) -> Path:
@@ -211,6 +220,7 @@ def summary(what: str, right_all: dict[Path, list[float]], expected_all: dict[Pa
     builds = f"{len(right_all)} build" + ("s" if len(right_all) != 1 else "")
     return (f"{what} over {builds}: right {right:+.2f} points (SE {right_error:.2f}), "
             f"expected penalty {expected:+.2f}% (SE {expected_error:.2f})")
+
 
 if __name__ == "__main__":
     main()
