@@ -9,8 +9,10 @@ Heavy imports happen inside the commands, so ``hlc --help`` is instant.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 USER_ERROR = 2
 
@@ -335,20 +337,45 @@ def _check_uncertain(args: argparse.Namespace) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from hlc.calibrate.breakdown import process_started
-    from hlc.calibrate.progress import ProgressBar
-    from hlc.dispatch.build import build
-
     _check_resume(args)
     _check_uncertain(args)
-    with ProgressBar("profiling") as bar:
-        result = build(args.description, out=args.out, ranks=args.procs, budget=args.budget,
-                       adaptive=not (args.grid or args.quick), uncertain=args.uncertain,
-                       quick=bool(args.quick), seed=args.seed or 0, timeout=args.timeout, progress=bar.update,
-                       static=dict(args.static) if args.static else None, strict=args.strict, resume=args.resume,
-                       started=process_started())
+    if not args.resume:
+        _compile_ahead(args.description, args.out)
+    from hlc.calibrate.breakdown import process_started
+    from hlc.calibrate.progress import ProgressBar
+    from hlc.compile import end_compiles_ahead
+    from hlc.dispatch.build import build
+
+    try:
+        with ProgressBar("profiling") as bar:
+            result = build(args.description, out=args.out, ranks=args.procs, budget=args.budget,
+                           adaptive=not (args.grid or args.quick), uncertain=args.uncertain,
+                           quick=bool(args.quick), seed=args.seed or 0, timeout=args.timeout,
+                           progress=bar.update, static=dict(args.static) if args.static else None,
+                           strict=args.strict, resume=args.resume, started=process_started())
+    finally:
+        end_compiles_ahead()
     _report_build(result)
     return 0
+
+
+def _compile_ahead(description: str, out: str | None) -> None:
+    """Start compiling the description's Cython sources before the modules
+    that profile and fit are loaded (hlc.compile.compile_ahead), into a
+    scratch folder beside the build, named as a build's own (a killed
+    build's is removed by the next).  A description that does not parse is
+    left to the build to report."""
+    from hlc.calibrate.generate import pyx_sources
+    from hlc.compile import CompileError, compile_ahead
+    from hlc.language import HLError
+    from hlc.language.parse import parse_file
+
+    try:
+        library = parse_file(description)
+        link = Path(out) if out else Path("build") / library.name
+        compile_ahead(pyx_sources(library), link.parent / f".{link.name}.ahead.{os.getpid()}")
+    except (HLError, CompileError, OSError):
+        return
 
 
 def cmd_recalibrate(args: argparse.Namespace) -> int:

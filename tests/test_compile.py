@@ -120,6 +120,83 @@ def test_a_negative_index_under_wraparound_false_fails_the_compile(tmp_path, cou
 
 
 
+def test_a_compile_started_ahead_is_taken_by_the_compile_that_wants_it(tmp_path, counted):
+    """compile_ahead starts the compiler before the target exists (`hlc
+    build` does, before it loads its modules); compile_extensions then
+    waits for it rather than compiling again, keeps the extension in the
+    cache, and leaves no scratch folder."""
+    source = tmp_path / "src" / "arith.pyx"
+    source.parent.mkdir()
+    source.write_text(SOURCE)
+    scratch = tmp_path / ".lib.ahead.1"
+    assert compiling.compile_ahead([source], scratch)
+    assert not compiling.compile_ahead([source], tmp_path / ".lib.ahead.2")  # already under way
+    assert scratch.is_dir()
+    compile_extensions([source], tmp_path / "out")
+    assert counted == []  # no compiler run of its own
+    assert not scratch.exists() and not (tmp_path / ".lib.ahead.2").exists()
+    assert load(tmp_path / "out", "arith").triple(5) == 15
+    assert not compiling.compile_ahead([source], scratch)  # cached now: nothing to start
+    compile_extensions([source], tmp_path / "again")
+    assert counted == []
+
+
+def test_a_compile_started_ahead_reports_its_error_where_it_is_taken(tmp_path, counted):
+    source = tmp_path / "broken.pyx"
+    source.write_text("def f(:\n")
+    scratch = tmp_path / ".lib.ahead.1"
+    assert compiling.compile_ahead([source], scratch)
+    with pytest.raises(CompileError, match="compiling broken.pyx failed"):
+        compile_extensions([source], tmp_path / "out")
+    assert not scratch.exists()
+    assert not any((tmp_path / "cache").rglob("broken*"))
+
+
+def test_a_compile_started_ahead_that_nothing_takes_ends_with_the_process(tmp_path, counted):
+    """A build that stops before it compiles (a used library never built)
+    leaves no compiler running and no scratch folder."""
+    source = tmp_path / "arith.pyx"
+    source.write_text(SOURCE)
+    scratch = tmp_path / ".lib.ahead.1"
+    assert compiling.compile_ahead([source], scratch)
+    process = compiling._AHEAD[(source.resolve(),)].process
+    compiling.end_compiles_ahead()
+    assert process.poll() is not None
+    assert not scratch.exists() and not compiling._AHEAD
+
+
+AHEAD = """library ahead "Triples, from a library that uses another."
+uses comm
+from "arith.pyx" import triple
+
+interface triple(x: int) -> int "Three times x."
+    impl cython = triple "a compiled triple"
+        time ~ 1
+    profile
+        for i in 1 .. 4 ++
+        x = i
+        verify 2
+"""
+
+
+def test_a_build_refused_after_its_compile_started_leaves_nothing(tmp_path, capsys, monkeypatch):
+    """`hlc build` starts the compile before it checks what the library
+    uses: refused then, it ends the compile and removes its folder."""
+    from hlc.cli import main
+
+    monkeypatch.setenv("HLC_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "arith.pyx").write_text(SOURCE)
+    (tmp_path / "comm.hl").write_text((Path(__file__).parent / "descriptions" / "comm.hl").read_text())
+    (tmp_path / "ahead.hl").write_text(AHEAD)
+    started = []
+    real = compiling.compile_ahead
+    monkeypatch.setattr(compiling, "compile_ahead", lambda *a: started.append(real(*a)) or started[-1])
+    assert main(["build", str(tmp_path / "ahead.hl"), "--out", str(tmp_path / "out" / "ahead")]) == 2
+    assert "ahead uses comm, which has no models" in capsys.readouterr().err
+    assert started == [True]
+    assert not compiling._AHEAD and list((tmp_path / "out").iterdir()) == []
+
+
 MODULE = """
 cdef extern from "scale.h":
     double hlc_scale(double x) nogil
