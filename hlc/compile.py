@@ -515,10 +515,15 @@ def _module_flags() -> list[str]:
     0.34-0.44 µs without, with the same choices and predictions.  The
     module is compiled on the host that builds it, and anew by a rebuild or
     recalibration on another; every x86-64 processor made since 2008 has
-    SSE4.1, and NumPy 2.4 itself needs x86-64-v2, which includes it."""
+    SSE4.1, and NumPy 2.4 itself needs x86-64-v2, which includes it.
+
+    A multiplication and an addition are never fused into one rounding
+    (``-ffp-contract=off``): Python rounds each, and the module must sum
+    its models to the same bits as the reference does, whatever ``CFLAGS``
+    (``-march=native`` brings FMA) says."""
     if sys.platform == "win32":
         return []
-    return ["-fno-math-errno", *(["-msse4.1"] if _has_sse41() else [])]
+    return ["-fno-math-errno", "-ffp-contract=off", *(["-msse4.1"] if _has_sse41() else [])]
 
 
 def _has_sse41() -> bool:

@@ -430,11 +430,11 @@ def test_a_module_s_c_is_built_for_sse41_only_on_an_x86_64_host_that_has_it(monk
     monkeypatch.setattr(compiling.sys, "platform", "linux")
     monkeypatch.setattr(compiling.platform, "machine", lambda: "x86_64")
     monkeypatch.setattr(compiling, "_instruction_sets", lambda: "flags : fpu sse2 ssse3 sse4_1 sse4_2 avx2")
-    assert compiling._module_flags() == ["-fno-math-errno", "-msse4.1"]
+    assert compiling._module_flags() == ["-fno-math-errno", "-ffp-contract=off", "-msse4.1"]
     monkeypatch.setattr(compiling, "_instruction_sets", lambda: "flags : fpu sse2 ssse3")
-    assert compiling._module_flags() == ["-fno-math-errno"]
+    assert compiling._module_flags() == ["-fno-math-errno", "-ffp-contract=off"]
     monkeypatch.setattr(compiling, "_instruction_sets", lambda: "Features : fp asimd sse4_1")
     monkeypatch.setattr(compiling.platform, "machine", lambda: "aarch64")
-    assert compiling._module_flags() == ["-fno-math-errno"]
+    assert compiling._module_flags() == ["-fno-math-errno", "-ffp-contract=off"]
     monkeypatch.setattr(compiling.sys, "platform", "win32")
     assert compiling._module_flags() == []

@@ -17,9 +17,11 @@ deviation (hlc.model.deviation), ``hlc_plan_<library>__<impl>`` gives the
 time a decision plans for and the prediction, its terms valued once for
 both.  A model whose terms vary with a searched parameter is split
 (hlc.model.summation): ``hlc_fixed_<library>__<impl>`` holds what its
-searches do not vary, ``hlc_fix_…`` values it once a decision and
-``hlc_sum_…`` adds the varying products at one candidate; each decision
-works in an ``hlc_decision_<library>__<interface>``, its state and those.
+searches do not vary, ``hlc_fix_…`` values it once a decision,
+``hlc_sum_…`` adds the varying products at one candidate and
+``hlc_sums_…__<parameter>`` at every candidate a search compares at once
+(:meth:`Library.staged_sum`); each decision works in an
+``hlc_decision_<library>__<interface>``, its state and those.
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ class Library:
         self.models = {m.name for m in library.models}
         self.implementations = {i.name for i in library.implementations}
         self._sums: dict[str, Summation | None] = {}  # summation(), by implementation
+        self.deciding = False  # whether the module's decisions search its parameters (the main library)
 
     def time_function(self, implementation: str) -> str:
         return f"hlc_time_{self.library.name}__{implementation}"
@@ -264,6 +267,7 @@ class Library:
         fix.append({"statement": "f->seconds = seconds;", "source": "the terms without a parameter"})
         fix.append({"statement": "f->deviation = deviation;", "source": None})
         vary: list[dict[str, str | None]] = []
+        products: list[tuple[int, Any, list[str]]] = []  # (index, group, the sums its product adds to)
         spread = False
         sum_helpers = helpers_for(implementation, [group.factor for group in sums.groups])
         varying = [group.factor for group in sums.groups] + [let.value for let in sum_helpers]
@@ -286,6 +290,8 @@ class Library:
             factor = self.c(group.factor) if group.factor not in guarded else guarded[group.factor]
             vary += [{"statement": statement, "source": comment(group.text) if position == 0 else None}
                      for position, statement in enumerate([f"term = {factor};", *added])]
+            products.append((index, group, [name for name in weights
+                                            if f"f->{weight_fields[name]}[{index}]" in assigned]))
         fixed_terms = [term for _, term in sums.fixed] + [p.fixed for g in sums.groups for p in g.parts if p.fixed]
         named = " and ".join(p.name for p in implementation.parameters)
         them = "it" if len(implementation.parameters) == 1 else "them"
@@ -314,7 +320,103 @@ class Library:
                 "sum_helpers": [(v(let.name), self.c(let.value)) for let in sum_helpers],
                 "fix_terms": fix, "vary_terms": vary,
                 "fix_width": max((len(line["statement"]) for line in fix if line["source"]), default=0),
-                "vary_width": max((len(line["statement"]) for line in vary if line["source"]), default=0)}
+                "vary_width": max((len(line["statement"]) for line in vary if line["source"]), default=0),
+                "staged": [self.staged_sum(interface, implementation, parameter, sum_helpers, products)
+                           for parameter in implementation.parameters
+                           if self.deciding and self.batched(implementation, parameter)]}
+
+    def batched(self, implementation: ast.Implementation, parameter: ast.Parameter) -> bool:
+        """Whether the search of ``parameter`` values its candidates all at
+        once (hlc_integer_minimum_of): where it minimizes the very time the
+        decision ranks by (no other objective, no helper of its own) and
+        the model is split for it, so that its sums can be taken a step at
+        a time over the candidates (:meth:`staged_sum`)."""
+        rule = implementation.optimization(parameter.name)
+        objective = rule.objective if rule else ast.Name(0, 0, "time")
+        return (isinstance(objective, ast.Name) and objective.id == "time" and not helpers_for(implementation,
+                                                                                                 [objective])
+                and (rule is None or rule.method != "root") and implementation.model("time") is not None
+                and self.summation(implementation) is not None)
+
+    def staged_function(self, implementation: ast.Implementation, parameter: ast.Parameter) -> str:
+        return f"hlc_sums_{self.library.name}__{implementation.name}__{parameter.name}"
+
+    def staged_sum(self, interface: ast.Interface, implementation: ast.Implementation, parameter: ast.Parameter,
+                   helpers: list[ast.Let], products: list[tuple[int, Any, list[str]]]) -> dict[str, Any]:
+        """The sums of :meth:`split_model` at each of a search's candidate
+        values of ``parameter`` at once: first each helper that varies, then
+        each logarithm the products take (once a candidate, as the compiler
+        shares one candidate's), a statement at a time over all candidates,
+        so that their divisions and calls run side by side; then the sums,
+        a candidate at a time, in registers.  The same operations in the
+        same order as the sum at one value, so the same values."""
+        arrays = {parameter.name} | {let.name for let in helpers}
+        logarithms: dict[str, tuple[str, ast.Expression]] = {}  # argument's text → (array, argument)
+        knots: dict[str, list[float]] = {}  # argument's text → the knots of the hinges that take its log2
+        unhinged: set[str] = set()  # arguments whose log2 is taken outside a hinge too
+        for _, group, _ in products:
+            compared = {id(node.left) for node in walk(group.factor)
+                        if isinstance(node, ast.Binary) and power_of_two_comparison(node) is not None}
+            hinged = {id(hinge[0]): hinge[1] for node in walk(group.factor)
+                      if (hinge := hinge_in_log2(node)) is not None}
+            for call in calls(group.factor):
+                if call.function == "log2" and len(call.arguments) == 1 and id(call) not in compared:
+                    text = unparse(call.arguments[0])
+                    if text not in logarithms:
+                        plain = text if text.isidentifier() else str(len(logarithms))
+                        logarithms[text] = (f"log2_{plain}", call.arguments[0])
+                    if id(call) in hinged:
+                        knots.setdefault(text, []).append(hinged[id(call)])
+                    else:
+                        unhinged.add(text)
+        statements: list[dict[str, str | None]] = []
+        for let in helpers:
+            statements.append({"statement": f"{v(let.name)}[j] = {self.c_each(let.value, arrays, {})};",
+                               "source": comment(f"{let.name} = {unparse(let.value)}")})
+        logs = {text: name for text, (name, _) in logarithms.items()}
+        for text, (name, argument) in logarithms.items():
+            x = self.c_each(argument, arrays, {})
+            below = None if text in unhinged else below_knot(min(knots[text]))
+            if below is None:
+                statements.append({"statement": f"{name}[j] = hlc_log2({x});", "source": comment(f"log2({text})")})
+            else:  # below the lowest knot every hinge that takes it is 0, as it is with -infinity
+                statements.append({"statement": f"{name}[j] = {x} > {below!r} ? hlc_log2({x}) : -INFINITY;",
+                                   "source": comment(f"log2({text}), where a hinge in it rises")})
+        terms: list[dict[str, str | None]] = []
+        added = {"seconds": "sum", "deviation": "spread"}
+        weight_fields = {"seconds": "weight", "deviation": "deviation_weight"}
+        for index, group, sums in products:
+            lines = [f"term = {self.c_each(group.factor, arrays, logs)};",
+                     *(f"{added[name]} += f->{weight_fields[name]}[{index}] * term;" for name in sums)]
+            terms += [{"statement": line, "source": comment(group.text) if position == 0 else None}
+                      for position, line in enumerate(lines)]
+        signature = interface.signature(implementation)
+        return {"function": self.staged_function(implementation, parameter), "parameter": parameter.name,
+                "parameters": f"const {self.fixed_type(implementation)} *f, "
+                              + ", ".join(f"const double *{v(n)}" if n == parameter.name else f"double {v(n)}"
+                                          for n in [*signature, "P", "logP"])
+                              + ", long count, double *seconds, double *deviation",
+                "locals": [v(let.name) for let in helpers] + [name for name, _ in logarithms.values()],
+                "statements": statements, "terms": terms,
+                "width": max((len(line["statement"]) for line in statements if line["source"]), default=0),
+                "terms_width": max((len(line["statement"]) for line in terms if line["source"]), default=0)}
+
+    def c_each(self, expression: ast.Expression, arrays: set[str], logarithms: Mapping[str, str]) -> str:
+        """``expression`` in C at the j-th of a search's candidates: the
+        names in ``arrays`` read at j, and the logarithm of an argument in
+        ``logarithms`` read from the array that holds it (by its text)."""
+
+        def spell_name(name: str) -> str:
+            return f"{v(name)}[j]" if name in arrays else self.spell_name(name)
+
+        def spell_call(call: ast.Call, arguments: list[str]) -> str | None:
+            if call.function == "log2" and len(call.arguments) == 1:
+                array = logarithms.get(unparse(call.arguments[0]))
+                if array is not None:
+                    return f"{array}[j]"
+            return self.spell_call(call, arguments)
+
+        return to_c(expression, spell_name=spell_name, spell_call=spell_call)
 
     def guarded_hinge(self, factor: ast.Expression, varying: list[ast.Expression]) -> str | None:
         """A hinge in log2, ``max(0, log2(x) - k)``, as C that takes the
@@ -325,22 +427,14 @@ class Library:
         compiler would otherwise share.  A search values such a factor at
         each candidate: a vector library's six candidates of 2 ** block
         values each took 110-116 ns to decide at 4 values, 95 ns so."""
-        if not (isinstance(factor, ast.Call) and factor.function == "max" and len(factor.arguments) == 2):
+        hinge = hinge_in_log2(factor)
+        if hinge is None:
             return None
-        zero, bend = factor.arguments
-        if not (isinstance(zero, ast.Number) and zero.value == 0 and isinstance(bend, ast.Binary)
-                and bend.operator == "-" and isinstance(bend.right, ast.Number)
-                and isinstance(bend.left, ast.Call) and bend.left.function == "log2"
-                and len(bend.left.arguments) == 1):
-            return None
-        x = bend.left.arguments[0]
+        x = hinge[0].arguments[0]
         if sum(logarithms_taken(expression).count(unparse(x)) for expression in varying) != 1:
             return None
-        try:
-            below = 2.0 ** float(bend.right.value) * (1 - 2.0 ** -40)  # log2 of any x up to it lies below k
-        except OverflowError:
-            return None
-        if not 0.0 < below < math.inf:
+        below = below_knot(hinge[1])
+        if below is None:
             return None
         return f"({self.c(x)} > {below!r} ? {self.c(factor)} : 0.0)"
 
@@ -389,6 +483,29 @@ class Library:
 
 _PLAIN = {"∞": "infinity", "≤": "<=", "≥": ">=", "≠": "!=", "→": "->", "←": "<-", "×": "x", "−": "-", "–": "-",
           "—": "-", "’": "'", "‘": "'", "“": '"', "”": '"', "…": "...", "·": "*", "²": "^2", "³": "^3"}
+
+
+def hinge_in_log2(factor: ast.Expression) -> tuple[ast.Call, float] | None:
+    """The ``log2(x)`` call and the knot k of a hinge ``max(0, log2(x) - k)``; None for any other expression."""
+    if not (isinstance(factor, ast.Call) and factor.function == "max" and len(factor.arguments) == 2):
+        return None
+    zero, bend = factor.arguments
+    if not (isinstance(zero, ast.Number) and zero.value == 0 and isinstance(bend, ast.Binary)
+            and bend.operator == "-" and isinstance(bend.right, ast.Number)
+            and isinstance(bend.left, ast.Call) and bend.left.function == "log2" and len(bend.left.arguments) == 1):
+        return None
+    return bend.left, float(bend.right.value)
+
+
+def below_knot(knot: float) -> float | None:
+    """A bound that every x whose log2 lies below ``knot`` stays under, and no
+    x whose log2 reaches it: 2 ** knot less a little; None where it is no
+    positive finite number."""
+    try:
+        below = 2.0 ** knot * (1 - 2.0 ** -40)  # log2 of any x up to it lies below the knot
+    except OverflowError:
+        return None
+    return below if 0.0 < below < math.inf else None
 
 
 def logarithms_taken(expression: ast.Expression) -> list[str]:
@@ -540,6 +657,14 @@ class Interface:
         search["range_unpacked"] = self.unpack(implementation, range_used)
         search["ranks"] = needs_time and search["kind"] in ("minimum", "over") and not helpers \
             and isinstance(objective, ast.Name) and objective.id == "time"
+        search["batched"] = None
+        if search["ranks"] and library.batched(implementation, parameter):
+            arguments = [v(n) for n in [*signature, "P", "logP"]]
+            search["batched"] = {
+                "sums": f"{library.staged_function(implementation, parameter)}(&d->{self.fixed_field(implementation)}, "
+                        f"{', '.join(arguments)}, count, seconds, deviation)",
+                "ranked": "hlc_planned(seconds[j], deviation[j], &predicted)" if plan is not None
+                          else "hlc_time(seconds[j])"}
         return search
 
     def with_state(self, implementation: ast.Implementation, expression: ast.Expression) -> str:
@@ -608,6 +733,7 @@ def c_source(main: ast.Library, models: Models, used_models: Mapping[str, Models
         return libraries[library.name]
 
     top = build(main, models.times())
+    top.deciding = True
     return render("decisions.c.j2", scan_limit=SCAN_LIMIT, coarse=COARSE, sweeps=SWEEPS, header=header_name(main.name),
                   libraries=[{"name": library.library.name, "constants": library.constant_lines(),
                               "functions": library.functions()} for library in libraries.values()],

@@ -12,6 +12,7 @@ import textwrap
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import hlc
@@ -436,3 +437,51 @@ def test_hlc_log2_is_the_c_library_s_log2_bit_for_bit(tmp_path):
     for x, (ours, _) in zip(xs, rows, strict=True):
         if 0 < x < math.inf:
             assert float.fromhex(ours) == math.log2(x), x
+
+
+def test_a_search_values_its_candidates_a_step_at_a_time_and_decides_as_the_reference(tmp_path):
+    """A search that minimizes the time itself values all its candidates
+    at once (hlc_sums_*): each helper, then each logarithm the varying
+    terms take (once a candidate, however many hinges share it), then each
+    term, over all candidates.  The vector library's blocked sum, with the
+    hinges in log2(blocks) the fitter finds there, decides as the Python
+    reference at every size, its predictions the same to the last bits."""
+    library = hlc.parse_file(DESCRIPTIONS / "vector.hl")
+    rng = random.Random(5)
+    models = synthetic_models(library, rng)
+    blocked = library.interface("total").implementation("blocked").model("time")
+    discovered = (Discovered("1", (Factor("hinge", "blocks", 1.5, True),)),
+                  Discovered("1", (Factor("hinge", "blocks", 3.5, True),)),
+                  Discovered("n", (Factor("step", "block", 4, False),)))
+    terms = ("1", *(unparse(t) for t in model_terms(blocked, discovered)))
+    # the hinges weigh as much as the blocks themselves, and either way: they move the search's answer
+    coefficients = {t: rng.uniform(1e-9, 1e-7) for t in terms}
+    coefficients.update({t: rng.choice([-1, 1]) * rng.uniform(1e-8, 1e-7) for t in terms if "log2" in t},
+                        blocks=1e-9)
+    entry = TimeModel("fitted", discovered=discovered, terms=terms, kept=terms, coefficients=coefficients,
+                      deviations={t: coefficients[t] / 10 for t in terms[::2]}, risk=2.0)
+    models = replace(models, implementations={**models.implementations,
+                                              "blocked": ImplementationModel("total", entry)})
+    used = {"comm": synthetic_models(library.used["comm"], rng)}
+    assert package(library, models, used, tmp_path)[1]
+    source = (tmp_path / "decisions_vector.c").read_text()
+    assert source.count("hlc_log2(v_blocks[j])") == 1  # one logarithm a candidate, for both hinges
+    # taken only above the lowest knot, where a hinge in it rises
+    below = 2.0 ** 1.5 * (1 - 2.0 ** -40)
+    assert f"log2_blocks[j] = v_blocks[j] > {below!r} ? hlc_log2(v_blocks[j]) : -INFINITY;" in source
+    assert "hlc_integer_minimum_of(hlc_vector__blocked__block__objectives" in source
+    with pytest.warns(hlc.StaleModelWarning):
+        module = load(tmp_path)
+    predictor = Predictor(library, models.times(), {"comm": Predictor(library.used["comm"], used["comm"].times())})
+    decider = Decider(library, predictor)
+    interface = library.interface("total")
+    blocks_chosen = set()
+    for n in sorted({int(2 ** rng.uniform(0, 20)) for _ in range(400)} | {1, 2, 3, 4, 1 << 17}):
+        expected = decider.decide(interface, {"n": n, "P": 1, "logP": 0.0})
+        actual = module.choose(np.zeros(n))
+        assert (actual.implementation, actual.parameters) == (expected.implementation, expected.parameters), n
+        assert actual.settings == expected.settings, n
+        for name, seconds in expected.predicted.items():
+            assert actual.predicted[name] == pytest.approx(seconds, rel=1e-12), (n, name)
+        blocks_chosen.add(actual.settings["blocked"]["block"])
+    assert len(blocks_chosen) >= 3  # the search's answer moves with n
