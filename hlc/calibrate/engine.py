@@ -302,7 +302,8 @@ class TimingEngine:
             self.spent.move(MEASURING, "retaken", sum(joined[:len(joined) - len(kept)]) * ready[0][2])
             return ready[0], kept, slowdown
         second, seen = self.at_usual_pace(
-            lambda attempt: self.block(interface, ready, arguments, point, confirming if attempt == 0 else None))
+            lambda attempt: self.block(interface, ready, arguments, point, confirming if attempt == 0 else None,
+                                       first_repeat=ready[0][2]))
         if second is None:
             return None
         kept, dropped = (ready[0], second, seen), values
@@ -339,13 +340,16 @@ class TimingEngine:
         raise AssertionError("unreachable: the last attempt returns")
 
     def block(self, interface: Interface, ready: list[tuple[Implementation, dict, int]], arguments: tuple,
-              point: dict, first: float | None = None, warm: float = 0.0) -> list[float] | None:
+              point: dict, first: float | None = None, warm: float = 0.0,
+              first_repeat: int = 1) -> list[float] | None:
         """The timings of one candidate's block (see time_blocks), starting with
-        ``first`` when the checking call was one, and else, when ``warm``, with
-        that many seconds of untimed calls; None when it failed.  The cold
-        leading timings are dropped and counted as cold timings; a block that never
-        warms keeps its last k timings."""
-        values: list[tuple[float, int]] = [] if first is None else [(first, 1)]
+        ``first`` when the checking call was one (or a timing of
+        ``first_repeat`` calls, a confirming one), and else, when ``warm``,
+        with that many seconds of untimed calls; None when it failed.  The
+        cold leading timings are dropped and counted as cold timings, each
+        as the calls it made; a block that never warms keeps its last k
+        timings."""
+        values: list[tuple[float, int]] = [] if first is None else [(first, first_repeat)]
         wanted = interface.repeat
         limit = wanted * RETAKES + COLD_TIMINGS
         while True:
