@@ -130,28 +130,25 @@ def _distinct(sources: Sequence[Path]) -> list[Path]:
 
 class _Ahead:
     """A compile of some sources into a scratch folder, started before the
-    folder they are wanted in exists (:func:`compile_ahead`).  Its output
-    goes to a file there, not a pipe that no one reads until it finishes."""
+    folder they are wanted in exists (:func:`compile_ahead`): a
+    :class:`Background` that is never paused, its output in a file there,
+    not a pipe that no one reads until it finishes."""
 
     def __init__(self, sources: Sequence[Path], scratch: Path):
         self.scratch = scratch
         scratch.mkdir(parents=True)
-        with open(scratch / _AHEAD_OUTPUT, "w", encoding="utf-8") as output:
-            self.process = subprocess.Popen([sys.executable, "-m", "hlc.compile", str(scratch), *map(str, sources)],
-                                            stdout=output, stderr=subprocess.STDOUT, process_group=0)
+        self.compile = Background([sys.executable, "-m", "hlc.compile", str(scratch), *map(str, sources)],
+                                  output=scratch / _AHEAD_OUTPUT)
 
     def finish(self) -> tuple[list[str], int]:
         """Wait for it; its output's lines and its exit status."""
-        code = self.process.wait()
+        code = self.compile.wait()
         text = (self.scratch / _AHEAD_OUTPUT).read_text(encoding="utf-8", errors="replace")
         return text.strip().splitlines(), code
 
     def remove(self) -> None:
         """End it, if it still runs (with the compiler's children), and remove its folder."""
-        if self.process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait()
+        self.compile.kill()
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
@@ -171,9 +168,7 @@ def compile_ahead(sources: Sequence[Path], scratch: Path) -> bool:
     loads the modules that profile and fit (about a second on two cores),
     so that those run beside the compiler: a first sort build compiles
     its kernels for 6-8 s."""
-    sources = _distinct(sources)
-    cache = cache_folder()
-    missing = tuple(s for s in sources if not (cache and (cache / cache_key(s) / _library_name(s)).is_file()))
+    missing = tuple(s for s in _distinct(sources) if not is_cached(s))
     if not missing or missing in _AHEAD:
         return False
     if not _AHEAD:
@@ -255,10 +250,14 @@ class Background:
     compile starts with SIGHUP's default action all the same
     (:func:`_hangup_reaching_children`)."""
 
-    def __init__(self, command: Sequence[str]):
-        with _hangup_reaching_children():
-            self.process = subprocess.Popen(list(command), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                            process_group=0)
+    def __init__(self, command: Sequence[str], output: Path | None = None):
+        """``output``: a file that takes what the compile prints (else it is dropped)."""
+        with contextlib.ExitStack() as files:
+            printed = files.enter_context(open(output, "w", encoding="utf-8")) if output else subprocess.DEVNULL
+            with _hangup_reaching_children():
+                self.process = subprocess.Popen(list(command), stdout=printed,
+                                                stderr=subprocess.STDOUT if output else subprocess.DEVNULL,
+                                                process_group=0)
         self._stops = 0  # nested pauses
 
     def _signal(self, number: int) -> None:

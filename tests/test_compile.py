@@ -159,7 +159,7 @@ def test_a_compile_started_ahead_that_nothing_takes_ends_with_the_process(tmp_pa
     source.write_text(SOURCE)
     scratch = tmp_path / ".lib.ahead.1"
     assert compiling.compile_ahead([source], scratch)
-    process = compiling._AHEAD[(source.resolve(),)].process
+    process = compiling._AHEAD[(source.resolve(),)].compile.process
     compiling.end_compiles_ahead()
     assert process.poll() is not None
     assert not scratch.exists() and not compiling._AHEAD

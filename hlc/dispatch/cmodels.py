@@ -40,7 +40,7 @@ from hlc.language.machine import used_machine_constants
 from hlc.language.nest import constant_values
 from hlc.model.predict import helpers_for
 from hlc.model.render import atomic, used_helpers
-from hlc.model.summation import Summation, kept_terms, summation
+from hlc.model.summation import Group, Summation, kept_terms, summation
 from hlc.model.terms import model_terms
 from hlc.optimize import COARSE, SCAN_LIMIT, SWEEPS
 
@@ -267,7 +267,7 @@ class Library:
         fix.append({"statement": "f->seconds = seconds;", "source": "the terms without a parameter"})
         fix.append({"statement": "f->deviation = deviation;", "source": None})
         vary: list[dict[str, str | None]] = []
-        products: list[tuple[int, Any, list[str]]] = []  # (index, group, the sums its product adds to)
+        products: list[tuple[int, Group, list[str]]] = []  # (index, group, the sums its product adds to)
         spread = False
         sum_helpers = helpers_for(implementation, [group.factor for group in sums.groups])
         varying = [group.factor for group in sums.groups] + [let.value for let in sum_helpers]
@@ -322,27 +322,23 @@ class Library:
                 "fix_width": max((len(line["statement"]) for line in fix if line["source"]), default=0),
                 "vary_width": max((len(line["statement"]) for line in vary if line["source"]), default=0),
                 "staged": [self.staged_sum(interface, implementation, parameter, sum_helpers, products)
-                           for parameter in implementation.parameters
-                           if self.deciding and self.batched(implementation, parameter)]}
+                           for parameter in implementation.parameters if self.batched(implementation, parameter)]}
 
     def batched(self, implementation: ast.Implementation, parameter: ast.Parameter) -> bool:
         """Whether the search of ``parameter`` values its candidates all at
-        once (hlc_integer_minimum_of): where it minimizes the very time the
-        decision ranks by (no other objective, no helper of its own) and
-        the model is split for it, so that its sums can be taken a step at
-        a time over the candidates (:meth:`staged_sum`)."""
-        rule = implementation.optimization(parameter.name)
-        objective = rule.objective if rule else ast.Name(0, 0, "time")
-        return (isinstance(objective, ast.Name) and objective.id == "time" and not helpers_for(implementation,
-                                                                                                 [objective])
-                and (rule is None or rule.method != "root") and implementation.model("time") is not None
-                and self.summation(implementation) is not None)
+        once (hlc_integer_minimum_of): in the library whose decisions the
+        module makes, where it minimizes the very time the
+        decision ranks by (:func:`minimizes_time`) and the model is split
+        for it, so that its sums can be taken a step at a time over the
+        candidates (:meth:`staged_sum`)."""
+        return self.deciding and minimizes_time(implementation, parameter) \
+            and self.summation(implementation) is not None
 
     def staged_function(self, implementation: ast.Implementation, parameter: ast.Parameter) -> str:
         return f"hlc_sums_{self.library.name}__{implementation.name}__{parameter.name}"
 
     def staged_sum(self, interface: ast.Interface, implementation: ast.Implementation, parameter: ast.Parameter,
-                   helpers: list[ast.Let], products: list[tuple[int, Any, list[str]]]) -> dict[str, Any]:
+                   helpers: list[ast.Let], products: list[tuple[int, Group, list[str]]]) -> dict[str, Any]:
         """The sums of :meth:`split_model` at each of a search's candidate
         values of ``parameter`` at once: first each helper that varies, then
         each logarithm the products take (once a candidate, as the compiler
@@ -483,6 +479,19 @@ class Library:
 
 _PLAIN = {"∞": "infinity", "≤": "<=", "≥": ">=", "≠": "!=", "→": "->", "←": "<-", "×": "x", "−": "-", "–": "-",
           "—": "-", "’": "'", "‘": "'", "“": '"', "”": '"', "…": "...", "·": "*", "²": "^2", "³": "^3"}
+
+
+def minimizes_time(implementation: ast.Implementation, parameter: ast.Parameter) -> bool:
+    """Whether the search of ``parameter`` minimizes the very time the
+    decision ranks the implementation by: no objective of its own, no helper
+    of its own, not a root, and a time model to minimize; its least value is
+    then that time."""
+    rule = implementation.optimization(parameter.name)
+    objective = rule.objective if rule else ast.Name(0, 0, "time")
+    return (isinstance(objective, ast.Name) and objective.id == "time"
+            and not helpers_for(implementation, [objective])
+            and (rule is None or rule.over is not None or rule.method != "root")
+            and implementation.model("time") is not None)
 
 
 def hinge_in_log2(factor: ast.Expression) -> tuple[ast.Call, float] | None:
@@ -655,10 +664,9 @@ class Interface:
         elif rule is not None and rule.method == "root":
             search["kind"] = "root"
         search["range_unpacked"] = self.unpack(implementation, range_used)
-        search["ranks"] = needs_time and search["kind"] in ("minimum", "over") and not helpers \
-            and isinstance(objective, ast.Name) and objective.id == "time"
+        search["ranks"] = minimizes_time(implementation, parameter)
         search["batched"] = None
-        if search["ranks"] and library.batched(implementation, parameter):
+        if library.batched(implementation, parameter):
             arguments = [v(n) for n in [*signature, "P", "logP"]]
             search["batched"] = {
                 "sums": f"{library.staged_function(implementation, parameter)}(&d->{self.fixed_field(implementation)}, "
