@@ -29,7 +29,14 @@ Each group, the builds given and each stored folder, gets its own tables
 and summary line.
 
 A defaults to the description each build's samples name, B to A with
-discovery off.  A library that uses another's models takes them from
+discovery off.  ``--set MODULE:NAME=VALUE`` (repeatable) makes B a change
+of the fitter instead: A's description (or ``--versus``) fitted with the
+module's constant set to the value, restored after each fit, and every
+fit of the run in this process (``HLC_FIT_WORKERS=0``: a worker imports
+the modules afresh and would not see the setting):
+
+    python benchmarks/refit_replay.py --stored sort --set hlc.model.discover:SIGNIFICANCE=1.0
+  A library that uses another's models takes them from
 build/NAME/models.json, as ``hlc fit`` does.  The last line sums it up:
 each build's mean difference over the evaluations and rank counts it was
 judged at, then their mean over the builds:
@@ -43,12 +50,18 @@ own group's evaluations).
 from __future__ import annotations
 
 import argparse
+import ast
+import contextlib
+import importlib
 import json
 import math
+import os
 import statistics
 import tempfile
 from collections import defaultdict
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from hlc.artefacts.models import load_each, save_used
 from hlc.artefacts.samples import Samples
@@ -57,22 +70,25 @@ from hlc.language.parse import parse_file
 from hlc.model.calibration import fit_samples
 
 Key = tuple[str, str, int]  # evaluation, interface, rank count
+Setting = tuple[Any, str, Any]  # a module, the name of one of its constants, the value B fits with
 Group = tuple[str, list[Path], list[Path]]  # a name, its builds, the evaluations that judge them
 #: Where the stored corpora lie (tests/data/README.md says whose they are).
 STORED = Path(__file__).resolve().parent.parent / "tests" / "data"
 
 
 def judged(build: Path, description: Path | None, evaluations: list[Path],
-           discovering: bool) -> dict[Key, tuple[float, float, float]]:
+           discovering: bool, settings: Sequence[Setting] = ()) -> dict[Key, tuple[float, float, float]]:
     """The build's samples fitted with ``description``, replayed against each
     evaluation: (right share, expected penalty, share of optimal parameters)
     per evaluation, interface and rank count; the last NaN where no
-    implementation has a parameter, else the mean over those that have.  A
+    implementation has a parameter, else the mean over those that have;
+    ``settings``: the fitter's constants it is fitted with (:func:`applied`).  A
     rank count at which no point could be judged (a grid build cut short
     before it reached that count has no models there) has no entry."""
     samples = samples_of(build)
     kept = stored_used_models(samples, description)
-    models = fit_samples(samples, description=description, discovering=discovering, models_of=kept or None)
+    with applied(settings):
+        models = fit_samples(samples, description=description, discovering=discovering, models_of=kept or None)
     found = {}
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "models.json"
@@ -102,6 +118,51 @@ def stored_used_models(samples: Path, description: Path | None) -> dict[str, Pat
     library = parse_file(description or described_by(samples))
     kept = {name: samples.parent / f"{name}_models.json" for name in library.used}
     return {name: path for name, path in kept.items() if path.exists()}
+
+
+def parse_setting(text: str) -> Setting:
+    """``MODULE:NAME=VALUE`` as (the module, NAME, the value, a Python
+    literal); a ValueError says what is wrong with it.  A number may stand
+    for a constant of the other kind of number; nothing else changes kind."""
+    target, equals, value_text = text.partition("=")
+    module_name, colon, name = target.partition(":")
+    if not (equals and colon and module_name and name):
+        raise ValueError(f"{text!r} is not MODULE:NAME=VALUE")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ValueError(f"{text!r}: no module {module_name} ({error})") from None
+    if not hasattr(module, name):
+        raise ValueError(f"{text!r}: {module_name} has no {name}")
+    try:
+        value = ast.literal_eval(value_text)
+    except (ValueError, SyntaxError):
+        raise ValueError(f"{text!r}: {value_text!r} is not a Python literal") from None
+    current = getattr(module, name)
+    numbers = (int, float)
+    same_kind = isinstance(value, type(current)) or (isinstance(value, numbers) and isinstance(current, numbers)
+                                                     and not isinstance(value, bool) and not isinstance(current, bool))
+    if not same_kind:
+        raise ValueError(f"{text!r}: {module_name}.{name} is {current!r}, not a {type(value).__name__}")
+    return module, name, value
+
+
+@contextlib.contextmanager
+def applied(settings: Sequence[Setting]) -> Iterator[None]:
+    """The ``settings`` in force for the time of the block, the constants as
+    they were after it."""
+    before = [(module, name, getattr(module, name)) for module, name, _ in settings]
+    try:
+        for module, name, value in settings:
+            setattr(module, name, value)
+        yield
+    finally:
+        for module, name, value in reversed(before):
+            setattr(module, name, value)
+
+
+def setting_text(settings: Sequence[Setting]) -> str:
+    return ", ".join(f"{module.__name__}.{name} = {value!r}" for module, name, value in settings)
 
 
 def described_by(samples: Path) -> str:
@@ -155,7 +216,13 @@ def main(argv: list[str] | None = None) -> None:
                         help="also the corpora tests/data keeps for LIBRARY, each judged by its own evaluations")
     parser.add_argument("--description", type=Path, help="A: the description to fit (default: the samples')")
     parser.add_argument("--versus", type=Path, help="B: another description (default: A without discovery)")
+    parser.add_argument("--set", action="append", default=[], metavar="MODULE:NAME=VALUE",
+                        help="B: the fitter with this constant set (repeatable), A's description or --versus")
     options = parser.parse_args(argv)
+    try:
+        options.settings = [parse_setting(text) for text in options.set]
+    except ValueError as error:
+        parser.error(f"--set {error}")
     if bool(options.builds) != bool(options.evaluations):
         parser.error("--builds and --evaluations go together")
     if not options.builds and not options.stored:
@@ -164,8 +231,34 @@ def main(argv: list[str] | None = None) -> None:
     if options.stored:
         groups += stored_groups(options.stored)
     a_label = options.description.name if options.description else "the samples' description"
-    b_label = options.versus.name if options.versus else "no discovery"
+    b_label = options.versus.name if options.versus else ("A's" if options.settings else "no discovery")
+    if options.settings:
+        b_label += f" with {setting_text(options.settings)}"
     print(f"A: {a_label}; B: {b_label}")
+    with _in_this_process(bool(options.settings)):
+        _judge_groups(groups, options)
+
+
+@contextlib.contextmanager
+def _in_this_process(wanted: bool) -> Iterator[None]:
+    """Every fit in this process while ``wanted`` (HLC_FIT_WORKERS=0), the
+    variable as it was after."""
+    if not wanted:
+        yield
+        return
+    before = os.environ.get("HLC_FIT_WORKERS")
+    os.environ["HLC_FIT_WORKERS"] = "0"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("HLC_FIT_WORKERS", None)
+        else:
+            os.environ["HLC_FIT_WORKERS"] = before
+
+
+def _judge_groups(groups: list[Group], options: argparse.Namespace) -> None:
+    """The tables and summaries of every group, then the summary over all."""
     # per build (by its path: two builds may share a folder name), its differences over its rows
     right_all: dict[Path, list[float]] = defaultdict(list)
     expected_all: dict[Path, list[float]] = defaultdict(list)
@@ -191,7 +284,9 @@ def judge_group(builds: list[Path], evaluations: list[Path], options: argparse.N
     expected_all: dict[Path, list[float]] = defaultdict(list)
     for build in builds:
         first = judged(build, options.description, evaluations, True)
-        second = judged(build, options.versus or options.description, evaluations, options.versus is not None)
+        settings = getattr(options, "settings", [])
+        second = judged(build, options.versus or options.description, evaluations,
+                        options.versus is not None or bool(settings), settings)
         for key in sorted(first.keys() & second.keys()):
             rows[key].append((label(build), first[key], second[key]))
             right_all[build].append(second[key][0] - first[key][0])

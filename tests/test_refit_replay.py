@@ -112,3 +112,38 @@ def test_a_stored_corpus_keeps_the_models_its_library_uses_beside_its_samples():
     assert refit_replay.stored_used_models(stencil / "samples.jsonl", None) \
         == {"runtime": stencil / "runtime_models.json"}
     assert refit_replay.stored_used_models(BUILD / "samples.jsonl", DESCRIPTION) == {}
+
+
+def test_a_setting_fits_b_with_the_constant_and_leaves_it_as_it_was(tmp_path, capsys, monkeypatch):
+    """--set makes B the same description fitted with one of the fitter's
+    constants changed: the difference is that of two fits, one with the
+    constant set, and the constant is as it was afterwards."""
+    risk = calibration.RISK
+    shares = []
+    for value in (risk, 0.0):
+        monkeypatch.setattr(calibration, "RISK", value)
+        path = tmp_path / f"models-{value}.json"
+        fit_samples(BUILD / "samples.jsonl", description=DESCRIPTION).save(path)
+        shares.append(replay(path, EVALUATION).interfaces["sort"].summary.expected_penalty)
+    monkeypatch.setattr(calibration, "RISK", risk)
+    assert shares[0] != shares[1]  # planning for the deviations changes choices on these samples
+    refit_replay.main(["--builds", str(BUILD), "--evaluations", str(EVALUATION), "--description", str(DESCRIPTION),
+                       "--set", "hlc.model.calibration:RISK=0"])
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "A: sort.hl; B: A's with hlc.model.calibration.RISK = 0", out
+    assert f"expected penalty {100 * (shares[1] - shares[0]):+.2f}%" in out.splitlines()[-1], out
+    assert risk == calibration.RISK
+
+
+@pytest.mark.parametrize(("setting", "said"), [
+    ("hlc.model.calibration.RISK=0", "is not MODULE:NAME=VALUE"),
+    ("hlc.model.nothing:RISK=0", "no module hlc.model.nothing"),
+    ("hlc.model.calibration:NOTHING=0", "hlc.model.calibration has no NOTHING"),
+    ("hlc.model.calibration:RISK=two", "'two' is not a Python literal"),
+    ("hlc.model.calibration:RISK='2'", "hlc.model.calibration.RISK is 2.0, not a str"),
+])
+def test_a_setting_that_cannot_be_made_is_refused_and_says_why(setting, said, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        refit_replay.main(["--stored", "sort", "--set", setting])
+    assert stopped.value.code == 2
+    assert said in capsys.readouterr().err
