@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hlc.artefacts.models import Models, TimeModel
+from hlc.artefacts.samples import Sample, Samples
 from hlc.dispatch.reference import Choice
 from hlc.language import ast
 from hlc.language.expressions import EvaluationError, evaluate, integer_bounds
@@ -23,6 +24,10 @@ def _seconds(value: float) -> str:
         if value >= scale:
             return f"{value / scale:.4g} {unit}"
     return f"{value:.3g} s"
+
+
+#: A measured time this far off its prediction (as a share of it) is marked so.
+MISS_SHOWN = 0.1
 
 
 def _band(value: float | None) -> str:
@@ -174,10 +179,67 @@ def searches(predictor: Predictor, implementation: ast.Implementation, variables
     return lines
 
 
+def _scaled(values: Mapping[str, float], names: Sequence[str]) -> list[float]:
+    """Each variable as a distance sees it: log2(1 + |v|), signed, so that
+    sizes compare by octaves and small counts by their own steps."""
+    return [math.copysign(math.log2(1 + abs(float(values[name]))), float(values[name])) for name in names]
+
+
+def nearest_measured(interface: ast.Interface, samples: Samples, variables: Mapping[str, float]
+                     ) -> list[Sample]:
+    """The samples of the profile's point nearest ``variables`` (by their
+    logarithms) at the same rank count, of every implementation timed
+    there; none where the profile took none at that rank count."""
+    names = [v.name for v in interface.variables]
+    ranks = variables.get("P", 1)
+    points: dict[tuple[bool, int], list[Sample]] = {}
+    for sample in samples.samples:
+        if sample.interface == interface.name and ranks == sample.P and all(n in sample.variables for n in names):
+            points.setdefault((sample.verify, sample.index), []).append(sample)
+    if not points:
+        return []
+    target = _scaled(variables, names)
+
+    def distance(taken: list[Sample]) -> float:
+        return sum((a - b) ** 2 for a, b in zip(_scaled(taken[0].variables, names), target, strict=True))
+
+    return min(points.values(), key=distance)
+
+
+def measured_nearby(library: ast.Library, interface: ast.Interface, predictor: Predictor, samples: Samples,
+                    variables: Mapping[str, float]) -> list[str]:
+    """Lines for what the profile measured at its point nearest the
+    variables, each candidate beside what its model predicts there, fastest
+    first: where a choice surprises, the measurements it was fitted to say
+    whether the model follows them there."""
+    taken = nearest_measured(interface, samples, variables)
+    if not taken:
+        return []
+    names = [v.name for v in interface.variables]
+    where = ", ".join(f"{name} = {taken[0].variables[name]:,.6g}" for name in names)
+    lines = [f"\nwhat the profile measured at its point nearest these variables, {where} (P = {taken[0].P}):"]
+    rows = []
+    for sample in sorted(taken, key=lambda s: s.seconds):
+        label = sample.implementation + "".join(f" {k} = {v}" for k, v in sorted(sample.parameters.items()))
+        try:
+            predicted = predictor.evaluate(sample.implementation, sample.environment)
+        except (EvaluationError, ModelUnavailable):
+            predicted = math.nan
+        note = ""
+        if math.isfinite(predicted) and predicted > 0:
+            off = sample.seconds / predicted - 1
+            if abs(off) >= MISS_SHOWN:
+                note = f"  ({abs(off):.0%} {'above' if off > 0 else 'below'} its model)"
+        shown = _seconds(predicted) if math.isfinite(predicted) else "—"
+        rows.append(f"  {label:<24} {_seconds(sample.seconds):>12}   predicted {shown:>10}{note}")
+    return lines + rows
+
+
 def explanation(library: ast.Library, models: Models, interface_name: str,
                 variables: Mapping[str, float], choice: Choice,
-                used_models: Mapping[str, Models] | None = None) -> str:
-    """The text ``explain()`` returns."""
+                used_models: Mapping[str, Models] | None = None, samples: Samples | None = None) -> str:
+    """The text ``explain()`` returns; with the build's ``samples``, also
+    what the profile measured nearest the variables (:func:`measured_nearby`)."""
     interface = library.interface(interface_name)
     used_models = used_models or {}
     predictor = Predictor.of_models(library, models, used_models)
@@ -251,6 +313,8 @@ def explanation(library: ast.Library, models: Models, interface_name: str,
         if found:
             lines.append(f"\nwhat the fitter found in {winner.name}'s samples, the largest here first:")
             lines += [f"  {line}" for line in found]
+    if samples is not None:
+        lines += measured_nearby(library, interface, predictor, samples, variables)
     notes = extrapolations(interface, models, variables, choice)
     if notes:
         lines.append("\nbeyond the samples:")

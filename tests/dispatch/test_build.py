@@ -268,6 +268,39 @@ def test_without_a_c_compiler_the_same_decisions_are_made_in_python(built, tmp_p
     assert "chosen" in python.explain(rng.standard_normal(50))
 
 
+def test_explain_shows_what_the_profile_measured_nearest_and_goes_without_it(built, tmp_path):
+    """Beside the models' account of a choice, explain lists the samples of
+    the profile's point nearest the variables (by octaves), fastest first,
+    each with its model's prediction there; a package without its samples
+    explains without them."""
+    from hlc.dispatch.explain import _seconds
+
+    folder, _ = built
+    vector = load(folder / "vector")
+    samples = [s for s in Samples.load(folder / "vector" / "samples.jsonl").samples
+               if s.interface == "total" and s.P == 1]
+    asked = 3000
+    nearest = min(samples, key=lambda s: abs(math.log2(1 + s.variables["n"]) - math.log2(1 + asked)))
+    taken = sorted((s for s in samples if (s.verify, s.index) == (nearest.verify, nearest.index)),
+                   key=lambda s: s.seconds)
+    text = vector.explain_total_at(n=asked)
+    heading = ("what the profile measured at its point nearest these variables, "
+               f"n = {nearest.variables['n']:,.6g} (P = 1):")
+    assert heading in text, text
+    rows = text.split(heading)[1].strip().split("\n\n")[0].splitlines()
+    assert len(rows) == len(taken)
+    for row, sample in zip(rows, taken, strict=True):
+        label = sample.implementation + "".join(f" {k} = {v}" for k, v in sorted(sample.parameters.items()))
+        assert row.split()[:len(label.split())] == label.split() and _seconds(sample.seconds) in row, (row, label)
+        assert "predicted" in row
+
+    bare = tmp_path / "vector"
+    shutil.copytree(folder / "vector", bare)
+    (bare / "samples.jsonl").unlink()
+    text = load(bare).explain_total_at(n=asked)
+    assert "chosen" in text and "what the profile measured" not in text
+
+
 def test_static_build_calls_the_implementation_chosen_at_build_time(built, tmp_path):
     from hlc.dispatch.build import package
 
