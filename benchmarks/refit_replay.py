@@ -36,7 +36,8 @@ fit of the run in this process (``HLC_FIT_WORKERS=0``: a worker imports
 the modules afresh and would not see the setting):
 
     python benchmarks/refit_replay.py --stored sort --set hlc.model.discover:SIGNIFICANCE=1.0
-  A library that uses another's models takes them from
+
+A library that uses another's models takes them from
 build/NAME/models.json, as ``hlc fit`` does.  The last line sums it up:
 each build's mean difference over the evaluations and rank counts it was
 judged at, then their mean over the builds:
@@ -62,12 +63,14 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from hlc.artefacts.models import load_each, save_used
 from hlc.artefacts.samples import Samples
 from hlc.evaluation.replay import replay
 from hlc.language.parse import parse_file
 from hlc.model.calibration import fit_samples
+from hlc.model.workers import WORKERS_VARIABLE
 
 Key = tuple[str, str, int]  # evaluation, interface, rank count
 Setting = tuple[Any, str, Any]  # a module, the name of one of its constants, the value B fits with
@@ -151,14 +154,10 @@ def parse_setting(text: str) -> Setting:
 def applied(settings: Sequence[Setting]) -> Iterator[None]:
     """The ``settings`` in force for the time of the block, the constants as
     they were after it."""
-    before = [(module, name, getattr(module, name)) for module, name, _ in settings]
-    try:
+    with contextlib.ExitStack() as stack:
         for module, name, value in settings:
-            setattr(module, name, value)
+            stack.enter_context(mock.patch.object(module, name, value))
         yield
-    finally:
-        for module, name, value in reversed(before):
-            setattr(module, name, value)
 
 
 def setting_text(settings: Sequence[Setting]) -> str:
@@ -235,26 +234,9 @@ def main(argv: list[str] | None = None) -> None:
     if options.settings:
         b_label += f" with {setting_text(options.settings)}"
     print(f"A: {a_label}; B: {b_label}")
-    with _in_this_process(bool(options.settings)):
+    # with settings, every fit in this process: a worker would not see them
+    with mock.patch.dict(os.environ, {WORKERS_VARIABLE: "0"}) if options.settings else contextlib.nullcontext():
         _judge_groups(groups, options)
-
-
-@contextlib.contextmanager
-def _in_this_process(wanted: bool) -> Iterator[None]:
-    """Every fit in this process while ``wanted`` (HLC_FIT_WORKERS=0), the
-    variable as it was after."""
-    if not wanted:
-        yield
-        return
-    before = os.environ.get("HLC_FIT_WORKERS")
-    os.environ["HLC_FIT_WORKERS"] = "0"
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("HLC_FIT_WORKERS", None)
-        else:
-            os.environ["HLC_FIT_WORKERS"] = before
 
 
 def _judge_groups(groups: list[Group], options: argparse.Namespace) -> None:
@@ -284,9 +266,8 @@ def judge_group(builds: list[Path], evaluations: list[Path], options: argparse.N
     expected_all: dict[Path, list[float]] = defaultdict(list)
     for build in builds:
         first = judged(build, options.description, evaluations, True)
-        settings = getattr(options, "settings", [])
         second = judged(build, options.versus or options.description, evaluations,
-                        options.versus is not None or bool(settings), settings)
+                        options.versus is not None or bool(options.settings), options.settings)
         for key in sorted(first.keys() & second.keys()):
             rows[key].append((label(build), first[key], second[key]))
             right_all[build].append(second[key][0] - first[key][0])

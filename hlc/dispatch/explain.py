@@ -206,7 +206,7 @@ def nearest_measured(interface: ast.Interface, samples: Samples, variables: Mapp
     return min(points.values(), key=distance)
 
 
-def measured_nearby(library: ast.Library, interface: ast.Interface, predictor: Predictor, samples: Samples,
+def measured_nearby(interface: ast.Interface, predictor: Predictor, samples: Samples,
                     variables: Mapping[str, float]) -> list[str]:
     """Lines for what the profile measured at its point nearest the
     variables, each candidate beside what its model predicts there, fastest
@@ -314,7 +314,7 @@ def explanation(library: ast.Library, models: Models, interface_name: str,
             lines.append(f"\nwhat the fitter found in {winner.name}'s samples, the largest here first:")
             lines += [f"  {line}" for line in found]
     if samples is not None:
-        lines += measured_nearby(library, interface, predictor, samples, variables)
+        lines += measured_nearby(interface, predictor, samples, variables)
     notes = extrapolations(interface, models, variables, choice)
     if notes:
         lines.append("\nbeyond the samples:")

@@ -92,7 +92,6 @@ class ModuleState:
     def __init__(self, module_file: str, models: Models):
         folder = Path(module_file).parent
         self.folder = folder
-        self._measured = None  # the build's samples once read (False: there are none)
         self.models = models
         self.used_models = load_used(folder / "used_models.json")
         self.description = description_of(models, folder)
@@ -174,21 +173,20 @@ class ModuleState:
             self._library = parse_file(self.description)
         return self._library
 
+    @functools.cached_property
     def measured(self):
         """The build's samples, read on first use where they lie beside the
         module (a package installed without them explains without them)."""
-        if self._measured is None:
-            from hlc.artefacts.samples import Samples
+        from hlc.artefacts.samples import Samples
 
-            path = self.folder / "samples.jsonl"
-            self._measured = Samples.load(path) if path.is_file() else False
-        return self._measured or None
+        path = self.folder / "samples.jsonl"
+        return Samples.load(path) if path.is_file() else None
 
     def explain(self, interface: str, variables: dict[str, float], choice: Choice) -> str:
         from hlc.dispatch.explain import explanation
 
         return explanation(self.library(), self.models, interface, variables, choice, self.used_models,
-                           self.measured())
+                           self.measured)
 
 
 def choice(names: list[str], chosen: int, predicted: list[float], settings: dict[int, dict[str, int]]) -> Choice:
