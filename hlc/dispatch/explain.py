@@ -85,14 +85,27 @@ def composition(shares: list[tuple[str, float]], most: int = 6) -> list[str]:
     adding = [(t, v) for t, v in shares if v > 0]
     lowering = [(t, v) for t, v in shares if v < 0]
     total = sum(v for _, v in adding) or 1.0
-    lines = [f"  {term:<36} {_seconds(value):>12}  {value / total:6.1%}" for term, value in adding[:most]]
-    if len(adding) > most:
-        rest = sum(v for _, v in adding[most:])
-        lines.append(f"  {f'{len(adding) - most} more terms':<36} {_seconds(rest):>12}  {rest / total:6.1%}")
+    rest = f"{len(adding) - most} more term{'s' if len(adding) - most > 1 else ''}" if len(adding) > most else ""
+    width = _label_width([t for t, _ in adding[:most]] + [rest] + ["  " + t for t, _ in lowering[:most]])
+    lines = [f"  {term:<{width}} {_seconds(value):>12}  {value / total:6.1%}" for term, value in adding[:most]]
+    if rest:
+        left = sum(v for _, v in adding[most:])
+        lines.append(f"  {rest:<{width}} {_seconds(left):>12}  {left / total:6.1%}")
     if lowering:
         lines.append("  less corrections the fit made (where the terms above overestimate):")
-        lines += [f"    {term:<34} {'-' + _seconds(-value):>12}" for term, value in lowering[:most]]
+        lines += [f"    {term:<{width - 2}} {'-' + _seconds(-value):>12}" for term, value in lowering[:most]]
     return lines
+
+
+#: A table's labels are padded to the longest, at least this many characters ...
+LABEL_WIDTH = 36
+#: ... and at most this many: a longer one pushes its own row's figures out.
+LABEL_WIDTH_MOST = 60
+
+
+def _label_width(labels: Sequence[str]) -> int:
+    """The width a column of ``labels`` is padded to, so that the figures after it line up."""
+    return min(max([LABEL_WIDTH, *map(len, labels)]), LABEL_WIDTH_MOST)
 
 
 def planned_time(predictor: Predictor, implementation: ast.Implementation, environment: Mapping[str, Any],
@@ -173,6 +186,10 @@ def searches(predictor: Predictor, implementation: ast.Implementation, variables
         weighed = weighed_values(predictor, implementation, parameter, variables, settings)
         if len(weighed) > 1:
             value_set = settings.get(parameter.name)
+            if len({seconds for _, seconds in weighed}) == 1:  # the prediction does not turn on it here
+                lines.append(f"  {parameter.name} weighed: {len(weighed)} values, {weighed[0][0]} .. "
+                             f"{weighed[-1][0]}, all predicted at {_seconds(weighed[0][1])} ({marked}: {value_set})")
+                continue
             lines.append(f"  {parameter.name} weighed: " + ", ".join(
                 f"{value} → {_seconds(seconds)}{f' ({marked})' if value == value_set else ''}"
                 for value, seconds in weighed))
@@ -219,8 +236,10 @@ def measured_nearby(interface: ast.Interface, predictor: Predictor, samples: Sam
     where = ", ".join(f"{name} = {taken[0].variables[name]:,.6g}" for name in names)
     lines = [f"\nwhat the profile measured at its point nearest these variables, {where} (P = {taken[0].P}):"]
     rows = []
-    for sample in sorted(taken, key=lambda s: s.seconds):
-        label = sample.implementation + "".join(f" {k} = {v}" for k, v in sorted(sample.parameters.items()))
+    ordered = sorted(taken, key=lambda s: s.seconds)
+    labels = [s.implementation + "".join(f" {k} = {v}" for k, v in sorted(s.parameters.items())) for s in ordered]
+    width = min(max(map(len, labels)), LABEL_WIDTH_MOST)
+    for sample, label in zip(ordered, labels, strict=True):
         try:
             predicted = predictor.evaluate(sample.implementation, sample.environment)
         except (EvaluationError, ModelUnavailable):
@@ -231,7 +250,7 @@ def measured_nearby(interface: ast.Interface, predictor: Predictor, samples: Sam
             if abs(off) >= MISS_SHOWN:
                 note = f"  ({abs(off):.0%} {'above' if off > 0 else 'below'} its model)"
         shown = _seconds(predicted) if math.isfinite(predicted) else "—"
-        rows.append(f"  {label:<24} {_seconds(sample.seconds):>12}   predicted {shown:>10}{note}")
+        rows.append(f"  {label:<{width}} {_seconds(sample.seconds):>12}   predicted {shown:>10}{note}")
     return lines + rows
 
 

@@ -266,6 +266,50 @@ def test_the_make_up_of_a_prediction_has_no_negative_share():
     assert "less corrections" in lines[2] and lines[3].split()[-2:] == ["-500", "µs"]
 
 
+def test_the_make_up_of_a_prediction_lines_up_its_figures_whatever_the_labels():
+    """A label longer than the column (a merged term's, a correction's)
+    widens it for every row, so that the seconds still line up; one past
+    LABEL_WIDTH_MOST pushes its own row's figures out alone."""
+    from hlc.dispatch.explain import LABEL_WIDTH_MOST
+
+    long = "iters * cells (and 1 term equal to it here)"
+    lines = composition([(long, 3e-3), ("iters", 1e-3), ("cells", 1e-4), ("1", 1e-5), ("n", 1e-5), ("m", 1e-5),
+                         ("k", 1e-6), ("iters * cells * max(0, log2(width) - 4) * (height >= 64)", -2e-4)])
+    figures = [line for line in lines if "less corrections" not in line]
+    ends = {line.index(" ms") if " ms" in line else line.index(" µs") for line in figures}
+    assert len(ends) == 1, lines
+    assert figures[-2].split()[:3] == ["1", "more", "term"]
+    huge = "t" * (LABEL_WIDTH_MOST + 10)
+    wide = composition([(huge, 2e-3), ("iters", 1e-3)])
+    assert wide[0].startswith("  " + huge + " ")  # the long one's own figures pushed out
+    assert wide[1][:2 + LABEL_WIDTH_MOST + 1] == "  " + "iters".ljust(LABEL_WIDTH_MOST) + " "  # the others at the cap
+
+
+def test_a_search_whose_predictions_are_all_alike_is_said_in_one_line(compiled):
+    """Where the prediction does not turn on a searched parameter (the
+    stencil's extra rows below three rows of processes), explain says so
+    once instead of listing every value at the same time."""
+    from hlc.dispatch.explain import searches
+
+    library, module, _ = compiled
+    interface = library.interface("work")
+    digits = interface.implementation("digits")
+    variables = {"n": 300_000, "width": 29, "P": 1, "logP": 0.0}
+
+    class Flat:
+        """A predictor whose every prediction is one millisecond."""
+
+        constants: dict = {}
+
+        def evaluate(self, implementation, environment):
+            return 1e-3
+
+    [line] = searches(Flat(), digits, variables, {"bpd": 8}, "chosen")
+    assert line.startswith("  bpd weighed: ") and line.endswith("all predicted at 1 ms (chosen: 8)"), line
+    count, span = line.split("weighed: ", 1)[1].split(", ")[:2]
+    assert int(count.split()[0]) > 1 and " .. " in span
+
+
 def test_the_c_reads_one_term_a_line_and_stores_nothing_it_does_not_read(compiled, tmp_path):
     """The decision's C, as the build writes it beside the module: each model
     a sum written one term a line with the term as the description writes
