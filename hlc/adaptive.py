@@ -27,6 +27,12 @@ points; an adaptive profile measures a part of it, chosen in rounds:
      to OPTIMUM_SHARE of the round): an implementation far slower than
      the fastest is timed nowhere else, and its parameter is chosen from
      its model there all the same;
+   * the points measured before where a searched parameter's two best
+     settings, as measured there, lie within TIE of each other and one
+     was measured once, at those two again (``measured_ties``, up to
+     TIE_SHARE of the round): a block of timings is one moment, and a
+     choice between two close settings should not rest on one moment each
+     where a setting's cost moves by the second;
    * the points whose decision is uncertain: the fastest predicted
      alternative (implementations, and a parameterized implementation at
      each setting the dispatcher chooses among) lies within another's
@@ -88,6 +94,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import statistics
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -270,6 +277,24 @@ OWN_SHARE = 0.25
 #: settings never timed there (``unsure_optima``), take at most this share
 #: of a round's predicted seconds.
 OPTIMUM_SHARE = 0.2
+
+
+#: A searched parameter's two best settings as measured at a point, within
+#: this factor of each other, one of them measured there once: both are
+#: measured there again in a later round (``measured_ties``).  A block of
+#: timings is one moment, and on a shared host some settings' costs move
+#: by the second: a radix sort of 741,455 keys in three 10-bit passes took
+#: 4.0-6.0 ms a few hundred milliseconds apart in one process, in four 8-bit
+#: passes 3.9-4.3 ms.  A profile that timed the wide digits in a fast
+#: moment chose them where an evaluation minutes later found them 30-48%
+#: slower.  Sixteen sort builds with the rule, each beside one without
+#: (alternating, a two-core Zen 4 host), replayed against six exhaustive
+#: evaluations of that host: expected penalty 0.35% against 0.54% (paired
+#: difference -0.19 points, SE 0.09), worst choice 29% against 44% too
+#: slow, right choices 97.7% against 97.6% ...
+TIE = 1.15
+#: ... taking at most this share of a round's predicted seconds.
+TIE_SHARE = 0.15
 
 
 @dataclass(frozen=True)
@@ -1033,6 +1058,32 @@ def unsure_optima(grid: Grid, taken: set[tuple], judge: Judge, timed: Mapping[st
     return within_seconds([(site, missing) for _, site, missing in scored], judge, seconds, most)
 
 
+def measured_ties(grid: Grid, records: Samples, judge: Judge, seconds: float,
+                  most: float = math.inf) -> dict[tuple, Candidates]:
+    """Measured sites where a searched parameter's two best settings, as
+    measured there, lie within TIE of each other and one of them was
+    measured there once: the two, to be measured again, the closest ties
+    first, within about ``seconds``."""
+    times: dict[tuple, dict[str, dict[tuple, list[float]]]] = defaultdict(lambda: defaultdict(dict))
+    for sample in records.samples:
+        key = (sample.interface, sample.P, sample.index)
+        if sample.verify or not sample.parameters or key not in grid.by_key:
+            continue
+        times[key][sample.implementation].setdefault(tuple(sorted(sample.parameters.items())), []).append(
+            sample.seconds)
+    scored = []
+    for key, by_implementation in times.items():
+        for name, by_settings in by_implementation.items():
+            if len(by_settings) < 2:
+                continue
+            (best, first), (rival, second) = sorted(by_settings.items(), key=lambda e: statistics.median(e[1]))[:2]
+            ratio = statistics.median(second) / statistics.median(first)
+            if ratio <= TIE and min(len(first), len(second)) < 2:
+                scored.append((ratio, key, {name: [dict(best), dict(rival)]}))
+    scored.sort(key=lambda entry: (entry[0], grid.order[entry[1]]))
+    return within_seconds([(grid.by_key[key], candidates) for _, key, candidates in scored], judge, seconds, most)
+
+
 def within_seconds(ranked: Sequence[tuple[Site, Candidates]], judge: Judge, seconds: float,
                    most: float = math.inf) -> dict[tuple, Candidates]:
     """The ``ranked`` sites with their candidates, in order, each that still
@@ -1079,6 +1130,7 @@ class Round:
     rivals: int = 0  # measured points taken again, at uncertain rivals never timed there (untimed_rivals)
     own: int = 0  # random points timed for one model alone, less accurate than the timings (own_points)
     optima: int = 0  # measured points taken again where a searched parameter's optimum is uncertain (unsure_optima)
+    ties: int = 0  # of those, where its two best settings measured there tie (measured_ties)
 
 
 def default_budget(before: float) -> float:
@@ -1271,6 +1323,11 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                         rivals = untimed_rivals(grid, taken, judge, timed, seconds / 2, most)
                         seconds -= sum(judge.cost(grid.by_key[key], candidates) for key, candidates in rivals.items())
                         optima = unsure_optima(grid, taken, judge, timed, OPTIMUM_SHARE * seconds, most)
+                        ties = measured_ties(grid, records, judge, TIE_SHARE * seconds, most)
+                        for key, candidates in ties.items():
+                            for name, settings_list in candidates.items():
+                                merged = optima.setdefault(key, {}).setdefault(name, [])
+                                merged.extend(settings for settings in settings_list if settings not in merged)
                         rivalling = len(rivals)
                         for key, candidates in optima.items():
                             seconds -= judge.cost(grid.by_key[key], candidates)
@@ -1298,6 +1355,7 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                             plan.update(rivals)
                             by_rule["rivals"] = rivalling
                             by_rule["optima"] = len(optima)
+                            by_rule["ties"] = len(ties)
                         if not batch:  # every point is measured: the uncertain decisions again, in one
                             # round with all that is left (a refit between retakes changes little)
                             plan = retakes(grid, takes_of(records), judge, left, most)
@@ -1348,7 +1406,8 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
             rounds.append(Round(len(batch), by_rule["uncertain"], by_rule["gaps"],
                                 time.monotonic() - round_started, by_rule["spread"], retaken,
                                 by_rule.get("boundaries", 0), by_rule.get("covering", 0),
-                                by_rule.get("rivals", 0), by_rule.get("own", 0), by_rule.get("optima", 0)))
+                                by_rule.get("rivals", 0), by_rule.get("own", 0), by_rule.get("optima", 0),
+                                by_rule.get("ties", 0)))
             if by_rule.get("rest"):
                 what = f"{len(batch)} points, every grid point not measured yet, at every candidate (affordable)"
             elif retaken and len(records.samples) == held:  # the round's time ran out before its first sample
@@ -1364,6 +1423,8 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                             if by_rule.get("rivals") else "")
                 covered += (f"; {by_rule['optima']} where a parameter's optimum is uncertain, at its settings "
                             f"never timed there" if by_rule.get("optima") else "")
+                covered += (f" (of which {by_rule['ties']} where its two best settings measured there tie, "
+                            f"both again)" if by_rule.get("ties") else "")
                 covered += (f"; {by_rule['own']} random points for models less accurate than the timings ("
                             + ", ".join(f"{name} {count}" for name, count in sorted(own_counts.items())) + ")"
                             if by_rule.get("own") else "")

@@ -31,6 +31,7 @@ from hlc.adaptive import (
     within_seconds,
 )
 from hlc.artefacts.models import TimeModel
+from hlc.artefacts.samples import Sample
 from hlc.model.calibration import Samples, calibrate
 
 DESCRIPTIONS = Path(__file__).resolve().parent / "descriptions"
@@ -196,6 +197,43 @@ def test_a_measured_point_is_taken_again_where_a_parameter_s_optimum_is_uncertai
     assert list(chosen) == [sites[0].key, sites[4].key]
     assert chosen[sites[0].key] == {"b": [{"p": 1}, {"p": 2}]}
     assert untimed_rivals(grid, taken, judge, timed, math.inf) == {}  # a wins everywhere: no rival
+
+
+def test_a_searched_parameter_s_measured_tie_is_measured_again():
+    """Measured ties: where the two best settings of a searched parameter,
+    as measured at a point, lie within TIE of each other and one was
+    measured there once, the two are measured there again, the closest
+    tie first; a clear winner, a tie measured twice already, verification
+    samples and an implementation without parameters are left alone."""
+    from types import SimpleNamespace
+
+    from hlc.adaptive import TIE, measured_ties
+
+    judge = Judge.__new__(Judge)
+    judge.cost = lambda site, candidates=None: 1.0
+    settings = [{"p": 1}, {"p": 2}, {"p": 3}]
+    sites = [Site("f", 1, i, {"i": i}, {"i": i}, {"a": [{}], "b": settings}, {"a": [{}], "b": settings})
+             for i in range(5)]
+    grid = Grid(sites)
+
+    def sample(index, name, parameters, seconds, verify=False):
+        return Sample("f", name, verify, 1, index, parameters, {"i": index}, seconds)
+
+    close = (TIE - 1) / 2
+    samples = [
+        sample(0, "b", {"p": 1}, 1.0), sample(0, "b", {"p": 2}, 1.0 + close), sample(0, "b", {"p": 3}, 3.0),
+        sample(1, "b", {"p": 1}, 1.0), sample(1, "b", {"p": 2}, 2.0),  # a clear winner
+        sample(2, "b", {"p": 3}, 1.0), sample(2, "b", {"p": 3}, 1.02),  # measured twice, both of the tie
+        sample(2, "b", {"p": 2}, 1.01), sample(2, "b", {"p": 2}, 1.03),
+        sample(3, "b", {"p": 2}, 1.0), sample(3, "b", {"p": 1}, 1.0 + close / 4),  # the closest tie
+        sample(4, "b", {"p": 1}, 1.0, verify=True), sample(4, "b", {"p": 2}, 1.0, verify=True),
+        sample(4, "a", {}, 1.0),
+    ]
+    chosen = measured_ties(grid, SimpleNamespace(samples=samples), judge, math.inf)
+    assert list(chosen) == [sites[3].key, sites[0].key]
+    assert chosen[sites[3].key] == {"b": [{"p": 2}, {"p": 1}]}
+    assert chosen[sites[0].key] == {"b": [{"p": 1}, {"p": 2}]}
+    assert list(measured_ties(grid, SimpleNamespace(samples=samples), judge, 1.5)) == [sites[3].key]
 
 
 def test_once_every_point_is_measured_the_uncertain_decisions_are_measured_again():
