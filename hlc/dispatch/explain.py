@@ -103,9 +103,10 @@ LABEL_WIDTH = 36
 LABEL_WIDTH_MOST = 60
 
 
-def _label_width(labels: Sequence[str]) -> int:
-    """The width a column of ``labels`` is padded to, so that the figures after it line up."""
-    return min(max([LABEL_WIDTH, *map(len, labels)]), LABEL_WIDTH_MOST)
+def _label_width(labels: Sequence[str], least: int = LABEL_WIDTH) -> int:
+    """The width a column of ``labels`` is padded to, so that the figures
+    after it line up: the longest, ``least`` at least."""
+    return min(max([least, *map(len, labels)]), LABEL_WIDTH_MOST)
 
 
 def planned_time(predictor: Predictor, implementation: ast.Implementation, environment: Mapping[str, Any],
@@ -238,7 +239,7 @@ def measured_nearby(interface: ast.Interface, predictor: Predictor, samples: Sam
     rows = []
     ordered = sorted(taken, key=lambda s: s.seconds)
     labels = [s.implementation + "".join(f" {k} = {v}" for k, v in sorted(s.parameters.items())) for s in ordered]
-    width = min(max(map(len, labels)), LABEL_WIDTH_MOST)
+    width = _label_width(labels, least=0)
     for sample, label in zip(ordered, labels, strict=True):
         try:
             predicted = predictor.evaluate(sample.implementation, sample.environment)
