@@ -104,7 +104,7 @@ from typing import Any
 
 from hlc.artefacts.models import NOT_CALIBRATED, Models, load_each
 from hlc.artefacts.samples import Follower, Sample, Samples
-from hlc.boundaries import STAKE, boundaries, measured_candidates
+from hlc.boundaries import STAKE, boundaries, by_proposal, measured_candidates
 from hlc.calibrate.breakdown import Breakdown
 from hlc.calibrate.generate import pyx_sources
 from hlc.calibrate.harness import OWN_INDEX
@@ -1455,7 +1455,8 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
         surveyed = [site for site in read_sites(records) if site.P in ranks]
         known = {site.key: site.point for site in sites}
         known.update({site.key: site.point for site in surveyed if site.refined and site.key in taken})
-        bisected = boundaries(library, known, measured_candidates(records.samples))
+        variables = {site.key: site.variables for site in surveyed}
+        bisected = boundaries(library, known, by_proposal(library, variables, measured_candidates(records.samples)))
         # A midpoint is a grid point not measured yet (key), or one between the grid's.
         found = [(b.interface, b.P, tuple(b.point.items())) if b.key is None else b.key for b in bisected]
         refined = refined_sites(surveyed)

@@ -27,6 +27,17 @@ measured, not only along those whose every grid point was.
 A boundary is bisected only where the alternatives it separates differ by
 more than the tolerance at one of its ends at least: between two
 near-equal alternatives a wrong choice costs nothing worth measuring.
+
+A parameter that a search sets ``over i … with p = …`` takes other values
+at other points for the same proposal: the radix sort's digit width for
+three passes is 9 bits at 25-bit keys and 10 at 29.  Its settings are
+compared between points by the proposal (:func:`by_proposal`), so that
+three passes winning at both ends is no boundary, and a boundary between
+two and three passes has its stake measured at both ends, where each
+end timed its own digit widths for them.  Compared by the digit width,
+a third of a sort build's boundaries between settings were the same
+choice at both ends, and most others had a stake that neither end had
+timed; ranked by those, they came before the boundaries that were.
 """
 
 from __future__ import annotations
@@ -120,6 +131,62 @@ def in_range(loops: Sequence[ast.Loop], point: Mapping[str, int], constants: Map
             return False
         environment[loop.variable] = point[loop.variable]
     return True
+
+
+def by_proposal(library: ast.Library, variables: Mapping[tuple[str, int, int], Mapping[str, Any]],
+                measured: Mapping[tuple[str, int, int], Mapping[Label, float]]
+                ) -> dict[tuple[str, int, int], dict[Label, float]]:
+    """``measured`` with each setting of a parameter that a search ``over i
+    in LOW .. HIGH with p = VALUE`` sets labelled by the search's i instead
+    (as ``p:i``): the first i whose VALUE, brought into p's range as the
+    dispatcher brings it, is the value timed.  ``variables``: the
+    explanatory variables at each point (the survey's), in which the search
+    is valued; a point without them, or a value no i proposes, keeps its
+    label."""
+    constants = constant_values(library)
+    implementations = {(interface.name, implementation.name): implementation
+                       for interface in library.interfaces for implementation in interface.implementations}
+    relabelled: dict[tuple[str, int, int], dict[Label, float]] = {}
+    for key, timed in measured.items():
+        interface, size, _ = key
+        at = variables.get(key)
+        proposals: dict[str, dict[int, int]] = {}  # implementation → {value of p: i}, for each searched p
+        out: dict[Label, float] = {}
+        for (name, settings), seconds in timed.items():
+            implementation = implementations.get((interface, name))
+            searches = implementation.searches() if implementation is not None and at is not None else []
+            values = dict(settings)
+            for parameter, over in searches:
+                if parameter.name not in values:
+                    continue
+                cache_key = f"{name}:{parameter.name}"
+                if cache_key not in proposals:
+                    environment = {**constants, **at, "P": size, "logP": math.log2(size) if size > 0 else 0.0}
+                    proposals[cache_key] = _proposed(parameter, over, environment)
+                step = proposals[cache_key].get(values[parameter.name])
+                if step is not None:
+                    del values[parameter.name]
+                    values[f"{parameter.name}:{over.variable}"] = step
+            out[label(name, values)] = seconds
+        relabelled[key] = out
+    return relabelled
+
+
+def _proposed(parameter: ast.Parameter, over: ast.Reparameterization, environment: Mapping[str, Any]
+              ) -> dict[int, int]:
+    """Each value the search proposes for ``parameter``, by the first i that
+    proposes it (empty where the search cannot be valued here)."""
+    try:
+        low, high = evaluate(over.range.low, environment), evaluate(over.range.high, environment)
+        least, most = ((-math.inf, math.inf) if parameter.range is None else
+                       (evaluate(parameter.range.low, environment), evaluate(parameter.range.high, environment)))
+        found: dict[int, int] = {}
+        for step in range(int(low), int(high) + 1):
+            value = int(min(max(int(evaluate(over.value, {**environment, over.variable: step})), least), most))
+            found.setdefault(value, step)
+        return found
+    except (EvaluationError, ArithmeticError, TypeError, ValueError):
+        return {}
 
 
 def stake(winner: Label, other: Label, timed: Mapping[Label, float]) -> float | None:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import hlc
 from hlc.artefacts.samples import Sample
-from hlc.boundaries import STAKE, boundaries, in_range, label, measured_candidates, midpoint
+from hlc.boundaries import STAKE, boundaries, by_proposal, in_range, label, measured_candidates, midpoint
 from hlc.language.nest import constant_values, loop_values
 
 DESCRIPTIONS = Path(__file__).resolve().parent / "descriptions"
@@ -32,6 +32,28 @@ interface run(values: float64[]) -> float "."
         for c in 1 .. r += 4
         values = values_of(r * c, seed)
 """, filename=str(DESCRIPTIONS / "nested.hl"))
+
+#: A block size set by a search over the number of blocks, as the radix
+#: sort's digit width is set over its passes: three blocks are 9 values
+#: each at 25 values, 10 at 29.
+SEARCHED = hlc.parse("""
+library searched "A parameter set by a search over the blocks."
+from "squares/impls.py" import values_of, chunked_sum, dot_sum
+interface run(values: float64[]) -> float "."
+    n = len(values)
+    impl chunked(block: int in 1 .. 16) = chunked_sum "."
+        let blocks = ceil(n / block)
+        time ~ 1 + blocks + n
+        choose block minimizing time
+            over i in 1 .. min(n, 16)
+            with block = max(1, ceil(n / i))
+    impl dot = dot_sum "."
+        time ~ 1 + n
+    profile
+        for c in 21 .. 33 += 4
+        for block in 1 .. 16 ++
+        values = values_of(c, seed)
+""", filename=str(DESCRIPTIONS / "searched.hl"))
 
 
 def test_halfway_is_in_the_loops_own_scale():
@@ -138,3 +160,46 @@ def test_the_measurements_of_a_point_are_the_median_of_its_takes():
     records = [Sample("f", "a", False, 1, 3, {"b": 2}, {"n": 8}, seconds) for seconds in (3.0, 1.0, 2.0)]
     records.append(replace(records[0], verify=True, seconds=0.1))
     assert measured_candidates(records) == {("f", 1, 3): {("a", (("b", 2),)): 2.0}}
+
+
+def searched_points(at_29: dict[int, float]) -> tuple[dict, dict, dict]:
+    """Two points of the searched library, 25 and 29 values, and their
+    measurements: three blocks 1.0 and two 1.5 at 25; ``at_29`` by blocks."""
+    points = {("run", 1, 0): {"c": 25}, ("run", 1, 1): {"c": 29}}
+    variables = {("run", 1, 0): {"n": 25}, ("run", 1, 1): {"n": 29}}
+    measured = {("run", 1, 0): {label("chunked", {"block": 9}): 1.0, label("chunked", {"block": 13}): 1.5,
+                                label("dot", {}): 3.0},
+                ("run", 1, 1): {label("chunked", {"block": math.ceil(29 / blocks)}): seconds
+                                for blocks, seconds in at_29.items()} | {label("dot", {}): 3.0}}
+    return points, variables, measured
+
+
+def test_a_searched_setting_is_labelled_by_the_search_s_proposal():
+    points, variables, measured = searched_points({3: 1.1, 2: 1.6})
+    relabelled = by_proposal(SEARCHED, variables, measured)
+    assert relabelled[("run", 1, 0)] == {label("chunked", {"block:i": 3}): 1.0, label("chunked", {"block:i": 2}): 1.5,
+                                         label("dot", {}): 3.0}
+    assert set(relabelled[("run", 1, 1)]) == {label("chunked", {"block:i": 3}), label("chunked", {"block:i": 2}),
+                                              label("dot", {})}
+    # A value no i proposes at the point, and a point without its variables, keep their labels.
+    odd = {("run", 1, 0): {label("chunked", {"block": 10}): 1.0}, ("run", 1, 5): {label("chunked", {"block": 9}): 1.0}}
+    assert by_proposal(SEARCHED, variables, odd) == odd
+
+
+def test_the_same_proposal_winning_at_both_ends_is_no_boundary():
+    """Three blocks win at 25 values (9 each) and at 29 (10 each): the same
+    choice, which the block sizes alone take for a boundary whose stake
+    neither end timed."""
+    points, variables, measured = searched_points({3: 1.1, 2: 1.6})
+    [spurious] = boundaries(SEARCHED, points, measured)
+    assert not spurious.implementations and spurious.stake > 0.5
+    assert boundaries(SEARCHED, points, by_proposal(SEARCHED, variables, measured)) == []
+
+
+def test_a_boundary_between_proposals_has_its_stake_measured_at_both_ends():
+    """Three blocks win at 25 values, two at 29: each end timed both, at
+    its own block sizes, and the stake is the larger of the two ends'."""
+    points, variables, measured = searched_points({3: 1.3, 2: 1.0})
+    [found] = boundaries(SEARCHED, points, by_proposal(SEARCHED, variables, measured))
+    assert (found.variable, found.low, found.high, found.point) == ("c", 25, 29, {"c": 27})
+    assert not found.implementations and math.isclose(found.stake, 0.5)
