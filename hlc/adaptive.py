@@ -1084,6 +1084,13 @@ def measured_ties(grid: Grid, records: Samples, judge: Judge, seconds: float,
     return within_seconds([(grid.by_key[key], candidates) for _, key, candidates in scored], judge, seconds, most)
 
 
+def merge_candidates(into: Candidates, more: Candidates) -> None:
+    """Add ``more``'s settings to ``into``'s, implementation by implementation, each once."""
+    for name, settings_list in more.items():
+        merged = into.setdefault(name, [])
+        merged.extend(settings for settings in settings_list if settings not in merged)
+
+
 def within_seconds(ranked: Sequence[tuple[Site, Candidates]], judge: Judge, seconds: float,
                    most: float = math.inf) -> dict[tuple, Candidates]:
     """The ``ranked`` sites with their candidates, in order, each that still
@@ -1325,15 +1332,11 @@ def _profile(library: ast.Library, samples: Path, result: ProfileResult, servers
                         optima = unsure_optima(grid, taken, judge, timed, OPTIMUM_SHARE * seconds, most)
                         ties = measured_ties(grid, records, judge, TIE_SHARE * seconds, most)
                         for key, candidates in ties.items():
-                            for name, settings_list in candidates.items():
-                                merged = optima.setdefault(key, {}).setdefault(name, [])
-                                merged.extend(settings for settings in settings_list if settings not in merged)
+                            merge_candidates(optima.setdefault(key, {}), candidates)
                         rivalling = len(rivals)
                         for key, candidates in optima.items():
                             seconds -= judge.cost(grid.by_key[key], candidates)
-                            for name, settings_list in candidates.items():
-                                merged = rivals.setdefault(key, {}).setdefault(name, [])
-                                merged.extend(settings for settings in settings_list if settings not in merged)
+                            merge_candidates(rivals.setdefault(key, {}), candidates)
                         # Models' own points once every grid point has a measured neighbour
                         # (before, the gaps are where the models learn), with what the
                         # uncertain decisions leave of the round.

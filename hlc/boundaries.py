@@ -50,7 +50,7 @@ from typing import Any
 
 from hlc.artefacts.samples import Sample
 from hlc.language import ast
-from hlc.language.expressions import EvaluationError, evaluate
+from hlc.language.expressions import EvaluationError, evaluate, integer_bounds
 from hlc.language.nest import constant_values
 
 #: Alternatives closer than this at both ends of a boundary are not worth
@@ -150,7 +150,7 @@ def by_proposal(library: ast.Library, variables: Mapping[tuple[str, int, int], M
     for key, timed in measured.items():
         interface, size, _ = key
         at = variables.get(key)
-        proposals: dict[str, dict[int, int]] = {}  # implementation → {value of p: i}, for each searched p
+        proposals: dict[tuple[str, str], dict[int, int]] = {}  # (implementation, p) → {value of p: i}
         out: dict[Label, float] = {}
         for (name, settings), seconds in timed.items():
             implementation = implementations.get((interface, name))
@@ -159,11 +159,11 @@ def by_proposal(library: ast.Library, variables: Mapping[tuple[str, int, int], M
             for parameter, over in searches:
                 if parameter.name not in values:
                     continue
-                cache_key = f"{name}:{parameter.name}"
-                if cache_key not in proposals:
+                searched = (name, parameter.name)
+                if searched not in proposals:
                     environment = {**constants, **at, "P": size, "logP": math.log2(size) if size > 0 else 0.0}
-                    proposals[cache_key] = _proposed(parameter, over, environment)
-                step = proposals[cache_key].get(values[parameter.name])
+                    proposals[searched] = _proposed(parameter, over, environment)
+                step = proposals[searched].get(values[parameter.name])
                 if step is not None:
                     del values[parameter.name]
                     values[f"{parameter.name}:{over.variable}"] = step
@@ -175,15 +175,15 @@ def by_proposal(library: ast.Library, variables: Mapping[tuple[str, int, int], M
 def _proposed(parameter: ast.Parameter, over: ast.Reparameterization, environment: Mapping[str, Any]
               ) -> dict[int, int]:
     """Each value the search proposes for ``parameter``, by the first i that
-    proposes it (empty where the search cannot be valued here)."""
+    proposes it, the ranges read as the dispatcher reads them
+    (hlc.dispatch.reference); empty where the search cannot be valued here."""
     try:
-        low, high = evaluate(over.range.low, environment), evaluate(over.range.high, environment)
-        least, most = ((-math.inf, math.inf) if parameter.range is None else
-                       (evaluate(parameter.range.low, environment), evaluate(parameter.range.high, environment)))
+        low, high = integer_bounds(over.range, environment)
+        least, most = (-math.inf, math.inf) if parameter.range is None else integer_bounds(parameter.range, environment)
         found: dict[int, int] = {}
-        for step in range(int(low), int(high) + 1):
-            value = int(min(max(int(evaluate(over.value, {**environment, over.variable: step})), least), most))
-            found.setdefault(value, step)
+        for step in range(low, high + 1):
+            value = int(evaluate(over.value, {**environment, over.variable: step}))
+            found.setdefault(min(max(value, least), most), step)
         return found
     except (EvaluationError, ArithmeticError, TypeError, ValueError):
         return {}
