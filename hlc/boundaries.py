@@ -140,15 +140,15 @@ def by_proposal(library: ast.Library, variables: Mapping[tuple[str, int, int], M
     in LOW .. HIGH with p = VALUE`` sets labelled by the search's i instead
     (as ``p:i``): the first i whose VALUE, brought into p's range as the
     dispatcher brings it, is the value timed.  ``variables``: the
-    explanatory variables at each point (the survey's), in which the search
-    is valued; a point without them, or a value no i proposes, keeps its
-    label."""
+    explanatory variables at each point, P and logP among them (the
+    survey's), in which the search is valued; a point without them, or a
+    value no i proposes, keeps its label."""
     constants = constant_values(library)
     implementations = {(interface.name, implementation.name): implementation
                        for interface in library.interfaces for implementation in interface.implementations}
     relabelled: dict[tuple[str, int, int], dict[Label, float]] = {}
     for key, timed in measured.items():
-        interface, size, _ = key
+        interface = key[0]
         at = variables.get(key)
         proposals: dict[tuple[str, str], dict[int, int]] = {}  # (implementation, p) → {value of p: i}
         out: dict[Label, float] = {}
@@ -161,8 +161,7 @@ def by_proposal(library: ast.Library, variables: Mapping[tuple[str, int, int], M
                     continue
                 searched = (name, parameter.name)
                 if searched not in proposals:
-                    environment = {**constants, **at, "P": size, "logP": math.log2(size) if size > 0 else 0.0}
-                    proposals[searched] = _proposed(parameter, over, environment)
+                    proposals[searched] = _proposed(parameter, over, {**constants, **at})
                 step = proposals[searched].get(values[parameter.name])
                 if step is not None:
                     del values[parameter.name]
