@@ -266,8 +266,10 @@ COVERING_SHARE = 0.5
 #: ones are the noise and the smoothing every fit has, and widening for
 #: them would make half the decisions uncertain after the first rounds.
 MISFIT = 0.5
-#: Timings of one candidate's block, each as long as a call or the clock's minimum.
-TIMINGS = 4  # k = 3, plus a cold one or a retake now and then
+#: Timings of one candidate's block beyond the interface's ``repeat`` (k),
+#: each as long as a call or the clock's minimum: a cold one or a retake now
+#: and then.
+EXTRA_TIMINGS = 1
 #: A model that misses its own fitting samples by more than this (its fit
 #: MRE) is less accurate than the timings: two inputs drawn at one point
 #: of a sort's nest, timed side by side, differ by 1-2.5% (the second input
@@ -487,6 +489,8 @@ class Judge:
                  values: dict[tuple, dict[str, float]] | None = None, records: Samples | None = None,
                  grid: Grid | None = None):
         self.library = library
+        # the timings of a candidate's block, by interface, as a round's plan costs them
+        self.timings = {interface.name: block_timings(library, interface.name) for interface in library.interfaces}
         self.records = records  # the samples the models were fitted to: where their knots are loose
         self.grid = grid  # where the samples lie: their misses widen their neighbours' bands
         self._misfits: dict[tuple[str, tuple, tuple], float] | None = None  # (name, settings, site) → miss
@@ -739,6 +743,7 @@ class Judge:
         default, those worth timing there), its checking call and its
         block's timings."""
         total = 0.0
+        timings = self.timings.get(site.interface, ast.DEFAULT_REPEAT + EXTRA_TIMINGS)
         for name, settings_list in (self.worth_timing(site) if candidates is None else candidates).items():
             entry = self.entries.get(name, NOT_CALIBRATED)
             for settings in settings_list:
@@ -746,7 +751,7 @@ class Judge:
                 if entry.status == "fitted" and name in self.implementations:
                     predicted = self.predicted(name, {**site.variables, **settings})
                     seconds = predicted[0] if predicted is not None else seconds
-                total += seconds + TIMINGS * max(seconds, MINIMUM_TIMING)
+                total += seconds + timings * max(seconds, MINIMUM_TIMING)
         return total
 
 
@@ -922,13 +927,22 @@ def own_points(library: ast.Library, judge: Judge, records: Samples, seconds: fl
         groups = sorted((P, times) for (i, n, P), times in fitting.items() if (i, n) == (interface, name))
         for P, times in groups:
             median = sorted(times)[len(times) // 2]
-            each = median + TIMINGS * max(median, MINIMUM_TIMING)
+            each = median + block_timings(library, interface) * max(median, MINIMUM_TIMING)
             new = min(int(share * error / total / len(groups) / each), len(times))
             if new > 0:
                 wanted[P][interface][name] = taken[interface, name, P] + new
                 counts[name] = counts.get(name, 0) + new
                 cost[P] += new * each
     return {P: dict(by_interface) for P, by_interface in wanted.items()}, counts, dict(cost)
+
+
+def block_timings(library: ast.Library, interface: str) -> int:
+    """The timings a candidate's block at a point of ``interface`` takes,
+    as a plan costs it: the ``repeat`` its profile asks, and EXTRA_TIMINGS."""
+    for candidate in library.interfaces:
+        if candidate.name == interface and candidate.profile is not None:
+            return candidate.profile.repeat + EXTRA_TIMINGS
+    return ast.DEFAULT_REPEAT + EXTRA_TIMINGS
 
 
 def less_accurate_than_the_timings(library: ast.Library, judge: Judge) -> dict[tuple[str, str], float]:

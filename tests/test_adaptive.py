@@ -18,6 +18,7 @@ from hlc.adaptive import (
     Judge,
     Site,
     bisection_order,
+    block_timings,
     covering,
     measured_keys,
     next_round,
@@ -100,6 +101,7 @@ def test_a_site_times_only_the_candidates_that_may_win_there():
                    ("radix", 6): 3.0, ("slow", None): 10.0, ("wide", None): 10.0}
     halves = {("wide", None): 9.0}
     judge = Judge.__new__(Judge)
+    judge.timings = {}  # every block as the default repeat's
     judge.records = None  # no samples: every knot taken as the fit placed it
     judge.grid = None
     judge.entries = {name: TimeModel("fitted", mre=1.0) for name in ("radix", "slow", "wide")}
@@ -153,6 +155,7 @@ def test_a_measured_point_is_taken_again_when_a_rival_never_timed_there_turns_un
     a site not measured yet are left alone."""
     gaps = {0: 0.1, 1: 0.1, 2: 5.0, 3: 0.1}  # how far the second alternative lies behind the first
     judge = Judge.__new__(Judge)
+    judge.timings = {}  # every block as the default repeat's
     judge.records = None  # no samples: every knot taken as the fit placed it
     judge.grid = None
     judge.entries = {name: TimeModel("fitted", mre=1.0) for name in ("a", "b")}
@@ -174,6 +177,7 @@ def test_a_measured_point_is_taken_again_where_a_parameter_s_optimum_is_uncertai
     measured yet are left alone; the closest call comes first."""
     gaps = {0: 0.1, 1: 0.1, 2: 5.0, 3: 0.1, 4: 0.3}  # how far p=2 lies behind p=1
     judge = Judge.__new__(Judge)
+    judge.timings = {}  # every block as the default repeat's
     judge.records = None
     judge.grid = None
     judge.entries = {name: TimeModel("fitted", mre=1.0) for name in ("a", "b")}
@@ -210,6 +214,7 @@ def test_a_searched_parameter_s_measured_tie_is_measured_again():
     from hlc.adaptive import TIE, measured_ties
 
     judge = Judge.__new__(Judge)
+    judge.timings = {}  # every block as the default repeat's
     judge.cost = lambda site, candidates=None: 1.0
     settings = [{"p": 1}, {"p": 2}, {"p": 3}]
     sites = [Site("f", 1, i, {"i": i}, {"i": i}, {"a": [{}], "b": settings}, {"a": [{}], "b": settings})
@@ -241,6 +246,7 @@ def test_once_every_point_is_measured_the_uncertain_decisions_are_measured_again
     first, at the candidates that may win there, up to MOST_TAKES in all."""
     gaps = {0: 0.1, 1: 1.0, 2: 5.0, 3: 0.2}  # how far the second alternative lies behind the first
     judge = Judge.__new__(Judge)
+    judge.timings = {}  # every block as the default repeat's
     judge.records = None  # no samples: every knot taken as the fit placed it
     judge.grid = None
     judge.entries = {name: TimeModel("fitted", mre=1.0) for name in ("a", "b")}
@@ -603,6 +609,30 @@ def test_a_profile_stops_once_no_more_decisions_are_uncertain_than_asked(tmp_pat
         profile_adaptively(library, samples, tmp_path, ranks=[1], budget=1.0, uncertain=1.5)
 
 
+def test_a_sites_cost_counts_the_timings_its_profile_asks(adaptive, tmp_path):
+    """Judge.cost: each candidate's checking call and its block of the
+    profile's ``repeat`` timings and EXTRA_TIMINGS more, each at least the
+    clock's minimum; five timings a sample make a block dearer than three."""
+    library, samples, _, _, _ = adaptive
+    records = Samples.read(samples)
+    models = calibrate(library, records)
+    text = (DESCRIPTIONS / "crossing.hl").read_text().replace("repeat 3", "repeat 5")
+    (tmp_path / "crossing.hl").write_text(text)
+    (tmp_path / "squares").symlink_to(DESCRIPTIONS / "squares")
+    five = hlc.parse_file(tmp_path / "crossing.hl")
+    assert block_timings(library, "square_sum") == 3 + adaptive_profile.EXTRA_TIMINGS
+    assert block_timings(five, "square_sum") == 5 + adaptive_profile.EXTRA_TIMINGS
+    assert block_timings(library, "no such interface") == 3 + adaptive_profile.EXTRA_TIMINGS  # the default repeat
+    somewhere = read_sites(records)[0]
+    judges = {3: Judge(library, models), 5: Judge(five, models)}
+    calls = [judges[3].predicted(name, {**somewhere.variables, **settings})[0]
+             for name, settings_list in judges[3].worth_timing(somewhere).items() for settings in settings_list]
+    for repeat, judge in judges.items():
+        timings = repeat + adaptive_profile.EXTRA_TIMINGS
+        assert judge.cost(somewhere) == pytest.approx(
+            sum(call + timings * max(call, adaptive_profile.MINIMUM_TIMING) for call in calls))
+
+
 def test_a_model_less_accurate_than_the_timings_gets_random_points_of_its_own(adaptive):
     """own_points: a model whose fit misses its samples by more than
     ACCURATE, with fewer than DENSE samples per written term, gets random
@@ -618,8 +648,8 @@ def test_a_model_less_accurate_than_the_timings_gets_random_points_of_its_own(ad
     fitting = {name: [s for s in records.samples if s.implementation == name and not s.verify]
                for name in ("dot", "loop")}
     median = {name: sorted(s.seconds for s in found)[len(found) // 2] for name, found in fitting.items()}
-    each = {name: m + adaptive_profile.TIMINGS * max(m, adaptive_profile.MINIMUM_TIMING)
-            for name, m in median.items()}
+    timings = library.interfaces[0].profile.repeat + adaptive_profile.EXTRA_TIMINGS
+    each = {name: m + timings * max(m, adaptive_profile.MINIMUM_TIMING) for name, m in median.items()}
 
     def judged(samples: int = adaptive_profile.DENSE, **mre: float) -> Judge:
         """The models with these MREs, each fitted on ``samples`` (1 + n: two terms, dense from 2 * DENSE)."""
