@@ -270,6 +270,8 @@ MISFIT = 0.5
 #: each as long as a call or the clock's minimum: a cold one or a retake now
 #: and then.
 EXTRA_TIMINGS = 1
+#: ... so a block of an interface without a profile (or a ``repeat``) takes this many.
+DEFAULT_BLOCK = ast.DEFAULT_REPEAT + EXTRA_TIMINGS
 #: A model that misses its own fitting samples by more than this (its fit
 #: MRE) is less accurate than the timings: two inputs drawn at one point
 #: of a sort's nest, timed side by side, differ by 1-2.5% (the second input
@@ -738,12 +740,16 @@ class Judge:
         self.worth[site.key, factor] = kept
         return kept
 
+    def timings_of(self, interface: str) -> int:
+        """The timings a candidate's block at a point of ``interface`` takes (:func:`block_timings`)."""
+        return self.timings.get(interface, DEFAULT_BLOCK)
+
     def cost(self, site: Site, candidates: Candidates | None = None) -> float:
         """Predicted seconds profiling the site takes: per candidate (by
         default, those worth timing there), its checking call and its
         block's timings."""
         total = 0.0
-        timings = self.timings.get(site.interface, ast.DEFAULT_REPEAT + EXTRA_TIMINGS)
+        timings = self.timings_of(site.interface)
         for name, settings_list in (self.worth_timing(site) if candidates is None else candidates).items():
             entry = self.entries.get(name, NOT_CALIBRATED)
             for settings in settings_list:
@@ -927,7 +933,7 @@ def own_points(library: ast.Library, judge: Judge, records: Samples, seconds: fl
         groups = sorted((P, times) for (i, n, P), times in fitting.items() if (i, n) == (interface, name))
         for P, times in groups:
             median = sorted(times)[len(times) // 2]
-            each = median + block_timings(library, interface) * max(median, MINIMUM_TIMING)
+            each = median + judge.timings_of(interface) * max(median, MINIMUM_TIMING)
             new = min(int(share * error / total / len(groups) / each), len(times))
             if new > 0:
                 wanted[P][interface][name] = taken[interface, name, P] + new
@@ -942,7 +948,7 @@ def block_timings(library: ast.Library, interface: str) -> int:
     for candidate in library.interfaces:
         if candidate.name == interface and candidate.profile is not None:
             return candidate.profile.repeat + EXTRA_TIMINGS
-    return ast.DEFAULT_REPEAT + EXTRA_TIMINGS
+    return DEFAULT_BLOCK
 
 
 def less_accurate_than_the_timings(library: ast.Library, judge: Judge) -> dict[tuple[str, str], float]:
