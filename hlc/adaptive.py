@@ -945,10 +945,10 @@ def own_points(library: ast.Library, judge: Judge, records: Samples, seconds: fl
 def block_timings(library: ast.Library, interface: str) -> int:
     """The timings a candidate's block at a point of ``interface`` takes,
     as a plan costs it: the ``repeat`` its profile asks, and EXTRA_TIMINGS."""
-    for candidate in library.interfaces:
-        if candidate.name == interface and candidate.profile is not None:
-            return candidate.profile.repeat + EXTRA_TIMINGS
-    return DEFAULT_BLOCK
+    found = library.interface(interface)
+    if found is None or found.profile is None:
+        return DEFAULT_BLOCK
+    return found.profile.repeat + EXTRA_TIMINGS
 
 
 def less_accurate_than_the_timings(library: ast.Library, judge: Judge) -> dict[tuple[str, str], float]:
