@@ -18,10 +18,16 @@ seconds at a time (on some machines by 1.7× for such code, less for
 memory-bound code, so no single yardstick can correct for it), and two
 profiles can only agree as well as the host's speed did.
 
-With ``--against``, the last line is the verdict: whether this tree's pairs
-agree within 5% less often than REF's, by a paired test over the rounds.
+With ``--host-waits``, this tree also profiles as ``hlc build --host-waits``
+does, waiting for the host's usual pace before each block, in the same
+rounds: what the samples' agreement gains by waiting, and what the profile
+pays for it in time.
 
-    python benchmarks/timing_stability.py [LIB.hl] [--against REF] [--rounds N]
+With ``--against``, the last line is the verdict: whether this tree's pairs
+agree within 5% less often than REF's, by a paired test over the rounds
+(that of the waiting profile comes just before it).
+
+    python benchmarks/timing_stability.py [LIB.hl] [--against REF] [--rounds N] [--host-waits]
 """
 
 from __future__ import annotations
@@ -55,7 +61,8 @@ import sys
 from pathlib import Path
 import hlc
 from hlc.calibrate.run import profile
-profile(hlc.parse_file(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), ranks=[1])
+waits = {"host_waits": True} if sys.argv[4:] == ["waits"] else {}
+profile(hlc.parse_file(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), ranks=[1], **waits)
 print(hlc.__file__)
 """
 
@@ -66,6 +73,7 @@ class Version:
 
     name: str
     tree: Path
+    waits: bool = False  # profiles with host_waits (hlc build --host-waits)
     shares: list[float] = field(default_factory=list)  # each round's share of pairs within 5%
     pairs: list[tuple[float, float, bool]] = field(default_factory=list)  # (seconds, deviation, marked) of each pair
     yardsticks: list[float] = field(default_factory=list)
@@ -77,7 +85,8 @@ class Version:
         environment = {**os.environ, "PYTHONPATH": str(self.tree)}
         before = yardstick()
         started = time.monotonic()
-        done = subprocess.run([sys.executable, "-c", PROFILE, str(description), str(samples), str(build)],
+        waits = ["waits"] if self.waits else []
+        done = subprocess.run([sys.executable, "-c", PROFILE, str(description), str(samples), str(build), *waits],
                               env=environment, cwd=self.tree, check=True, capture_output=True, text=True)
         self.seconds.append(time.monotonic() - started)
         self.yardsticks += [before, yardstick()]
@@ -177,11 +186,15 @@ def main() -> None:
     options.add_argument("description", nargs="?", default=str(DEFAULT))
     options.add_argument("--against", metavar="REF", help="also judge the profiler of this git revision")
     options.add_argument("--rounds", type=int, default=1, help="profile pairs per version (default 1)")
+    options.add_argument("--host-waits", action="store_true",
+                         help="also profile with this tree waiting for the host's usual pace (hlc build --host-waits)")
     args = options.parse_args()
     description = Path(args.description).resolve()
     with tempfile.TemporaryDirectory(prefix="hlc-stability-") as scratch:
         folder = Path(scratch)
         versions = [Version("this tree", ROOT)]
+        if args.host_waits:
+            versions.append(Version("this tree, --host-waits", ROOT, waits=True))
         if args.against:
             tree = folder / "against"
             subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(tree), args.against],
@@ -217,6 +230,8 @@ def main() -> None:
         print(f"the host's speed changed by {max(speeds) / min(speeds) - 1:.0%} during the runs: "
               "the differences above include it")
     if args.against:
+        for waiting in versions[2:]:
+            print(verdict(waiting, versions[0]))
         print(verdict(versions[1], versions[0]))
 
 

@@ -1182,7 +1182,7 @@ def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, rank
                        report: Callable[[str], None] | None = None,
                        meanwhile: Background | None = None,
                        build_started: float | None = None,
-                       uncertain: float | None = None) -> tuple[ProfileResult, list[Round]]:
+                       uncertain: float | None = None, host_waits: bool = False) -> tuple[ProfileResult, list[Round]]:
     """Profile ``library`` into ``samples`` adaptively (module doc), within
     ``budget`` seconds of profiling (None: :func:`default_budget` of the
     seconds since ``build_started``, a ``time.monotonic`` reading, else
@@ -1194,7 +1194,8 @@ def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, rank
     every point has a measured neighbour and no model is less accurate than
     the timings while sparsely sampled (:func:`less_accurate_than_the_timings`:
     a library whose models others call may have no decision of its own to
-    settle), whatever budget is left."""
+    settle), whatever budget is left.  ``host_waits``: the programs wait for
+    the host's usual pace before each block (hlc.calibrate.run.profile)."""
     if uncertain is not None and not 0.0 <= uncertain <= 1.0:
         raise ValueError(f"uncertain: a share of the decisions, from 0 to 1, not {uncertain!r}")
     spent = Breakdown()
@@ -1212,7 +1213,8 @@ def profile_adaptively(library: ast.Library, samples: Path, build: Path, *, rank
             report(f"profiling for {budget:.1f} s: the {started - build_started:.1f} s before it "
                    f"leave that much of a {BUILD_SECONDS:g} s build")
     result = ProfileResult(samples=samples, program=program, ranks=list(ranks), breakdown=spent)
-    servers = {size: Server(program, samples, size, seed, timeout, progress, spent) for size in ranks}
+    servers = {size: Server(program, samples, size, seed, timeout, progress, spent, host_waits)
+               for size in ranks}
     try:
         rounds = _profile(library, samples, result, servers, ranks=ranks, budget=budget, started=started,
                           models_of=models_of, say=report or (lambda line: None), uncertain=uncertain,

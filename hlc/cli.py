@@ -80,6 +80,7 @@ def create_parser() -> argparse.ArgumentParser:
     profile.add_argument("--seed", type=int, default=0, help="seed of the random inputs and verification points")
     profile.add_argument("--timeout", type=float, metavar="SECONDS",
                          help="longest one timing may take (default: the description's 'timeout')")
+    _host_waits_option(profile)
     fit.add_argument("samples", metavar="SAMPLES", help="samples file written by hlc profile, or a build folder")
     fit.add_argument("-o", "--out", metavar="MODELS", help="models file (default: models.json beside SAMPLES)")
     fit.add_argument("--absolute", action="store_true", help="minimize absolute instead of relative error")
@@ -177,6 +178,16 @@ def _build_options(command: argparse.ArgumentParser) -> None:
                          help="go on from what an interrupted build measured (kept beside the build as "
                               ".<library>.interrupted), with its seed, rank counts and mode; --budget is then "
                               "for what it measures next")
+    _host_waits_option(command)
+
+
+def _host_waits_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--host-waits", action="store_true",
+                         help="wait for the host's usual pace before each block of timings, and time a block "
+                              "again when the host slowed down during it, within a quarter of the time, as hlc "
+                              "evaluate does: samples that agree better with another profile's on a host that "
+                              "runs in slow spells, fewer of them in a budget; by default the profile marks the "
+                              "samples a spell slowed, and the fit sets them apart")
 
 
 def _assignment(text: str) -> tuple[str, float]:
@@ -231,7 +242,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     try:
         with ProgressBar(f"profiling {library.name}") as bar:
             result = profile(library, samples, build, ranks=args.procs, budget=args.budget, resume=args.resume,
-                             seed=args.seed, timeout=args.timeout, progress=bar.update)
+                             seed=args.seed, timeout=args.timeout, progress=bar.update, host_waits=args.host_waits)
     except KeyboardInterrupt:
         print(f"interrupted: the samples so far are in {samples}; add --resume to continue", file=sys.stderr)
         return 130
@@ -352,7 +363,8 @@ def cmd_build(args: argparse.Namespace) -> int:
                            adaptive=not (args.grid or args.quick), uncertain=args.uncertain,
                            quick=bool(args.quick), seed=args.seed or 0, timeout=args.timeout,
                            progress=bar.update, static=dict(args.static) if args.static else None,
-                           strict=args.strict, resume=args.resume, started=process_started())
+                           strict=args.strict, resume=args.resume, started=process_started(),
+                           host_waits=args.host_waits)
     finally:
         end_compiles_ahead()
     _report_build(result)
@@ -388,7 +400,7 @@ def cmd_recalibrate(args: argparse.Namespace) -> int:
     options = {"ranks": args.procs, "budget": args.budget, "adaptive": not (args.grid or args.quick),
                "uncertain": args.uncertain,
                "seed": args.seed or 0, "timeout": args.timeout, "strict": args.strict, "resume": args.resume,
-               "started": process_started()}
+               "started": process_started(), "host_waits": args.host_waits}
     if args.out:
         options["out"] = args.out
     if args.quick is not None:

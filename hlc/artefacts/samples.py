@@ -70,20 +70,24 @@ class Header:
     points: int | None = None
     params: str | None = None
     tolerance: float | None = None
+    # a profile that waited for the host's usual pace before each block (its
+    # program's --host-waits), as an evaluation always does; else it marked
+    # the samples a slow spell hit
+    host_waits: bool | None = None
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Header:
         return cls(record["library"], record["description"], record["seed"], record["P"], record["started"],
                    dict(record["clock"]), record["python"], record["host"], record.get("host_tolerance"),
                    record["format"], record.get("evaluate"), record.get("points"), record.get("params"),
-                   record.get("tolerance"))
+                   record.get("tolerance"), record.get("host_waits"))
 
     def as_record(self) -> dict[str, Any]:
         record = {"kind": self.KIND, "format": self.format, "library": self.library,
                   "description": self.description, "seed": self.seed, "P": self.P, "started": self.started,
                   "clock": dict(self.clock), "python": self.python, "host": self.host}
         return _optional(record, host_tolerance=self.host_tolerance, evaluate=self.evaluate, points=self.points,
-                         params=self.params, tolerance=self.tolerance)
+                         params=self.params, tolerance=self.tolerance, host_waits=self.host_waits)
 
 
 @dataclass(frozen=True, slots=True)

@@ -276,6 +276,7 @@ class ProgramRun:
         self.seed = self.state.seed if self.state.seed is not None else options.seed
         self.engine = TimingEngine(self.context, calibrate_clock(), host_meter(options, self.context),
                                    self.state.excluded, self.exclude, self.emit)
+        self.host_waits = True if options.host_waits and not options.evaluate else None  # as the header says
         self.stream = None
 
     @property
@@ -326,7 +327,8 @@ class ProgramRun:
     def header(self, library: str, description: str) -> Header:
         """The first line of each run: what ran where."""
         return Header(library, description, self.seed, self.context.size, time.time(), self.engine.clock.as_dict(),
-                      platform.python_version(), platform.node(), self.engine.host.tolerance)
+                      platform.python_version(), platform.node(), self.engine.host.tolerance,
+                      host_waits=self.host_waits)
 
     # -- the run
     def inputs(self, interface: Interface, seed: int, point: dict) -> tuple[tuple, dict]:

@@ -102,8 +102,11 @@ def profile(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence
             budget: float | None = None, resume: bool = False, seed: int = 0, timeout: float | None = None,
             progress: Progress | None = None, verification_only: bool = False,
             implementations: Sequence[str] | None = None,
-            meanwhile: Background | None = None, smoke: bool = False) -> ProfileResult:
+            meanwhile: Background | None = None, smoke: bool = False, host_waits: bool = False) -> ProfileResult:
     """Profile every implementation of ``library`` into the samples file.
+    ``host_waits``: the program waits for the host's usual pace before each
+    block, as the evaluator does (its ``--host-waits``), instead of marking
+    the samples a slow spell hit.
     ``meanwhile``: a compile that runs beside the profile's own, and is
     paused while the programs run; but for a ``smoke`` profile (a quick
     build's), whose timings no choice rests on, where a program's ranks
@@ -120,7 +123,7 @@ def profile(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence
     result = ProfileResult(samples=samples, program=program, ranks=list(ranks), breakdown=spent)
     cores = usable_cores() or 1
     for size in ranks:
-        selection = _selection(verification_only, implementations)
+        selection = _selection(verification_only, implementations, host_waits)
         beside = smoke and size < cores
         with meanwhile.paused() if meanwhile is not None and not beside else contextlib.nullcontext():
             coverage = run_program(program, samples, size, seed, deadline, timeout, progress, selection, spent)
@@ -144,9 +147,11 @@ def profile_defaults(library: ast.Library, ranks: Sequence[int] | None,
     return list(ranks), timeout
 
 
-def _selection(verification_only: bool, implementations: Sequence[str] | None) -> list[str]:
-    """Program options that restrict what is profiled."""
+def _selection(verification_only: bool, implementations: Sequence[str] | None,
+               host_waits: bool = False) -> list[str]:
+    """Program options that restrict what is profiled, and how it is timed."""
     options = ["--verification-only"] if verification_only else []
+    options += ["--host-waits"] if host_waits else []
     return options + (["--implementations", ",".join(implementations)] if implementations else [])
 
 
@@ -393,8 +398,8 @@ class Server:
     from the samples file."""
 
     def __init__(self, program: Path, samples: Path, size: int, seed: int, timeout: float,
-                 progress: Progress | None, spent: Breakdown):
-        self.command = _command(program, samples, size, seed, None, ["--serve"])
+                 progress: Progress | None, spent: Breakdown, host_waits: bool = False):
+        self.command = _command(program, samples, size, seed, None, ["--serve", *_selection(False, None, host_waits)])
         self.program, self.samples, self.size = program, samples, size
         self.timeout, self.progress, self.spent = timeout, progress, spent
         self.child: _Child | None = None

@@ -345,7 +345,8 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
           timeout: float | None = None, static: dict[str, float] | None = None,
           refit: Sequence[str] | None = None, previous: Models | None = None,
           strict: bool = False, adaptive: bool = True, origin: str | None = None,
-          resume: bool = False, started: float | None = None, uncertain: float | None = None) -> BuildResult:
+          resume: bool = False, started: float | None = None, uncertain: float | None = None,
+          host_waits: bool = False) -> BuildResult:
     """Build the library described in ``description`` on this machine.
 
     An implementation that fails while profiling (or cannot be fitted) is
@@ -360,13 +361,18 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
     most ``uncertain`` (a share) of the decisions uncertain
     (hlc.adaptive.uncertain_share); a quick build and a refit measure
     their whole nest.  ``origin``: where the description came from, when it
-    is a build's own copy (a recalibration).
+    is a build's own copy (a recalibration).  With ``host_waits``, the
+    profile waits for the host's usual pace before each block, as the
+    evaluator does, instead of marking the samples a slow spell hit: its
+    samples agree better with another build's on a host in spells, and
+    it measures less in its budget (docs/architecture.md, stage 2).
 
     A build interrupted (KeyboardInterrupt) while it profiles or fits keeps
     what it measured and raises :class:`~hlc.dispatch.resume.BuildInterrupted`
     (hlc.dispatch.resume); with ``resume``, the next build goes on from it,
     with the seed, rank counts, mode and static variables it was asked for
-    (those given here are not used) and ``budget`` for what it measures next.
+    (those given here are not used) and ``budget`` and ``host_waits`` for
+    what it measures next.
 
     ``started``: the ``time.monotonic`` reading at which the command that
     builds began (`hlc build`: its process's start,
@@ -418,11 +424,12 @@ def build(description: str | Path, *, out: Path | None = None, ranks: Sequence[i
         elif adaptive and refit is None and not quick:
             result = _profile_adaptively(profiled, samples, version, link, ranks=ranks, budget=budget, seed=seed,
                                          timeout=timeout, progress=progress, report=rounds.append,
-                                         meanwhile=meanwhile, started=started, uncertain=uncertain)
+                                         meanwhile=meanwhile, started=started, uncertain=uncertain,
+                                         host_waits=host_waits)
         else:
             result = profile(profiled, samples, version, ranks=ranks, budget=budget, seed=seed, timeout=timeout,
                              progress=progress, implementations=refit, meanwhile=meanwhile, smoke=quick,
-                             resume=interrupted is not None)
+                             resume=interrupted is not None, host_waits=host_waits)
         done_profiling = True
         spent = Breakdown()
         spent.add("start", entered - started)
@@ -477,14 +484,14 @@ def _profile_adaptively(library: ast.Library, samples: Path, version: Path, link
                         ranks: Sequence[int] | None, budget: float | None, seed: int, timeout: float | None,
                         progress: Progress | None, report: Callable[[str], None],
                         meanwhile: Background | None, started: float,
-                        uncertain: float | None = None) -> ProfileResult:
+                        uncertain: float | None = None, host_waits: bool = False) -> ProfileResult:
     from hlc import adaptive
 
     ranks, timeout = profile_defaults(library, ranks, timeout)
     result, _ = adaptive.profile_adaptively(
         library, samples, version, ranks=ranks, budget=budget, seed=seed, timeout=timeout, progress=progress,
         models_of=_used_models(library, link.parent), report=report, meanwhile=meanwhile, build_started=started,
-        uncertain=uncertain)
+        uncertain=uncertain, host_waits=host_waits)
     return result
 
 

@@ -580,3 +580,46 @@ def test_a_serving_program_under_mpiexec_passes_its_commands_to_every_rank(tmp_p
     assert len(records.headers) == 1
     assert {r.verify for r in records.points} == {False, True}
     assert {r.P for r in records.samples} == {2}
+
+
+@pytest.mark.parametrize("waits", [False, True])
+def test_a_profile_asked_to_wait_for_the_host_s_pace_runs_its_programs_so(tmp_path, waits):
+    """``host_waits`` (hlc profile and hlc build --host-waits) reaches the
+    programs, run once or serving, and their headers say that they waited."""
+    library = hlc.parse_file(DESCRIPTIONS / "crossing.hl")
+    once = tmp_path / "once.jsonl"
+    profile(library, once, tmp_path / "build", host_waits=waits)
+    served = tmp_path / "served.jsonl"
+    server = Server(prepare(library, tmp_path / "build"), served, 1, 0, 10.0, None, Breakdown(), host_waits=waits)
+    try:
+        assert server.run({"select": {"square_sum": [0, 1]}, "fitting_only": True}) is None
+    finally:
+        server.close()
+    for path in (once, served):
+        records = Samples.read(path)
+        assert records.samples
+        assert {header.host_waits for header in records.headers} == {True if waits else None}
+    assert Samples.load(once).header.host_waits is (True if waits else None)
+
+
+def test_hlc_build_profile_and_recalibrate_pass_host_waits_on(tmp_path, monkeypatch):
+    from hlc import cli
+    from hlc.calibrate import run as running
+    from hlc.dispatch import build as building
+
+    asked = []
+
+    def stop(*args, **options):
+        asked.append(options.get("host_waits"))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(building, "build", stop)
+    monkeypatch.setattr(building, "recalibrate", stop)
+    monkeypatch.setattr(running, "profile", stop)
+    monkeypatch.setattr(cli, "_compile_ahead", lambda *args: None)
+    description = str(DESCRIPTIONS / "crossing.hl")
+    for command in (["build", description], ["recalibrate", description], ["profile", description]):
+        for waits in ([], ["--host-waits"]):
+            with contextlib.suppress(KeyboardInterrupt):
+                cli.main([*command, "--out", str(tmp_path / "out"), *waits])
+    assert asked == [False, True] * 3
