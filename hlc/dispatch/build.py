@@ -509,9 +509,11 @@ def _start_dispatch_object(library: ast.Library, scratch: Path) -> Background | 
 
 
 def check_models(target: Path, *, ranks: Sequence[int] | None = None, seed: int = 1,
-                 timeout: float | None = None, progress: Progress | None = None) -> dict[str, float]:
+                 timeout: float | None = None, progress: Progress | None = None,
+                 host_waits: bool = False) -> dict[str, float]:
     """The verification MRE of each calibrated model of a build on fresh random
-    samples (a seed other than the calibration's), taking nothing else."""
+    samples (a seed other than the calibration's), taking nothing else;
+    ``host_waits`` as for ``build``."""
     models = load_models(target / "models.json")
     used = load_used(target / "used_models.json")
     library = parse_file(description_of(models, target))
@@ -522,7 +524,7 @@ def check_models(target: Path, *, ranks: Sequence[int] | None = None, seed: int 
         if (target / "ext").exists():  # the compiled sources, so they are not compiled again
             shutil.copytree(target / "ext", scratch / "ext")
         profile(library, scratch / "check.jsonl", scratch, ranks=ranks, seed=seed, timeout=timeout,
-                progress=progress, verification_only=True)
+                progress=progress, verification_only=True, host_waits=host_waits)
         samples = Samples.load(scratch / "check.jsonl")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -564,7 +566,7 @@ def recalibrate(target: str | Path, *, check: bool = False, **options: Any) -> B
         return build(description, out=target, **options)
     started = time.monotonic() if options.get("started") is None else options["started"]
     checked = check_models(target, ranks=options.get("ranks"), timeout=options.get("timeout"),
-                           progress=options.get("progress"))
+                           progress=options.get("progress"), host_waits=options.get("host_waits", False))
     stale = [name for name, error in checked.items() if error > VERIFICATION_LIMIT]
     if not stale:
         return BuildResult(models.library, target, models, seconds=time.monotonic() - started,

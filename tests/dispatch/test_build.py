@@ -347,6 +347,26 @@ def test_recalibrate_check_refits_only_the_models_that_no_longer_fit(built, tmp_
     assert result.models.description == "source/vector.hl" and result.models.origin == models.origin
 
 
+def test_a_check_asked_to_wait_for_the_host_s_pace_profiles_so(built, tmp_path, monkeypatch):
+    from hlc.dispatch import build as building
+
+    folder = built[0]
+    for name in ("comm", "vector"):
+        subprocess.run(["cp", "-rL", str(folder / name), str(tmp_path / name)], check=True)
+    asked = []
+
+    def profiled(*args, **options):
+        asked.append((options.get("verification_only"), options.get("host_waits")))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(building, "profile", profiled)
+    for waits in (False, True):
+        with pytest.raises(KeyboardInterrupt):
+            building.recalibrate(tmp_path / "vector", check=True, host_waits=waits)
+    assert asked == [(True, False), (True, True)]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["comm", "vector"]  # no check folder left
+
+
 def test_a_check_that_rebuilt_nothing_says_the_build_is_as_it_was(built, capsys):
     """hlc recalibrate --check where every model fits: the check's figures,
     then that the build stands as it was, not that it was built."""
