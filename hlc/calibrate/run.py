@@ -123,10 +123,10 @@ def profile(library: ast.Library, samples: Path, build: Path, *, ranks: Sequence
     result = ProfileResult(samples=samples, program=program, ranks=list(ranks), breakdown=spent)
     cores = usable_cores() or 1
     for size in ranks:
-        selection = _selection(verification_only, implementations, host_waits)
+        options = _program_options(verification_only, implementations, host_waits)
         beside = smoke and size < cores
         with meanwhile.paused() if meanwhile is not None and not beside else contextlib.nullcontext():
-            coverage = run_program(program, samples, size, seed, deadline, timeout, progress, selection, spent)
+            coverage = run_program(program, samples, size, seed, deadline, timeout, progress, options, spent)
         if coverage is not None:
             result.coverage = coverage
             break
@@ -147,8 +147,8 @@ def profile_defaults(library: ast.Library, ranks: Sequence[int] | None,
     return list(ranks), timeout
 
 
-def _selection(verification_only: bool, implementations: Sequence[str] | None,
-               host_waits: bool = False) -> list[str]:
+def _program_options(verification_only: bool, implementations: Sequence[str] | None,
+                     host_waits: bool = False) -> list[str]:
     """Program options that restrict what is profiled, and how it is timed."""
     options = ["--verification-only"] if verification_only else []
     options += ["--host-waits"] if host_waits else []
@@ -156,9 +156,9 @@ def _selection(verification_only: bool, implementations: Sequence[str] | None,
 
 
 def _command(program: Path, samples: Path, size: int, seed: int, deadline: float | None,
-             selection: list[str]) -> list[str]:
+             options: list[str]) -> list[str]:
     command = [sys.executable, str(program), "--out", str(samples), "--seed", str(seed), "--events",
-               "--ranks", str(size), *selection]
+               "--ranks", str(size), *options]
     if deadline is not None:
         command += ["--deadline", repr(deadline)]
     if size > 1:
@@ -167,10 +167,10 @@ def _command(program: Path, samples: Path, size: int, seed: int, deadline: float
 
 
 def run_program(program: Path, samples: Path, size: int, seed: int, deadline: float | None,
-                timeout: float, progress: Progress | None, selection: list[str],
+                timeout: float, progress: Progress | None, options: list[str],
                 spent: Breakdown | None = None) -> str | None:
-    """Run (and restart) a profiling program at one rank count, with extra
-    program options ``selection``; returns the coverage message when the
+    """Run (and restart) a profiling program at one rank count, with the extra
+    program ``options`` (_program_options); returns the coverage message when the
     budget ran out, else None.  ``spent`` gets the programs' accounts, the
     time their processes took to start, and the time lost to runs that
     crashed or hung past their last finished point."""
@@ -178,7 +178,7 @@ def run_program(program: Path, samples: Path, size: int, seed: int, deadline: fl
     restarts = 0
     while True:
         started = time.monotonic()
-        outcome = _run_once(_command(program, samples, size, seed, deadline, selection), timeout, size, progress)
+        outcome = _run_once(_command(program, samples, size, seed, deadline, options), timeout, size, progress)
         wall = time.monotonic() - started
         account = outcome.breakdown.closed()
         spent.merge(account, wall=False)
@@ -399,7 +399,8 @@ class Server:
 
     def __init__(self, program: Path, samples: Path, size: int, seed: int, timeout: float,
                  progress: Progress | None, spent: Breakdown, host_waits: bool = False):
-        self.command = _command(program, samples, size, seed, None, ["--serve", *_selection(False, None, host_waits)])
+        serving = ["--serve", *_program_options(False, None, host_waits)]
+        self.command = _command(program, samples, size, seed, None, serving)
         self.program, self.samples, self.size = program, samples, size
         self.timeout, self.progress, self.spent = timeout, progress, spent
         self.child: _Child | None = None
