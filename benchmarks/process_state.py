@@ -20,7 +20,10 @@ a process's two timings.  The last line names the case that moved most:
 
     radix_sort N keys of W bits, bpd B: max/min x.xx over P processes, x.x% within one
 
-    python benchmarks/process_state.py [BUILD] [--processes 8]      (default: build/sort)
+    python benchmarks/process_state.py [BUILD] [--processes 8] [--cases N:W:B ...]   (default: build/sort)
+
+``--cases`` times other cases instead: N keys of W bits at B bits a digit
+(N:W alone: numpy.sort), as ``1048576:22:11 1048576:22:8 1048576:22``.
 """
 
 from __future__ import annotations
@@ -68,7 +71,16 @@ def seconds_per_call(task: Callable[[], object]) -> float:
     return statistics.median(runs)
 
 
-def child(build: str, seed: int) -> list[list[float]]:
+def parse_case(text: str) -> tuple[int, int, int | None]:
+    """``N:W:B`` (a radix sort) or ``N:W`` (numpy.sort) as a case."""
+    fields = text.split(":")
+    if len(fields) not in (2, 3) or not all(field.isdigit() for field in fields):
+        raise argparse.ArgumentTypeError(f"a case is KEYS:BITS:BPD or KEYS:BITS, not {text!r}")
+    count, bits, *bpd = map(int, fields)
+    return count, bits, bpd[0] if bpd else None
+
+
+def child(build: str, seed: int, cases: list[tuple[int, int, int | None]]) -> list[list[float]]:
     """In a fresh process: the history of ``seed``, then each case's two timings (seconds)."""
     import hlc
 
@@ -81,7 +93,7 @@ def child(build: str, seed: int) -> list[list[float]]:
         radix_sort(keys, bpd=int(rng.integers(1, 17)))
     inputs = np.random.default_rng(7)  # the same keys in every process
     tasks = []
-    for count, bits, bpd in CASES:
+    for count, bits, bpd in cases:
         keys = inputs.integers(0, 2 ** bits, count, dtype=np.int64)
         keys[:2] = (0, 2 ** bits - 1)  # the width the case names
         tasks.append((lambda keys=keys: np.sort(keys)) if bpd is None else
@@ -91,18 +103,20 @@ def child(build: str, seed: int) -> list[list[float]]:
     return [list(pair) for pair in zip(first, second, strict=True)]
 
 
-def measure(build: str, seed: int) -> list[list[float]]:
+def measure(build: str, seed: int, cases: list[tuple[int, int, int | None]]) -> list[list[float]]:
     """One fresh process's timings (see child)."""
-    said = subprocess.run([sys.executable, __file__, build, "--child", str(seed)], capture_output=True, text=True,
-                          check=True)
+    given = ["--cases", *(":".join(str(value) for value in case if value is not None) for case in cases)]
+    said = subprocess.run([sys.executable, __file__, build, "--child", str(seed), *given], capture_output=True,
+                          text=True, check=True)
     return json.loads(said.stdout)
 
 
-def summary(timings: list[list[list[float]]]) -> list[tuple[str, float, float, float, float]]:
+def summary(timings: list[list[list[float]]], cases: list[tuple[int, int, int | None]]
+            ) -> list[tuple[str, float, float, float, float]]:
     """Per case over the processes' ``timings``: label, median, least and
     largest first timing (seconds), and the median of |second / first - 1|."""
     rows = []
-    for position, case in enumerate(CASES):
+    for position, case in enumerate(cases):
         first = [process[position][0] for process in timings]
         within = [abs(process[position][1] / process[position][0] - 1) for process in timings]
         rows.append((label(case), statistics.median(first), min(first), max(first), statistics.median(within)))
@@ -113,13 +127,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("build", nargs="?", default="build/sort")
     parser.add_argument("--processes", type=int, default=8, help="fresh processes, each its own history (default 8)")
+    parser.add_argument("--cases", nargs="+", type=parse_case, default=CASES, metavar="N:W[:B]",
+                        help="cases to time instead of the stored ones: N keys of W bits at B bits a digit "
+                             "(without B: numpy.sort)")
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.child is not None:
-        print(json.dumps(child(options.build, options.child)))
+        print(json.dumps(child(options.build, options.child, options.cases)))
         return
-    timings = [measure(options.build, seed) for seed in range(1, options.processes + 1)]
-    rows = summary(timings)
+    timings = [measure(options.build, seed, options.cases) for seed in range(1, options.processes + 1)]
+    rows = summary(timings, options.cases)
     print(f"each case timed in {options.processes} fresh processes, each after its own history of {HISTORY} sorts")
     print(f"{'case':44s} {'median':>9s} {'least':>9s} {'largest':>9s} {'max/min':>8s} {'within':>7s}")
     for name, median, least, largest, within in rows:
