@@ -20,7 +20,7 @@ a process's two timings.  The last line names the case that moved most:
 
     radix_sort N keys of W bits, bpd B: max/min x.xx over P processes, x.x% within one
 
-    python benchmarks/process_state.py [BUILD] [--processes 8] [--cases N:W:B ...]   (default: build/sort)
+    python benchmarks/process_state.py [BUILD] [--processes 8] [--cases N:W[:B] ...]   (default: build/sort)
 
 ``--cases`` times other cases instead: N keys of W bits at B bits a digit
 (N:W alone: numpy.sort), as ``1048576:22:11 1048576:22:8 1048576:22``.
