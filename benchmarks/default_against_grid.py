@@ -19,13 +19,13 @@ the other, and judges both by evaluations taken among them:
    at seed 2 at one rank), taken twice: after the first pair and after the
    last, so that they bracket the builds' hour;
 3. every build replayed against every evaluation, timing nothing: per build,
-   its right share and expected penalty over the evaluations (each evaluation
-   and rank count weighed alike), per rank
-   count and over all; per figure, the mean of each method, the mean of the
-   pairs' differences with its standard error, and a one-sided paired t
-   test of a shortfall of the default builds.  With them, how often the
-   two evaluations of a seed agree (each one's fastest candidates judged by
-   the other): the ceiling any build's right share can reach in that hour.
+   its right share and expected penalty over the evaluations, per rank
+   count and over all (each evaluation and rank count weighed alike); per
+   figure, the mean of each method, the mean of the pairs' differences with
+   its standard error, and a one-sided paired t test of a shortfall of the
+   default builds.  With them, how often the two evaluations of a seed
+   agree (each one's fastest candidates judged by the other): the ceiling
+   any build's right share can reach in that hour.
 
 The default builds choose as well as the grid unless a one-sided p of a
 shortfall, over all rank counts, lies below ``LEVEL`` for the right share
