@@ -204,13 +204,10 @@ def evaluations_of(folder: Path, ranks: Sequence[int], points: int, when: str, i
 
 
 def keep_build(folder: Path, target: Path) -> None:
+    """Copy what a replay and a refit of the build in ``folder`` read (KEPT) to ``target``."""
     target.mkdir(parents=True, exist_ok=True)
-    for name in KEPT:
-        part = folder / name
-        if part.is_dir():
-            shutil.copytree(part, target / name, dirs_exist_ok=True)
-        elif part.is_file():
-            shutil.copy2(part, target / name)
+    for part in (folder / name for name in KEPT if (folder / name).exists()):
+        (shutil.copytree if part.is_dir() else shutil.copy2)(part, target / part.name)
 
 
 def main() -> None:

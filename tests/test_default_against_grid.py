@@ -79,3 +79,14 @@ def test_the_last_line_gives_medians_means_and_the_verdict():
 def test_the_table_has_each_rank_count_and_all():
     lines = pairs_script.table(drawn(random.Random(2), 0.0, 4))
     assert [line.split()[0] for line in lines[1:]] == ["P=1", "P=1", "P=2", "P=2", "all", "all"]
+
+
+def test_keep_copies_what_a_replay_and_a_refit_read_and_nothing_else(tmp_path):
+    build_folder = tmp_path / "build"
+    (build_folder / "source").mkdir(parents=True)
+    (build_folder / "source" / "sort.hl").write_text("library sort")
+    for name in ("samples.jsonl", "models.json", "dispatch_sort.c"):
+        (build_folder / name).write_text(name)
+    pairs_script.keep_build(build_folder, tmp_path / "kept")
+    assert sorted(p.name for p in (tmp_path / "kept").iterdir()) == ["models.json", "samples.jsonl", "source"]
+    assert (tmp_path / "kept" / "source" / "sort.hl").read_text() == "library sort"
