@@ -210,12 +210,25 @@ def keep_build(folder: Path, target: Path) -> None:
         (shutil.copytree if part.is_dir() else shutil.copy2)(part, target / part.name)
 
 
+def rank_counts(text: str) -> list[int]:
+    """``--ranks``: positive rank counts, separated by commas."""
+    try:
+        counts = sorted({int(part) for part in text.split(",")})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"rank counts separated by commas, such as 1,2, not {text!r}") from None
+    if not counts or counts[0] < 1:
+        raise argparse.ArgumentTypeError(f"rank counts must be at least 1, not {text!r}")
+    return counts
+
+
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    options.add_argument("--library", default="sort")
-    options.add_argument("--pairs", type=int, default=8)
-    options.add_argument("--first-seed", type=int, default=30)
-    options.add_argument("--ranks", default="1,2", help="rank counts to build and evaluate at")
+    options.add_argument("--library", default="sort", help="a library under libraries/ (default sort)")
+    options.add_argument("--pairs", type=int, default=8, help="pairs of builds, at least 2 (default 8)")
+    options.add_argument("--first-seed", type=int, default=30,
+                         help="the first pair's seed; each pair after it the next (default 30)")
+    options.add_argument("--ranks", type=rank_counts, default="1,2",
+                         help="rank counts to build and evaluate at (default 1,2)")
     options.add_argument("--points", type=int, default=200, help="held-out points of each evaluation")
     options.add_argument("--keep", type=Path, metavar="DIR",
                          help="keep each build's samples and models under DIR/<method>-seed<N>/, and the "
@@ -223,7 +236,7 @@ def main() -> None:
     args = options.parse_args()
     if args.pairs < 2:
         options.error("--pairs: at least 2, for a paired test")
-    ranks = [int(r) for r in args.ranks.split(",")]
+    ranks = args.ranks
     with tempfile.TemporaryDirectory(prefix="hlc-pairs-") as scratch:
         folder = Path(scratch)
         kept = args.keep or folder / "evaluations"

@@ -3,6 +3,7 @@ evaluations, and its verdict against the pairs' own spread."""
 
 from __future__ import annotations
 
+import argparse
 import random
 
 import benchmark_scripts
@@ -90,3 +91,10 @@ def test_keep_copies_what_a_replay_and_a_refit_read_and_nothing_else(tmp_path):
     pairs_script.keep_build(build_folder, tmp_path / "kept")
     assert sorted(p.name for p in (tmp_path / "kept").iterdir()) == ["models.json", "samples.jsonl", "source"]
     assert (tmp_path / "kept" / "source" / "sort.hl").read_text() == "library sort"
+
+
+def test_rank_counts_are_positive_integers_and_anything_else_is_refused():
+    assert pairs_script.rank_counts("2,1,2") == [1, 2]
+    for bad in ("a", "1,,2", "0,1", ""):
+        with pytest.raises(argparse.ArgumentTypeError):
+            pairs_script.rank_counts(bad)
