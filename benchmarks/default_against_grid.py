@@ -261,10 +261,9 @@ def main() -> None:
             if args.keep:
                 for method, (path, _, _) in each.items():
                     keep_build(path, args.keep / f"{method}-seed{seed}")
-        seeds = sorted({name.split()[1] for name in evaluations})
         ceilings = {seed: (agreement(evaluations[f"seed {seed} before"], evaluations[f"seed {seed} after"]),
                            agreement(evaluations[f"seed {seed} after"], evaluations[f"seed {seed} before"]))
-                    for seed in seeds}
+                    for seed, _ in evaluation_plan(ranks)}
     print(f"{args.library}: {args.pairs} pairs of builds (seeds {args.first_seed}-{args.first_seed + args.pairs - 1}),"
           f" judged by {len(evaluations)} evaluations of {args.points} points; means over the evaluations")
     print("\n".join(table(pairs)))
