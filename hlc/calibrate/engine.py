@@ -40,6 +40,7 @@ from hlc.calibrate.host import HostMeter
 from hlc.calibrate.tasks import Context, Implementation, Interface, describe, described, same_result
 from hlc.calibrate.timing import (
     AGREEMENT,
+    FIRST_AGREEMENT,
     MAXIMUM_REPEAT,
     RETAKES,
     WARM_SECONDS,
@@ -261,9 +262,10 @@ class TimingEngine:
                         first = elapsed
                         self.spent.move("checks", MEASURING, elapsed)
                 # A checking call too short to be a timing warmed the candidate once
-                # only: a timing's worth of untimed calls before the block's first.
-                warm = self.clock.minimum_timing if attempt == 0 and first is None else 0.0
-                return self.block(interface, ready, arguments, point, first, warm)
+                # only: the block's first timing warms it further, and is kept only
+                # when it agrees closely with the rest (FIRST_AGREEMENT).
+                return self.block(interface, ready, arguments, point, first,
+                                  warmed_once=attempt == 0 and first is None)
 
             values, slowdown = self.at_usual_pace(measure)
             if values is not None:
@@ -340,28 +342,29 @@ class TimingEngine:
         raise AssertionError("unreachable: the last attempt returns")
 
     def block(self, interface: Interface, ready: list[tuple[Implementation, dict, int]], arguments: tuple,
-              point: dict, first: float | None = None, warm: float = 0.0,
+              point: dict, first: float | None = None, warmed_once: bool = False,
               first_repeat: int = 1) -> list[float] | None:
         """The timings of one candidate's block (see time_blocks), starting with
         ``first`` when the checking call was one (or a timing of
-        ``first_repeat`` calls, a confirming one), and else, when ``warm``,
-        with that many seconds of untimed calls; None when it failed.  The
+        ``first_repeat`` calls, a confirming one); None when it failed.  The
         cold leading timings are dropped and counted as cold timings, each
-        as the calls it made; a block that never warms keeps its last k
-        timings."""
+        as the calls it made (``warmed_once``: one short call warmed the
+        candidate, and its first timing is cold unless within
+        FIRST_AGREEMENT of the rest); a block that never warms keeps its
+        last k timings."""
         values: list[tuple[float, int]] = [] if first is None else [(first, first_repeat)]
         wanted = interface.repeat
         limit = wanted * RETAKES + COLD_TIMINGS
         while True:
             seconds_only = [seconds for seconds, _ in values]
-            cold = cold_timings(seconds_only)
+            cold = cold_timings(seconds_only, FIRST_AGREEMENT if warmed_once else AGREEMENT)
             if len(values) >= limit:
                 cold = min(cold, len(values) - wanted)
                 break
             kept = seconds_only[cold:]
             if len(kept) >= wanted and (Timing(tuple(kept), ready[0][2]).settled or len(kept) >= wanted * RETAKES):
                 break
-            seconds = self.timing(interface, ready, 0, arguments, point, warm=0.0 if values else warm)
+            seconds = self.timing(interface, ready, 0, arguments, point, warm=0.0)
             if seconds is None:
                 return None
             values.append((seconds, ready[0][2]))

@@ -157,9 +157,10 @@ def test_a_pace_the_host_keeps_becomes_its_best():
 
 def profile_one_point(tmp_path, readings_after_calls, monkeypatch, host_slow_above: float = 1,
                       memory: float = 1.0, budget: float = 2.0, waits: bool = True,
-                      second_blocks: bool = False) -> tuple[list[Sample], list[float]]:
+                      second_blocks: bool = False, unit: float = 2e-3) -> tuple[list[Sample], list[float]]:
     """Profile one implementation at one point; ``readings_after_calls(n)``: how
-    many times slower than 2 ms the task's n-th call runs; the meter reads the
+    many times slower than ``unit`` seconds (by default 2 ms, longer than the
+    clock's minimum timing) the task's n-th call runs; the meter reads the
     host as slow just after a call more than ``host_slow_above`` times slower.
     Returns the samples and each call's duration.  ``budget``: the meter's
     seconds for waits and rounds taken again (its allowance; no share),
@@ -182,8 +183,8 @@ def profile_one_point(tmp_path, readings_after_calls, monkeypatch, host_slow_abo
     def task(x):
         duration = readings_after_calls(len(calls) + 1)
         spell["pending"] = duration > host_slow_above
-        calls.append(duration * 2e-3)
-        clock["now"] += duration * 2e-3
+        calls.append(duration * unit)
+        clock["now"] += duration * unit
         return x
 
     def reading() -> float:
@@ -374,6 +375,37 @@ def test_cold_timings_are_dropped_and_accounted_as_such(tmp_path, monkeypatch):
     (account,) = Samples.read(tmp_path / "samples.jsonl").accounts
     assert account.seconds["cold timings"] == pytest.approx(sum(calls[:2]), abs=1e-3)  # kept in milliseconds
     assert account.seconds["measuring"] == pytest.approx(sum(calls[2:]), abs=1e-3)
+
+
+def test_a_short_task_is_warmed_by_its_first_timing_kept_when_it_agrees_closely(tmp_path, monkeypatch):
+    """A call shorter than the clock's minimum (0.6 ms: two calls a timing):
+    the checking call (1) warmed it once, and no untimed calls follow; the
+    first timing (2, 3), 1% slower than the rest, is kept."""
+    samples, calls = profile_one_point(tmp_path, lambda n: 1.01 if n in (2, 3) else 1, monkeypatch,
+                                       host_slow_above=10, unit=0.6e-3)
+    assert len(calls) == 1 + 2 * 3
+    (sample,) = samples
+    assert sample.repeat == 2
+    assert sample.timings == pytest.approx([0.606e-3, 0.6e-3, 0.6e-3], rel=1e-3)
+    (account,) = Samples.read(tmp_path / "samples.jsonl").accounts
+    assert account.seconds.get("cold timings", 0.0) == 0.0
+
+
+def test_the_first_timing_after_a_short_check_is_cold_when_it_lies_above_the_first_agreement(tmp_path,
+                                                                                          monkeypatch):
+    """The same task with a first timing 3% slower than the rest: within the
+    5% that the later timings of a block are allowed, but timings of a
+    millisecond that all start a little cold are not caught by that, so the
+    first is held to FIRST_AGREEMENT (2%), dropped, and one more is taken."""
+    assert timing.FIRST_AGREEMENT < 0.03 < timing.AGREEMENT
+    samples, calls = profile_one_point(tmp_path, lambda n: 1.03 if n in (2, 3) else 1, monkeypatch,
+                                       host_slow_above=10, unit=0.6e-3)
+    assert len(calls) == 1 + 2 * 4
+    (sample,) = samples
+    assert sample.timings == pytest.approx([0.6e-3] * 3, rel=1e-3)
+    (account,) = Samples.read(tmp_path / "samples.jsonl").accounts
+    assert account.seconds["cold timings"] == pytest.approx(sum(calls[1:3]), abs=1e-3)  # kept in milliseconds
+    assert account.seconds["cold timings"] > 0
 
 
 def test_a_block_keeps_at_most_three_k_timings_when_its_cold_ones_turn_out_warm(tmp_path, monkeypatch):

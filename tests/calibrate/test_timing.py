@@ -112,6 +112,16 @@ def test_leading_timings_slower_than_the_rest_are_cold(timings, cold):
     assert cold_timings(timings) == cold
 
 
+@pytest.mark.parametrize(("timings", "cold"), [
+    ((1.04, 1.0, 1.0), 1),              # the first is held to 2%
+    ((1.015, 1.0, 1.0), 0),
+    ((1.03, 1.04, 1.0, 1.0), 1),        # the later ones to 5%
+    ((1.03, 1.06, 1.0, 1.0), 2),
+])
+def test_the_first_timing_may_be_held_to_a_closer_agreement(timings, cold):
+    assert cold_timings(timings, first=0.02) == cold
+
+
 @given(st.lists(st.floats(0.5, 2.0), min_size=1, max_size=12))
 def test_what_is_left_after_the_cold_timings_starts_within_the_agreement(timings):
     cold = cold_timings(timings)
