@@ -71,6 +71,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kept_builds import KEPT as KEPT  # re-exported: what --keep keeps
+from kept_builds import keep_build
 from scipy.stats import t as student
 
 from hlc.artefacts import evaluation as evaluation_artefact
@@ -162,26 +164,9 @@ def prepare_uses(library: str, folder: Path) -> None:
         shutil.copy(models, folder / name / "models.json")
 
 
-#: What ``--keep`` keeps of a build: enough to refit it (``hlc fit``,
-#: benchmarks/refit_replay.py) and replay its choices, without its compiled
-#: modules.
-KEPT = ("samples.jsonl", "models.json", "used_models.json", "breakdown.json", "source")
-
-
 def kind_name(method: str, budget: float | None, seed: int) -> str:
     """A build's folder name under ``--keep``: ``adaptive-30-seed1``, ``grid-default-seed0``."""
     return f"{method}-{'default' if budget is None else f'{budget:g}'}-seed{seed}"
-
-
-def keep_build(build_folder: Path, target: Path) -> None:
-    """Copy the parts of a build that a refit and a replay read (KEPT) to ``target``."""
-    target.mkdir(parents=True, exist_ok=True)
-    for name in KEPT:
-        part = build_folder / name
-        if part.is_dir():
-            shutil.copytree(part, target / name, dirs_exist_ok=True)
-        elif part.is_file():
-            shutil.copy2(part, target / name)
 
 
 def built_and_judged(library: str, method: str, budget: float | None, seed: int, folder: Path,

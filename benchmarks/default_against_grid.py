@@ -55,6 +55,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kept_builds import keep_build
 from scipy import stats
 
 from hlc.dispatch.build import build
@@ -65,8 +66,6 @@ ROOT = Path(__file__).resolve().parent.parent
 METHODS = ("default", "grid")
 #: A one-sided p below this says the default builds choose worse.
 LEVEL = 0.05
-#: What ``--keep`` keeps of a build: enough to replay and refit it.
-KEPT = ("samples.jsonl", "models.json", "used_models.json", "breakdown.json", "source")
 
 Figures = dict[tuple[str, int], tuple[float, float]]  # (evaluation, P) → (right share, expected penalty)
 
@@ -201,13 +200,6 @@ def evaluations_of(folder: Path, ranks: Sequence[int], points: int, when: str, i
         shutil.copy(result.path, taken[name])
         print(f"  evaluated: {name}, ranks {at}", file=sys.stderr, flush=True)
     return taken
-
-
-def keep_build(folder: Path, target: Path) -> None:
-    """Copy what a replay and a refit of the build in ``folder`` read (KEPT) to ``target``."""
-    target.mkdir(parents=True, exist_ok=True)
-    for part in (folder / name for name in KEPT if (folder / name).exists()):
-        (shutil.copytree if part.is_dir() else shutil.copy2)(part, target / part.name)
 
 
 def rank_counts(text: str) -> list[int]:
