@@ -17,10 +17,11 @@
   block that lie more than AGREEMENT above the median of the timings after
   them were taken while its data came back into the caches, and are
   dropped (``cold_timings``).  A candidate that needs no warm-up then costs
-  none, and one that needs much gets as much as its timings show.  A
-  block whose first timing follows one short call only is kept from it
-  only when it lies within FIRST_AGREEMENT of the rest: timings of a
-  millisecond that all start a little cold are not caught by AGREEMENT.
+  none, and one that needs much gets as much as its timings show.  Where
+  one short call (the checking call) is all that warmed a candidate, its
+  block's first timing is kept only when it lies within FIRST_AGREEMENT
+  of the rest: timings of a millisecond that all start a little cold are
+  not caught by AGREEMENT.
 """
 
 from __future__ import annotations
