@@ -227,9 +227,10 @@ WORTH = 2.0
 #: points whose decision is uncertain, each up to this many times in all: a
 #: boundary measured thrice is fitted with a third of one measurement's noise.
 MOST_TAKES = 3
-#: A round ranks its uncertain decisions by their uncertainty over this
-#: power of the seconds measuring them is predicted to take.  A cheap point
-#: is settled in a fraction of an expensive one's time, but a wrong choice
+#: A round takes its uncertain decisions from two rankings in turn: by
+#: their uncertainty over this power of the seconds measuring them is
+#: predicted to take, and by their uncertainty alone.  A cheap point is
+#: settled in a fraction of an expensive one's time, but a wrong choice
 #: there costs a caller a fraction of the time too: ranked by uncertainty
 #: per second (the power 1), the largest sorts came last and were left to
 #: the models' extrapolation from smaller ones, which put three passes of
@@ -237,8 +238,13 @@ MOST_TAKES = 3
 #: Zen 4 host, five default sort builds (seeds 0-4) with each power, each
 #: replayed against two exhaustive evaluations of another build: at the
 #: square root, right 96.8% against 96.5% of the points, the expected
-#: penalty 0.40% against 0.76% (lower at every seed), the worst choice 33%
-#: against 66% too slow, the digit width optimal at 95.6% against 94.9%.
+#: penalty 0.40% against 0.76%.  Per root second alone, a 15 s sort build
+#: (two or three rounds) still timed the radix sort over 300,000 keys at a
+#: handful of points and chose its digits there by extrapolation (up to 2.2
+#: times as slow as the best); by uncertainty alone, the stencil's default
+#: builds spent their rounds on its dearest grids.  Taking from both in
+#: turn keeps the dear decisions in every round and the cheap ones too (the
+#: figures: docs/report.md, "Uncertain decisions by uncertainty alone").
 COST_POWER = 0.5
 #: The share of a round that the midpoints of measured boundaries may fill, with the uncertain decisions.
 BISECTING_SHARE = 0.75
@@ -784,10 +790,11 @@ def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float,
                bisecting: Sequence[Site] = (), most: float = math.inf,
                stakes: Mapping[tuple, tuple[bool, float]] | None = None) -> tuple[list[Site], dict[str, int]]:
     """The sites of the next round, within about ``seconds`` of predicted
-    profiling: half of it for uncertain decisions (the most uncertain per
-    square root of its predicted seconds first, COST_POWER: a cheap one is
-    settled in a fraction of an expensive one's time, and a wrong choice
-    there costs a fraction of the time),
+    profiling: half of it for uncertain decisions (in turn the most
+    uncertain per square root of its predicted seconds, COST_POWER, and the
+    most uncertain whatever it costs: a cheap one is settled in a fraction
+    of an expensive one's time, and a wrong choice there costs a fraction
+    of the time, but the dearest are where a model extrapolates most),
     up to three quarters with the midpoints of the boundaries the
     measurements show (``bisecting``, in their order: hlc.boundaries; given
     each one's ``stakes``, whether its winners are different
@@ -821,9 +828,11 @@ def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float,
 
     def uncertain(widening: float) -> list[Site]:
         scored = [(judge.uncertainty(site, widening), site) for site in open_sites if site.key not in keys]
-        per_second = [(score / max(judge.cost(site), MINIMUM_TIMING) ** COST_POWER, site) for score, site in scored
-                      if score > 0]
-        return [site for _, site in sorted(per_second, key=lambda pair: -pair[0])]
+        scored = [(score, site) for score, site in scored if score > 0]
+        per_root = sorted(scored, key=lambda pair: -pair[0] / max(judge.cost(pair[1]), MINIMUM_TIMING) ** COST_POWER)
+        alone = sorted(scored, key=lambda pair: -pair[0])
+        # the two rankings in turn, each site at its first place in either
+        return list({site.key: site for pair in zip(per_root, alone, strict=True) for _, site in pair}.values())
 
     # An implementation too little sampled for a model: the sites where it
     # applies that lie farthest from the measured ones, the largest

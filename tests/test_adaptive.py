@@ -389,6 +389,23 @@ def test_a_round_takes_the_uncertain_decisions_most_uncertain_per_root_of_their_
     assert chosen[0] == dear and cheap not in chosen
 
 
+def test_a_round_takes_the_most_uncertain_decisions_whatever_they_cost_in_turn(adaptive):
+    """Per root second alone, a dear decision waits behind every cheaper one
+    (a 15 s sort build left the largest sorts to extrapolation): a round
+    takes from that ranking and from the uncertainty alone in turn."""
+    library, samples, _, _, _ = adaptive
+    records = Samples.read(samples)
+    grid = Grid([site for site in read_sites(records) if not site.refined])
+    judge = Judge(library, calibrate(library, records), records=records, grid=grid)
+    taken = {grid.sites[0].key}
+    dear, *cheap = grid.sites[1], grid.sites[-1], grid.sites[-2], grid.sites[-3]
+    scores = {dear.key: 1.0, **{site.key: 0.6 for site in cheap}}
+    judge.uncertainty = lambda site, widening=1.0: scores.get(site.key, 0.0)
+    judge.cost = lambda site, candidates=None: 16.0 if site.key == dear.key else 1.0
+    chosen, _ = next_round(grid, taken, judge, 34.0)  # 17 s for the uncertain: one cheap and the dear one
+    assert chosen[0] in cheap and chosen[1] == dear  # per root second alone, three cheap ones, then no room
+
+
 def test_a_build_that_compiles_first_profiles_for_what_keeps_it_within_a_minute():
     """Without --budget, a build profiles for BUDGET seconds; one whose
     compile came first for what leaves the whole build within
