@@ -827,8 +827,8 @@ def next_round(grid: Grid, taken: set[tuple], judge: Judge, seconds: float,
         return True
 
     def uncertain(widening: float) -> list[Site]:
-        scored = [(judge.uncertainty(site, widening), site) for site in open_sites if site.key not in keys]
-        scored = [(score, site) for score, site in scored if score > 0]
+        scored = [(score, site) for site in open_sites
+                  if site.key not in keys and (score := judge.uncertainty(site, widening)) > 0]
         per_root = sorted(scored, key=lambda pair: -pair[0] / max(judge.cost(pair[1]), MINIMUM_TIMING) ** COST_POWER)
         alone = sorted(scored, key=lambda pair: -pair[0])
         # the two rankings in turn, each site at its first place in either
