@@ -33,7 +33,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
-from scipy.optimize import nnls
+
+from hlc.model.nonnegative import nonnegative_least_squares
 
 #: Typical deviations a decision adds to a prediction.
 RISK = 2.0
@@ -56,6 +57,6 @@ def fit_deviation(columns: Mapping[str, np.ndarray], times: np.ndarray, residual
     if not usable.any():
         return {}
     target = np.abs(np.asarray(residuals, dtype=float)) / weights
-    solution, _ = nnls(design[:, usable] / scale[usable], target)
+    solution = nonnegative_least_squares(design[:, usable] / scale[usable], target)
     gamma = solution / scale[usable]
     return {name: float(value) for name, value in zip(np.array(names)[usable], gamma, strict=True) if value > 0}
